@@ -1,0 +1,109 @@
+"""Reading edge-list files (SNAP text, TSV/CSV, MatrixMarket), plain or compressed.
+
+Every line is classified, none is dropped silently:
+
+* not rows: comment lines (`#`, `%`), blank lines, a header line (the first non-comment line of
+  a file when none of its fields is a number), and the MatrixMarket size line (the first
+  non-comment line after a `%%MatrixMarket` banner);
+* rows: an `edge` with two numeric ids, or a rejected row with its reason: wrong field count,
+  a non-numeric id, an id out of 64-bit range, a self-loop.
+
+Fields are separated by whitespace, commas or semicolons; CRLF endings are fine. MatrixMarket
+entries may carry a value column (ignored). Ids are normalised (`007` is `7`) and kept as keys.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.ids import read_lines_numbered
+
+TEXT = "text"
+KIND = "kind"
+A_KEY = "a_key"
+B_KEY = "b_key"
+# Kinds of line.
+EDGE, REJECTED, COMMENT, BLANK, HEADER, SIZE_LINE = "edge", "rejected", "comment", "blank", "header", "size"
+NOT_ROWS = (COMMENT, BLANK, HEADER, SIZE_LINE)
+
+_ID_PATTERN = r"^[+-]?[0-9]+$"
+
+
+def read_numbered_lines(spark: SparkSession, path: str) -> DataFrame:
+    try:
+        lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, TEXT)
+    except AnalysisException as error:
+        if "PATH_NOT_FOUND" in str(error) or "Path does not exist" in str(error):
+            raise InputError(f"file not found: {path}. Check the --path argument.") from None
+        raise
+    return lines.withColumn(S.SOURCE_FILE, F.regexp_replace(S.SOURCE_FILE, "^file:(//)?", ""))
+
+
+def _canonical_id(field: Column) -> Column:
+    return field.try_cast("long").cast("string")
+
+
+def classify_edge_lines(lines: DataFrame) -> DataFrame:
+    """(source_file, line, text) -> adds kind, a_key, b_key, reason."""
+    stripped = F.regexp_replace(F.col(TEXT), r"^\s+|\s+$", "")
+    is_comment = stripped.startswith("#") | stripped.startswith("%")
+    frame = lines.withColumn("_s", stripped).withColumn(
+        "_fields", F.split(F.col("_s"), r"[\s,;]+")
+    )
+    content = ~is_comment & (F.col("_s") != "")
+    banner = (F.col(S.LINE) == 1) & F.lower(F.col("_s")).startswith("%%matrixmarket")
+    file_facts = frame.groupBy(S.SOURCE_FILE).agg(
+        (F.max(F.when(banner, 1).otherwise(0)) == 1).alias("_mtx"),
+        F.min(F.when(content, F.col(S.LINE))).alias("_first_content"),
+    )
+    frame = frame.join(F.broadcast(file_facts), on=S.SOURCE_FILE)
+    field_count = F.size("_fields")
+    a_raw = F.try_element_at(F.col("_fields"), F.lit(1))
+    b_raw = F.try_element_at(F.col("_fields"), F.lit(2))
+    a_num, b_num = a_raw.rlike(_ID_PATTERN), b_raw.rlike(_ID_PATTERN)
+    a_key, b_key = _canonical_id(a_raw), _canonical_id(b_raw)
+    first_content = F.col(S.LINE) == F.col("_first_content")
+    all_text = F.forall("_fields", lambda f: ~f.rlike(r"^[+-]?[0-9.eE+-]+$"))
+    max_fields = F.when(F.col("_mtx"), F.lit(3)).otherwise(F.lit(2))
+
+    kind = (
+        F.when(F.col("_s") == "", BLANK)
+        .when(is_comment, COMMENT)
+        .when(first_content & F.col("_mtx"), SIZE_LINE)
+        .when(first_content & all_text, HEADER)
+        .otherwise(None)
+    )
+    reason = (
+        F.when(
+            (field_count < 2) | (field_count > max_fields),
+            F.format_string(
+                "malformed line: expected 2 fields (source target), found %d", field_count
+            ),
+        )
+        .when(~a_num, F.format_string("non-numeric node id '%s'", a_raw))
+        .when(~b_num, F.format_string("non-numeric node id '%s'", b_raw))
+        .when(a_key.isNull(), F.format_string("node id '%s' is out of the 64-bit range", a_raw))
+        .when(b_key.isNull(), F.format_string("node id '%s' is out of the 64-bit range", b_raw))
+        .when(a_key == b_key, F.format_string("self-loop on node %s", a_key))
+    )
+    frame = frame.withColumn(KIND, kind).withColumn(
+        S.REASON, F.when(F.col(KIND).isNull(), reason)
+    )
+    frame = frame.withColumn(
+        KIND,
+        F.coalesce(F.col(KIND), F.when(F.col(S.REASON).isNotNull(), F.lit(REJECTED)), F.lit(EDGE)),
+    )
+    is_edge = F.col(KIND) == EDGE
+    return frame.select(
+        S.SOURCE_FILE,
+        S.LINE,
+        TEXT,
+        KIND,
+        F.when(is_edge, a_key).alias(A_KEY),
+        F.when(is_edge, b_key).alias(B_KEY),
+        S.REASON,
+    )

@@ -1,0 +1,57 @@
+"""Dense 0-based numbering of rows in a given order, without funnelling them into one partition.
+
+`monotonically_increasing_id` is increasing within a partition but has gaps between partitions.
+Numbering each contiguous run of rows (a partition of a sorted frame, or a block of a text file)
+from a small per-run table of counts turns it into a dense sequence. Only that per-run table (one
+row per partition or file block) passes through a single-partition window.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+_RUN = "_run"
+_POS = "_pos"
+
+
+def _number_runs(rows: DataFrame, run_cols: list[str], group_cols: list[str], out_col: str) -> DataFrame:
+    """Number rows 0.. within each group; runs in `run_cols` order, rows within a run by `_pos`."""
+    runs = rows.groupBy(*group_cols, *run_cols).agg(
+        F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size")
+    )
+    earlier = Window.partitionBy(*group_cols).orderBy(*run_cols).rowsBetween(
+        Window.unboundedPreceding, -1
+    )
+    runs = runs.withColumn("_offset", F.coalesce(F.sum("_size").over(earlier), F.lit(0)))
+    numbered = rows.join(F.broadcast(runs), on=[*group_cols, *run_cols])
+    return numbered.withColumn(out_col, F.col(_POS) - F.col("_first") + F.col("_offset")).drop(
+        "_first", "_size", "_offset", _POS
+    )
+
+
+def with_dense_id(frame: DataFrame, order_by: list, id_col: str) -> DataFrame:
+    """Add `id_col` = 0-based rank of each row in `order_by` order (ties get distinct ids).
+
+    The sorted frame is checkpointed before numbering: recomputing a sort may sample different
+    range bounds and so place rows in different partitions.
+    """
+    ordered = (
+        frame.orderBy(*order_by)
+        .withColumn(_RUN, F.spark_partition_id())
+        .withColumn(_POS, F.monotonically_increasing_id())
+        .localCheckpoint(eager=True)
+    )
+    return _number_runs(ordered, [_RUN], [], id_col).drop(_RUN)
+
+
+def read_lines_numbered(spark, path: str, line_col: str, file_col: str, text_col: str) -> DataFrame:
+    """Read text files (plain or compressed) as (file, 1-based line number, text)."""
+    lines = spark.read.text(path).select(
+        F.col("value").alias(text_col),
+        F.col("_metadata.file_path").alias(file_col),
+        F.col("_metadata.file_block_start").alias(_RUN),
+        F.monotonically_increasing_id().alias(_POS),
+    )
+    numbered = _number_runs(lines, [_RUN], [file_col], line_col).drop(_RUN)
+    return numbered.withColumn(line_col, F.col(line_col) + 1)

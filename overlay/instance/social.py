@@ -1,0 +1,131 @@
+"""Social graphs as pub/sub instances (ICDCS'16 IX-A(2), BeaConvey 6.1): every user is a topic,
+and the users who follow it (directed) or are its friends (undirected) subscribe to it.
+
+Direction: in a directed file, a line `a b` means "a follows b", so a subscribes to topic b;
+`reverse=True` reads it as "b follows a". Undirected: a and b subscribe to each other's topic.
+
+Rows: each edge line is accepted, rejected (see `edgelist`), a duplicate of an earlier line (the
+same ordered pair when directed, the same unordered pair when undirected), or, when BFS-sampled,
+unsampled (an endpoint lies outside the sample).
+
+Ids: the users of the accepted edges, numbered 0.. in numeric order of their original ids; a
+user's node id and topic id are the same number, and both key tables hold the original id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance import edgelist as E
+from overlay.instance.bfs import NODE, bfs_sample
+from overlay.instance.ids import with_dense_id
+from overlay.instance.model import InstanceFrames, RowTally
+
+STATUS = "status"
+ACCEPTED, DUPLICATE, UNSAMPLED = "accepted", "duplicate", "unsampled"
+SUBSCRIBER, PUBLISHER = "_subscriber", "_publisher"
+
+
+@dataclass(frozen=True)
+class SocialSpec:
+    path: str
+    directed: bool
+    reverse: bool = False
+    sample_bfs: int | None = None
+    seed: int = 0
+    bfs_seed_count: int = 3
+
+    def validate(self) -> None:
+        if self.reverse and not self.directed:
+            raise InputError("--reverse only applies to a --directed graph")
+        if self.sample_bfs is not None and self.sample_bfs <= 0:
+            raise InputError(f"--sample-bfs must be a positive integer, got {self.sample_bfs}")
+        if self.bfs_seed_count <= 0:
+            raise InputError(f"the BFS seed count must be positive, got {self.bfs_seed_count}")
+
+
+def _orient(edges: DataFrame, spec: SocialSpec) -> DataFrame:
+    """Add the pair that identifies an edge for duplicate detection."""
+    a, b = F.col(E.A_KEY).cast("long"), F.col(E.B_KEY).cast("long")
+    if spec.directed:
+        subscriber, publisher = (b, a) if spec.reverse else (a, b)
+        return edges.withColumn(SUBSCRIBER, subscriber).withColumn(PUBLISHER, publisher)
+    return edges.withColumn(SUBSCRIBER, F.least(a, b)).withColumn(PUBLISHER, F.greatest(a, b))
+
+
+def _mark_unsampled(edges: DataFrame, sample: DataFrame) -> DataFrame:
+    """Accepted edges with an endpoint outside the sample become `unsampled`."""
+    inside = sample.select(F.col(NODE).alias("_node")).localCheckpoint(eager=True)
+    flagged = edges
+    for end, flag in ((SUBSCRIBER, "_sub_in"), (PUBLISHER, "_pub_in")):
+        flagged = flagged.join(
+            inside.select(F.col("_node").alias(end), F.lit(True).alias(flag)), on=end, how="left"
+        )
+    outside = F.col("_sub_in").isNull() | F.col("_pub_in").isNull()
+    status = F.when((F.col(STATUS) == ACCEPTED) & outside, UNSAMPLED).otherwise(F.col(STATUS))
+    return flagged.withColumn(STATUS, status).drop("_sub_in", "_pub_in")
+
+
+def social_instance(spark: SparkSession, spec: SocialSpec) -> InstanceFrames:
+    spec.validate()
+    lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path))
+    rows = lines.filter(~F.col(E.KIND).isin(*E.NOT_ROWS)).localCheckpoint(eager=True)
+    rejected = rows.filter(F.col(E.KIND) == E.REJECTED).select(
+        F.col(E.TEXT).alias(S.RECORD), S.REASON, S.SOURCE_FILE, S.LINE
+    )
+    first_seen = Window.partitionBy(SUBSCRIBER, PUBLISHER).orderBy(S.SOURCE_FILE, S.LINE)
+    edges = _orient(rows.filter(F.col(E.KIND) == E.EDGE), spec).withColumn(
+        STATUS, F.when(F.row_number().over(first_seen) == 1, ACCEPTED).otherwise(DUPLICATE)
+    )
+    if spec.sample_bfs is not None:
+        unique = edges.filter(F.col(STATUS) == ACCEPTED)
+        sample = bfs_sample(
+            unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count
+        )
+        edges = _mark_unsampled(edges, sample)
+    edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
+
+    by_status = {row[STATUS]: row["count"] for row in edges.groupBy(STATUS).count().collect()}
+    tally = RowTally(
+        read=rows.count(),
+        accepted=by_status.get(ACCEPTED, 0),
+        rejected=rejected.count(),
+        duplicates=by_status.get(DUPLICATE, 0),
+        unsampled=by_status.get(UNSAMPLED, 0),
+    )
+    if tally.accepted == 0:
+        raise InputError(
+            f"{spec.path}: no usable edge lines ({tally.read} rows: {tally.rejected} rejected, "
+            f"{tally.duplicates} duplicates). Expected one 'source target' pair of numeric ids "
+            "per line; comment (#, %), blank and header lines are skipped."
+        )
+
+    accepted = edges.filter(F.col(STATUS) == ACCEPTED)
+    users = accepted.select(F.col(SUBSCRIBER).alias(NODE)).union(
+        accepted.select(F.col(PUBLISHER).alias(NODE))
+    ).distinct()
+    ids = with_dense_id(users, [NODE], S.ID)
+    keys = ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
+
+    pairs = accepted.select(SUBSCRIBER, PUBLISHER)
+    if not spec.directed:
+        pairs = pairs.union(pairs.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER)))
+    subscriptions = (
+        pairs.join(ids.select(F.col(NODE).alias(SUBSCRIBER), F.col(S.ID).alias(S.NODE_ID)), on=SUBSCRIBER)
+        .join(ids.select(F.col(NODE).alias(PUBLISHER), F.col(S.ID).alias(S.TOPIC_ID)), on=PUBLISHER)
+        .select(S.NODE_ID, S.TOPIC_ID)
+    )
+    return InstanceFrames(
+        source="social",
+        params=asdict(spec),
+        subscriptions=subscriptions,
+        node_keys=keys,
+        topic_keys=keys,
+        rejected=rejected,
+        tally=tally,
+    )

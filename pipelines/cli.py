@@ -1,0 +1,135 @@
+"""`python -m pipelines [global flags] COMMAND ...` (also the `overlay-lab` console script).
+
+Global flags (before or after the command): --lakehouse PATH, --config FILE, --master,
+--shuffle-partitions, --driver-memory, --spark-conf KEY=VALUE, -v / -q.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from overlay import schema as S
+from overlay.errors import InputError
+from pipelines import ingest, logs
+from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
+from pipelines.console import format_table
+from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+
+log = logging.getLogger(__name__)
+
+FACEBOOK_GRAPH = files("pipelines") / "datasets" / "facebook_combined.txt.gz"
+
+
+def _spark_conf_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key.strip(), value
+
+
+def _global_flags(suppress: bool) -> argparse.ArgumentParser:
+    """Flags accepted both before and after the command (after wins)."""
+    default = argparse.SUPPRESS if suppress else None
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument("--lakehouse", metavar="PATH", default=default, help="root folder of the Delta tables (default ./lakehouse)")
+    flags.add_argument("--config", metavar="FILE", default=default, help="settings YAML (default conf/lab.yaml)")
+    flags.add_argument("--master", default=default, help="Spark master for a local session (default local[*])")
+    flags.add_argument("--shuffle-partitions", type=ingest.positive_int, default=default)
+    flags.add_argument("--driver-memory", default=default, help="e.g. 6g")
+    flags.add_argument(
+        "--spark-conf", type=_spark_conf_pair, action="append", metavar="KEY=VALUE",
+        default=default, help="extra Spark setting (repeatable)",
+    )
+    flags.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0)
+    flags.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if suppress else False)
+    return flags
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines",
+        description="Overlay lab: pub/sub instances, overlays and routing on Spark + Delta.",
+        parents=[_global_flags(suppress=False)],
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    after = _global_flags(suppress=True)
+    ingest_parser = commands.add_parser(
+        "ingest", parents=[after], help="create or replace an instance from a synthetic, social or subscriptions source",
+    )
+    ingest.add_arguments(ingest_parser)
+    commands.add_parser("instances", parents=[after], help="list the stored instances and their counts")
+    commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
+    commands.add_parser(
+        "main", parents=[after],
+        help="the main job: ingest a Zipf instance and a Facebook BFS sample, print the instances",
+    )
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> LabSettings:
+    settings = load_settings(None if args.config is None else Path(args.config))
+    overrides: dict[str, Any] = {
+        "lakehouse": args.lakehouse,
+        "spark.master": args.master,
+        "spark.shuffle_partitions": args.shuffle_partitions,
+        "spark.driver_memory": args.driver_memory,
+        "spark.conf": dict(args.spark_conf) if args.spark_conf else None,
+    }
+    return apply_overrides(settings, overrides)
+
+
+def print_instances(lakehouse: Lakehouse, names: list[str] | None = None) -> None:
+    frame = lakehouse.read(S.INSTANCES)
+    if names is not None:
+        frame = frame.filter(frame[S.INSTANCE].isin(names))
+    rows = [r.asDict() for r in frame.orderBy(S.INSTANCE).collect()]  # one row per instance
+    if not rows:
+        print("no instances yet: create one with `python -m pipelines ingest ...`")
+        return
+    print(format_table(rows, ingest.SUMMARY_COLUMNS))
+
+
+def run_main_job(spark, lakehouse: Lakehouse, settings: LabSettings) -> None:
+    """The embedded-default demo: a paper-sized Zipf instance and FB 1K."""
+    parser = build_parser()
+    jobs = [
+        ["ingest", "--instance", "zipf-1k", "--source", "synthetic", "--dist", "zipf", "--nodes", "1000",
+         "--topics", "1000", "--min-subs", "20", "--max-subs", "600", "--seed", "1"],
+        ["ingest", "--instance", "fb-1k", "--source", "social", "--path", str(FACEBOOK_GRAPH),
+         "--sample-bfs", "1000", "--seed", "1"],
+    ]
+    for argv in jobs:
+        ingest.run(spark, lakehouse, parser.parse_args(argv), settings)
+    print(f"\nInstances in {lakehouse.root}:")
+    print_instances(lakehouse)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logs.configure(-1 if args.quiet else args.verbose)
+    try:
+        settings = settings_from(args)
+        from pipelines.spark import get_spark, stack_report
+
+        spark = get_spark(settings)
+        lakehouse = Lakehouse(spark, settings.lakehouse_path())
+        if args.command == "ingest":
+            row = ingest.run(spark, lakehouse, args, settings)
+            print_instances(lakehouse, [row[S.INSTANCE]])
+        elif args.command == "instances":
+            print_instances(lakehouse)
+        elif args.command == "info":
+            report = stack_report(spark)
+            report["lakehouse"] = lakehouse.root
+            print(format_table([{"piece": k, "version / state": v} for k, v in report.items()], ["piece", "version / state"]))
+        elif args.command == "main":
+            run_main_job(spark, lakehouse, settings)
+    except (InputError, ConfigError, UnknownInstanceError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,136 @@
+"""Settings: YAML in `conf/` parsed into strict, typed, frozen models.
+
+An unknown key or a value of the wrong type is a `ConfigError` that names the key, the file and
+what is allowed. The model's defaults are the embedded default (local Spark, Delta tables under
+`./lakehouse`); `conf/lab.yaml` spells the same values out and is what `--config` reads by
+default. Command-line flags override the file (`apply_overrides`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipelines.jars import PROJECT_ROOT
+
+DEFAULT_CONFIG_FILE = PROJECT_ROOT / "conf" / "lab.yaml"
+
+
+class ConfigError(ValueError):
+    """A settings file or flag that cannot be used; the message says how to fix it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SparkSettings(_Strict):
+    """How to build a local session. Ignored when a session is already active (Databricks)."""
+
+    master: str = "local[*]"
+    app_name: str = "overlay-lab"
+    driver_memory: str = Field("6g", pattern=r"^\d+[kmgt]$")
+    shuffle_partitions: int = Field(8, ge=1)
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
+    checkpoint_dir: str | None = None
+    ui_enabled: bool = False
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class IngestSettings(_Strict):
+    """Defaults of the ingest job that are not worth a flag on every call."""
+
+    bfs_seed_count: int = Field(3, ge=1)
+
+
+class LabSettings(_Strict):
+    lakehouse: str = "lakehouse"
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+
+    def lakehouse_path(self) -> Path:
+        return Path(self.lakehouse).expanduser().resolve()
+
+    def checkpoint_path(self) -> Path:
+        if self.spark.checkpoint_dir:
+            return Path(self.spark.checkpoint_dir).expanduser().resolve()
+        return self.lakehouse_path() / "_checkpoints"
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return sorted(model.model_fields)
+
+
+def _model_at(location: tuple[Any, ...]) -> type[BaseModel]:
+    model: type[BaseModel] = LabSettings
+    for part in location:
+        annotation = model.model_fields[part].annotation if part in model.model_fields else None
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            break
+    return model
+
+
+def _explain(error: ValidationError, source: str) -> ConfigError:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        if item["type"] == "extra_forbidden":
+            parent = _model_at(item["loc"][:-1])
+            allowed = _allowed_keys(parent)
+            hint = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1)
+            did_you_mean = f" Did you mean '{hint[0]}'?" if hint else ""
+            problems.append(
+                f"unknown key '{where}'. Allowed here: {', '.join(allowed)}.{did_you_mean}"
+            )
+        else:
+            problems.append(f"'{where}': {item['msg']} (got {item.get('input')!r})")
+    return ConfigError(f"invalid settings in {source}:\n  - " + "\n  - ".join(problems))
+
+
+def parse_settings(data: Any, source: str = "settings") -> LabSettings:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys to values at the top level")
+    try:
+        return LabSettings.model_validate(data)
+    except ValidationError as error:
+        raise _explain(error, source) from None
+
+
+def load_settings(path: Path | None = None) -> LabSettings:
+    """Read a settings file; without one, `conf/lab.yaml` when present, else the defaults."""
+    if path is None:
+        path = DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
+        if path is None:
+            return LabSettings()
+    if not path.exists():
+        raise ConfigError(f"settings file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    return parse_settings(data, str(path))
+
+
+def apply_overrides(settings: LabSettings, overrides: dict[str, Any]) -> LabSettings:
+    """Apply dotted-key overrides (`{"spark.master": "local[2]"}`), validated like the file."""
+    data = settings.model_dump()
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if isinstance(node.get(leaf), dict) and isinstance(value, dict):
+            node[leaf] = {**node[leaf], **value}
+        else:
+            node[leaf] = value
+    return parse_settings(data, "command-line flags")

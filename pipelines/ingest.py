@@ -1,0 +1,134 @@
+"""The ingest job: build an instance from one of three sources and store it in the lakehouse."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import time
+
+from pyspark.sql import Row, SparkSession
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance import InstanceFrames
+from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
+from overlay.instance.social import SocialSpec, social_instance
+from overlay.instance.synthetic import DISTRIBUTIONS, SyntheticSpec, synthetic_instance
+from pipelines.config import LabSettings
+from pipelines.lakehouse import Lakehouse
+
+log = logging.getLogger(__name__)
+SOURCES = ("synthetic", "social", "subscriptions")
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+SUMMARY_COLUMNS = (
+    S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.ROWS_READ, S.ROWS_ACCEPTED,
+    S.REJECTED, S.DUPLICATES, S.UNSAMPLED, S.SINGLE_SUBSCRIBER_TOPICS,
+)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--instance", required=True, help="name of the instance to create or replace")
+    parser.add_argument("--source", required=True, choices=SOURCES)
+    synthetic = parser.add_argument_group("--source synthetic")
+    synthetic.add_argument("--dist", choices=DISTRIBUTIONS, help="topic popularity distribution")
+    synthetic.add_argument("--nodes", type=positive_int, help="number of nodes |V|")
+    synthetic.add_argument("--topics", type=positive_int, help="number of topics |T|")
+    synthetic.add_argument("--min-subs", type=positive_int, help="smallest subscription size")
+    synthetic.add_argument("--max-subs", type=positive_int, help="largest subscription size")
+    synthetic.add_argument("--alpha", type=float, default=2.0, help="Zipf exponent (default 2.0)")
+    synthetic.add_argument(
+        "--expo-rate", type=float, default=10.0,
+        help="Expo: weight of rank r is exp(-rate * r / T) (default 10.0)",
+    )
+    files = parser.add_argument_group("--source social / subscriptions")
+    files.add_argument("--path", help="input file (social: edge list, .gz or .mtx; subscriptions: CSV or Parquet)")
+    files.add_argument("--directed", action="store_true", help="social: a line 'a b' means a follows b")
+    files.add_argument("--reverse", action="store_true", help="social, directed: a line 'a b' means b follows a")
+    files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
+    parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
+
+
+def _require(args: argparse.Namespace, source: str, *names: str) -> None:
+    missing = ["--" + n.replace("_", "-") for n in names if getattr(args, n) is None]
+    if missing:
+        raise InputError(f"--source {source} needs {', '.join(missing)}")
+
+
+def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
+    used = ["--" + n.replace("_", "-") for n in names if getattr(args, n) not in (None, False)]
+    if used:
+        raise InputError(f"{', '.join(used)} do(es) not apply to --source {source}")
+
+
+def build_instance(spark: SparkSession, args: argparse.Namespace, settings: LabSettings) -> InstanceFrames:
+    """Turn parsed arguments into the library call for the chosen source."""
+    if args.source == "synthetic":
+        _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
+        _reject_unused(args, "synthetic", "path", "directed", "reverse", "sample_bfs")
+        if args.dist != "zipf" and args.alpha != 2.0:
+            raise InputError("--alpha only applies to --dist zipf")
+        if args.dist != "expo" and args.expo_rate != 10.0:
+            raise InputError("--expo-rate only applies to --dist expo")
+        spec = SyntheticSpec(
+            dist=args.dist, nodes=args.nodes, topics=args.topics, min_subs=args.min_subs,
+            max_subs=args.max_subs, seed=args.seed, alpha=args.alpha, expo_rate=args.expo_rate,
+        )
+        return synthetic_instance(spark, spec)
+    if args.source == "social":
+        _require(args, "social", "path")
+        _reject_unused(args, "social", "dist", "nodes", "topics", "min_subs", "max_subs")
+        if args.sample_bfs is not None and args.seed is None:
+            raise InputError("--sample-bfs needs --seed (the sample depends on it)")
+        spec = SocialSpec(
+            path=args.path, directed=args.directed, reverse=args.reverse,
+            sample_bfs=args.sample_bfs, seed=args.seed or 0,
+            bfs_seed_count=settings.ingest.bfs_seed_count,
+        )
+        return social_instance(spark, spec)
+    _require(args, "subscriptions", "path")
+    _reject_unused(
+        args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs",
+        "directed", "reverse", "sample_bfs", "seed",
+    )
+    return subscriptions_file_instance(spark, SubscriptionsFileSpec(path=args.path))
+
+
+def run(spark: SparkSession, lakehouse: Lakehouse, args: argparse.Namespace, settings: LabSettings) -> Row:
+    if not INSTANCE_NAME.match(args.instance):
+        raise InputError(
+            f"instance name '{args.instance}' is not allowed: use letters, digits, '_', '.', '-' "
+            "(at most 128, starting with a letter or digit)"
+        )
+    started = time.monotonic()
+    log.info("ingest %s: building from source %s", args.instance, args.source)
+    frames = build_instance(spark, args, settings)
+    t = frames.tally
+    log.info(
+        "ingest %s: %d rows read = %d accepted + %d rejected + %d duplicates + %d unsampled",
+        args.instance, t.read, t.accepted, t.rejected, t.duplicates, t.unsampled,
+    )
+    row = lakehouse.replace_instance(args.instance, frames)
+    log.info("ingest %s: stored in %.1fs", args.instance, time.monotonic() - started)
+    return row

@@ -1,0 +1,185 @@
+"""The lakehouse: Delta tables under one root folder, one sub-folder per table.
+
+Replacing an instance is atomic for readers that go through `instances` (as everything here
+does), and never touches other instances:
+
+1. every row of the new version is appended with a fresh, time-ordered `ingest_id`;
+2. one MERGE into `instances` points the instance at the new `ingest_id` (the commit point; it
+   only moves forward, so of two concurrent ingests of one name the later-started one wins);
+3. rows of older versions of that instance (and of crashed attempts) are deleted.
+
+A reader joins on the current `ingest_id` (`instance_rows`), so it sees the old version whole or
+the new version whole. Instance tables are partitioned by `instance`, so writes to different
+instances never conflict; conflicting commits on one instance are retried.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from delta.exceptions import DeltaConcurrentModificationException
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.instance import InstanceFrames
+from overlay.instance.stats import instance_counts
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+COMMIT_ATTEMPTS = 8
+
+
+class UnknownInstanceError(LookupError):
+    pass
+
+
+def _with_retries(action: Callable[[], T], what: str) -> T:
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            return action()
+        except DeltaConcurrentModificationException as error:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            wait = 0.2 * 2**attempt
+            log.info("%s: concurrent commit (%s); retrying in %.1fs", what, type(error).__name__, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def new_ingest_id() -> str:
+    """Sortable by start time, unique across processes."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
+
+
+class Lakehouse:
+    def __init__(self, spark: SparkSession, root: str | Path):
+        self.spark = spark
+        self.root = str(root)
+
+    def path(self, table: S.TableSpec) -> str:
+        return f"{self.root.rstrip('/')}/{table.name}"
+
+    def exists(self, table: S.TableSpec) -> bool:
+        return DeltaTable.isDeltaTable(self.spark, self.path(table))
+
+    def ensure(self, table: S.TableSpec) -> DeltaTable:
+        """Create the table with its declared schema if it is not there yet."""
+        if self.exists(table):
+            return DeltaTable.forPath(self.spark, self.path(table))
+
+        def create() -> DeltaTable:
+            builder = (
+                DeltaTable.createIfNotExists(self.spark)
+                .location(self.path(table))
+                .addColumns(table.schema)
+                .comment(table.description)
+            )
+            if table.partition_by:
+                builder = builder.partitionedBy(*table.partition_by)
+            return builder.execute()
+
+        return _with_retries(create, f"create {table.name}")
+
+    def read(self, table: S.TableSpec) -> DataFrame:
+        if not self.exists(table):
+            return self.spark.createDataFrame([], table.schema)
+        return self.spark.read.format("delta").load(self.path(table))
+
+    # Instances ---------------------------------------------------------------------------
+
+    def instance_row(self, instance: str) -> Row:
+        rows = self.read(S.INSTANCES).filter(F.col(S.INSTANCE) == instance).collect()
+        if not rows:
+            known = [r[S.INSTANCE] for r in self.read(S.INSTANCES).select(S.INSTANCE).collect()]
+            raise UnknownInstanceError(
+                f"unknown instance '{instance}'. Known: {', '.join(sorted(known)) or '(none yet)'}. "
+                "Create it with `python -m pipelines ingest --instance NAME --source ...`."
+            )
+        return rows[0]
+
+    def instance_rows(self, table: S.TableSpec, instance: str) -> DataFrame:
+        """The current version of one instance's rows in an instance table."""
+        current = self.instance_row(instance)[S.INGEST_ID]
+        return self.read(table).filter(
+            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == current)
+        )
+
+    def replace_instance(self, instance: str, frames: InstanceFrames) -> Row:
+        """Store an instance, replacing any earlier version of the same name (see module doc)."""
+        ingest_id = new_ingest_id()
+        for table in S.ALL_TABLES:
+            self.ensure(table)
+        staged = {
+            S.SUBSCRIPTIONS_TABLE: frames.subscriptions,
+            S.NODE_KEYS: frames.node_keys,
+            S.TOPIC_KEYS: frames.topic_keys,
+            S.REJECTED_SUBSCRIPTIONS: frames.rejected,
+        }
+        for table, frame in staged.items():
+            rows = frame.withColumn(S.INSTANCE, F.lit(instance)).withColumn(
+                S.INGEST_ID, F.lit(ingest_id)
+            )
+            rows = rows.select(*[F.col(c).cast(f.dataType) for c, f in zip(table.columns, table.schema.fields)])
+            log.info("writing %s for instance %s", table.name, instance)
+            _with_retries(
+                lambda t=table, r=rows: r.write.format("delta").mode("append").save(self.path(t)),
+                f"append {table.name}",
+            )
+
+        def version_rows(table: S.TableSpec) -> DataFrame:
+            return self.read(table).filter(
+                (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
+            )
+
+        counts = instance_counts(
+            version_rows(S.SUBSCRIPTIONS_TABLE), version_rows(S.NODE_KEYS), version_rows(S.TOPIC_KEYS)
+        )
+        tally = frames.tally
+        record = {
+            S.INSTANCE: instance,
+            S.INGEST_ID: ingest_id,
+            S.SOURCE: frames.source,
+            S.PARAMS: json.dumps(frames.params, sort_keys=True),
+            **counts,
+            S.ROWS_READ: tally.read,
+            S.ROWS_ACCEPTED: tally.accepted,
+            S.REJECTED: tally.rejected,
+            S.DUPLICATES: tally.duplicates,
+            S.UNSAMPLED: tally.unsampled,
+            S.CREATED_AT: datetime.now(timezone.utc).replace(tzinfo=None),
+        }
+        update = self.spark.createDataFrame([Row(**{c: record[c] for c in S.INSTANCES.columns})], S.INSTANCES.schema)
+        _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCES))
+            .alias("t")
+            .merge(update.alias("s"), f"t.{S.INSTANCE} = s.{S.INSTANCE}")
+            .whenMatchedUpdateAll(condition=f"t.{S.INGEST_ID} < s.{S.INGEST_ID}")
+            .whenNotMatchedInsertAll()
+            .execute(),
+            "commit instances",
+        )
+        current = self.instance_row(instance)
+        if current[S.INGEST_ID] == ingest_id:
+            stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) < ingest_id)
+        else:
+            log.warning(
+                "instance %s was replaced by a later ingest (%s) while this one ran; discarding this one",
+                instance,
+                current[S.INGEST_ID],
+            )
+            stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
+        for table in S.INSTANCE_TABLES:
+            _with_retries(
+                lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
+                f"clean {table.name}",
+            )
+        return current

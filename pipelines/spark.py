@@ -1,0 +1,101 @@
+"""The Spark session: reuse the active one (Databricks), else build a local one for this machine.
+
+The local session loads Delta (and GraphFrames, when its jar was fetched) from the project-local
+jar folder that `./lab setup` fills, so starting Spark needs no network and no `HOME` state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines import jars
+from pipelines.config import LabSettings
+
+log = logging.getLogger(__name__)
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def _require_jars() -> list[Path]:
+    delta = next(j for j in jars.jar_sets() if j.name == "delta")
+    if not delta.is_fetched():
+        raise SystemExit(
+            f"The Delta jars ({delta.coordinate}) are not in {delta.lib_dir}. "
+            "Run `./lab setup` (or `python -m pipelines.jars fetch`) first."
+        )
+    return jars.classpath()
+
+
+def build_local_session(settings: LabSettings) -> SparkSession:
+    spark_settings = settings.spark
+    checkpoint_dir = settings.checkpoint_path()
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    # PySpark's workers must run the same interpreter as the driver (the project's .venv).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    java_options = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+    conf = {
+        "spark.jars": ",".join(str(p) for p in _require_jars()),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.driver.memory": spark_settings.driver_memory,
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.sql.shuffle.partitions": str(spark_settings.shuffle_partitions),
+        "spark.default.parallelism": str(spark_settings.shuffle_partitions),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": str(spark_settings.ui_enabled).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(settings.lakehouse_path() / "_warehouse"),
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.stats.collect": "true",
+        **spark_settings.conf,
+    }
+    builder = SparkSession.builder.master(spark_settings.master).appName(spark_settings.app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(spark_settings.log_level)
+    spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
+    log.debug("started local Spark %s with %d jars", spark.version, len(conf["spark.jars"].split(",")))
+    return spark
+
+
+def get_spark(settings: LabSettings) -> SparkSession:
+    """The active session if there is one (a Databricks job or notebook), else a local one."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    return build_local_session(settings)
+
+
+def jvm_class_available(spark: SparkSession, class_name: str) -> bool:
+    """Whether the driver JVM can load a class (False on Spark Connect, where there is no JVM)."""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(  # type: ignore[union-attr]
+            class_name, False, spark.sparkContext._jvm.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
+        )
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not usable here"
+        return False
+
+
+def stack_report(spark: SparkSession) -> dict[str, str]:
+    """Versions and availability of the pieces the lab runs on."""
+    from importlib.metadata import version
+
+    report = {
+        "pyspark": version("pyspark"),
+        "spark (JVM)": spark.version,
+        "delta-spark": version("delta-spark"),
+        "graphframes-py": version("graphframes-py"),
+    }
+    for jar_set in jars.jar_sets():
+        loaded = jvm_class_available(spark, jar_set.probe_class)
+        report[jar_set.name + " jar"] = f"{jar_set.coordinate}: {'loaded' if loaded else 'NOT loaded'}"
+    return report
