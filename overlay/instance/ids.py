@@ -3,12 +3,12 @@
 `monotonically_increasing_id` is increasing within a partition but has gaps between partitions.
 Numbering each contiguous run of rows (a partition of a sorted frame, or a block of a text file)
 from a small per-run table of counts turns it into a dense sequence. Only that per-run table (one
-row per partition or file block) passes through a single-partition window.
+row per partition or file block) is joined with itself to find each run's offset.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 _RUN = "_run"
@@ -19,14 +19,26 @@ def _number_runs(rows: DataFrame, run_cols: list[str], group_cols: list[str], ou
     """Number rows 0.. within each group; runs in `run_cols` order, rows within a run by `_pos`."""
     runs = rows.groupBy(*group_cols, *run_cols).agg(
         F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size")
+    ).localCheckpoint(eager=True)
+    # Offset of a run = rows in earlier runs of its group: a self-join of the (tiny) run table.
+    earlier = runs.select(
+        *[F.col(c).alias(f"_e{c}") for c in group_cols],
+        F.struct(*run_cols).alias("_erun"),
+        F.col("_size").alias("_esize"),
     )
-    earlier = Window.partitionBy(*group_cols).orderBy(*run_cols).rowsBetween(
-        Window.unboundedPreceding, -1
+    same_group = [F.col(c) == F.col(f"_e{c}") for c in group_cols]
+    before = F.struct(*run_cols) > F.col("_erun")
+    condition = before
+    for clause in same_group:
+        condition = condition & clause
+    offsets = (
+        runs.join(earlier, condition, "left")
+        .groupBy(*group_cols, *run_cols, "_first")
+        .agg(F.coalesce(F.sum("_esize"), F.lit(0)).alias("_offset"))
     )
-    runs = runs.withColumn("_offset", F.coalesce(F.sum("_size").over(earlier), F.lit(0)))
-    numbered = rows.join(F.broadcast(runs), on=[*group_cols, *run_cols])
+    numbered = rows.join(F.broadcast(offsets), on=[*group_cols, *run_cols])
     return numbered.withColumn(out_col, F.col(_POS) - F.col("_first") + F.col("_offset")).drop(
-        "_first", "_size", "_offset", _POS
+        "_first", "_offset", _POS
     )
 
 

@@ -1,0 +1,65 @@
+"""One Spark session for the whole run, tuned for tiny data; a fresh lakehouse per test."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import LabSettings, apply_overrides
+from pipelines.lakehouse import Lakehouse
+from pipelines.spark import build_local_session
+
+FACEBOOK = Path(__file__).resolve().parent.parent / "pipelines" / "datasets" / "facebook_combined.txt.gz"
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory) -> LabSettings:
+    root = tmp_path_factory.mktemp("lab")
+    return apply_overrides(
+        LabSettings(),
+        {
+            "lakehouse": str(root / "lakehouse"),
+            "spark.master": "local[2]",
+            "spark.shuffle_partitions": 2,
+            "spark.driver_memory": "2g",
+            "spark.log_level": "ERROR",
+            "spark.conf": {
+                "spark.sql.adaptive.enabled": "false",
+                "spark.databricks.delta.snapshotPartitions": "1",
+                "spark.sql.sources.parallelPartitionDiscovery.parallelism": "1",
+            },
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def spark(settings):
+    session = build_local_session(settings)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def lakehouse(spark, tmp_path) -> Lakehouse:
+    return Lakehouse(spark, tmp_path / "lakehouse")
+
+
+@pytest.fixture
+def write_text(tmp_path):
+    """Write a text file (gzipped when the name ends in .gz) and return its path as a string."""
+
+    def write(name: str, text: str, newline: str = "\n") -> str:
+        path = tmp_path / name
+        data = text.replace("\n", newline).encode()
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        return str(path)
+
+    return write
+
+
+def read_edges(path: Path) -> list[tuple[int, int]]:
+    """A plain reading of a SNAP edge list, for oracles."""
+    with gzip.open(path, "rt") as handle:
+        return [tuple(int(x) for x in line.split()) for line in handle if line.strip() and not line.startswith("#")]

@@ -1,0 +1,113 @@
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.model import RowTally
+from overlay.instance.social import SocialSpec, social_instance
+from tests.conftest import FACEBOOK, read_edges
+
+TINY = "# tiny\n1 2\n2 3\n1 3\n3 1\n2 3\n4 4\n5 x\n"
+
+
+def keyed_subscriptions(frames):
+    """(subscriber key, topic key) pairs, so tests read in the user's own ids."""
+    nodes = frames.node_keys.select(F.col(S.ID).alias(S.NODE_ID), F.col(S.KEY).alias("subscriber"))
+    topics = frames.topic_keys.select(F.col(S.ID).alias(S.TOPIC_ID), F.col(S.KEY).alias("topic"))
+    return frames.subscriptions.join(nodes, S.NODE_ID).join(topics, S.TOPIC_ID).select("subscriber", "topic")
+
+
+def pairs(spark, rows):
+    return spark.createDataFrame(rows, "subscriber string, topic string")
+
+
+def test_directed_a_follows_b(spark, write_text):
+    frames = social_instance(spark, SocialSpec(path=write_text("g.txt", TINY), directed=True))
+    assert_df_equality(
+        keyed_subscriptions(frames),
+        pairs(spark, [("1", "2"), ("2", "3"), ("1", "3"), ("3", "1")]),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    assert frames.tally == RowTally(read=7, accepted=4, rejected=2, duplicates=1)
+
+
+def test_directed_reversed(spark, write_text):
+    frames = social_instance(spark, SocialSpec(path=write_text("g.txt", TINY), directed=True, reverse=True))
+    assert_df_equality(
+        keyed_subscriptions(frames),
+        pairs(spark, [("2", "1"), ("3", "2"), ("3", "1"), ("1", "3")]),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+
+
+def test_undirected_friends_subscribe_to_each_other(spark, write_text):
+    frames = social_instance(spark, SocialSpec(path=write_text("g.txt.gz", TINY), directed=False))
+    expected = [(a, b) for a, b in [("1", "2"), ("2", "3"), ("1", "3")]]
+    assert_df_equality(
+        keyed_subscriptions(frames),
+        pairs(spark, expected + [(b, a) for a, b in expected]),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    # "3 1" repeats "1 3" and the second "2 3" repeats the first: both duplicates.
+    assert frames.tally == RowTally(read=7, accepted=3, rejected=2, duplicates=2)
+
+
+def test_rejected_rows_keep_record_reason_and_line(spark, write_text):
+    path = write_text("g.txt", TINY)
+    frames = social_instance(spark, SocialSpec(path=path, directed=True))
+    expected = spark.createDataFrame(
+        [("4 4", "self-loop on node 4", path, 7), ("5 x", "non-numeric node id 'x'", path, 8)],
+        S.REJECTED_FRAME_SCHEMA,
+    )
+    assert_df_equality(frames.rejected, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_dense_ids_follow_numeric_key_order(spark, write_text):
+    frames = social_instance(spark, SocialSpec(path=write_text("g.txt", "10 9\n100 9\n"), directed=True))
+    assert_df_equality(
+        frames.node_keys,
+        spark.createDataFrame([("9", 0), ("10", 1), ("100", 2)], f"{S.KEY} string, {S.ID} long"),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+
+
+def test_a_topic_with_one_subscriber_is_kept(spark, write_text):
+    frames = social_instance(spark, SocialSpec(path=write_text("g.txt", "1 2\n3 2\n1 3\n"), directed=True))
+    counts = {r[S.TOPIC_ID]: r["count"] for r in frames.subscriptions.groupBy(S.TOPIC_ID).count().collect()}
+    assert sorted(counts.values()) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "no usable edge lines (0 rows"),
+        ("# only comments\n\n", "no usable edge lines (0 rows"),
+        ("a b\nc d\n", "no usable edge lines"),
+        ("1 1\n2 x\n", "2 rejected"),
+    ],
+    ids=["empty", "comments-only", "header-only", "all-rejected"],
+)
+def test_files_with_no_usable_edge(spark, write_text, text, fragment):
+    with pytest.raises(InputError, match=fragment.replace("(", r"\(")):
+        social_instance(spark, SocialSpec(path=write_text("g.txt", text), directed=False))
+
+
+def test_missing_file(spark, tmp_path):
+    with pytest.raises(InputError, match="file not found: .*nope.txt"):
+        social_instance(spark, SocialSpec(path=str(tmp_path / "nope.txt"), directed=False))
+
+
+def test_reverse_needs_directed(spark, write_text):
+    with pytest.raises(InputError, match="--reverse only applies to a --directed graph"):
+        social_instance(spark, SocialSpec(path=write_text("g.txt", "1 2\n"), directed=False, reverse=True))
+
+
+def test_facebook_whole_matches_a_plain_reading(spark):
+    """Oracle: the whole shipped graph, read in plain Python."""
+    edges = read_edges(FACEBOOK)
+    unique = {(min(a, b), max(a, b)) for a, b in edges if a != b}
+    frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False))
+    assert frames.tally == RowTally(read=len(edges), accepted=len(unique), rejected=0, duplicates=len(edges) - len(unique))
+    assert frames.subscriptions.count() == 2 * len(unique)
+    assert frames.node_keys.count() == len({n for e in unique for n in e}) == 4039
