@@ -24,7 +24,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
-from delta.exceptions import DeltaConcurrentModificationException
+from delta.exceptions import (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    ConcurrentWriteException,
+    DeltaConcurrentModificationException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +45,17 @@ from overlay.instance.stats import instance_counts
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 COMMIT_ATTEMPTS = 8
+# delta-spark raises these as separate classes (no common Python base), so list them all.
+COMMIT_CONFLICTS = (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    ConcurrentWriteException,
+    DeltaConcurrentModificationException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
 
 
 class UnknownInstanceError(LookupError):
@@ -46,7 +66,7 @@ def _with_retries(action: Callable[[], T], what: str) -> T:
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
             return action()
-        except DeltaConcurrentModificationException as error:
+        except COMMIT_CONFLICTS as error:
             if attempt == COMMIT_ATTEMPTS:
                 raise
             wait = 0.2 * 2**attempt

@@ -47,9 +47,10 @@ def bfs_sample(edges: DataFrame, a_col: str, b_col: str, size: int, seed: int, s
         log.info("graph has %d nodes, not more than the sample size %d: keeping all", total, size)
         return nodes.select(NODE, F.lit(0).alias(S.LEVEL))
 
-    visited = nodes.orderBy(_RANK, NODE).limit(seed_count).select(NODE, F.lit(0).alias(S.LEVEL))
+    first_seeds = min(seed_count, size)
+    visited = nodes.orderBy(_RANK, NODE).limit(first_seeds).select(NODE, F.lit(0).alias(S.LEVEL))
     visited = visited.localCheckpoint(eager=True)
-    count, level = min(seed_count, size), 0
+    count, level = first_seeds, 0
     while count < size:
         frontier = visited.filter(F.col(S.LEVEL) == level)
         reached = (

@@ -40,7 +40,7 @@ def read_numbered_lines(spark: SparkSession, path: str) -> DataFrame:
         if "PATH_NOT_FOUND" in str(error) or "Path does not exist" in str(error):
             raise InputError(f"file not found: {path}. Check the --path argument.") from None
         raise
-    return lines.withColumn(S.SOURCE_FILE, F.regexp_replace(S.SOURCE_FILE, "^file:(//)?", ""))
+    return lines
 
 
 def _canonical_id(field: Column) -> Column:

@@ -8,7 +8,7 @@ row per partition or file block) is joined with itself to find each run's offset
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 _RUN = "_run"
@@ -57,11 +57,16 @@ def with_dense_id(frame: DataFrame, order_by: list, id_col: str) -> DataFrame:
     return _number_runs(ordered, [_RUN], [], id_col).drop(_RUN)
 
 
+def file_path_column() -> Column:
+    """The input file of a row, as a plain path for local files (`file:/x` -> `/x`)."""
+    return F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+
+
 def read_lines_numbered(spark, path: str, line_col: str, file_col: str, text_col: str) -> DataFrame:
     """Read text files (plain or compressed) as (file, 1-based line number, text)."""
     lines = spark.read.text(path).select(
         F.col("value").alias(text_col),
-        F.col("_metadata.file_path").alias(file_col),
+        file_path_column().alias(file_col),
         F.col("_metadata.file_block_start").alias(_RUN),
         F.monotonically_increasing_id().alias(_POS),
     )

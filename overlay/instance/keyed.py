@@ -20,7 +20,7 @@ from pyspark.sql.utils import AnalysisException
 
 from overlay import schema as S
 from overlay.errors import InputError
-from overlay.instance.ids import read_lines_numbered, with_dense_id
+from overlay.instance.ids import file_path_column, read_lines_numbered, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
 
 NODE_COLUMN, TOPIC_COLUMN = "node", "topic"
@@ -92,7 +92,7 @@ def _read_parquet(spark: SparkSession, path: str) -> DataFrame:
     node_at, topic_at = _locate(frame.columns, path)
     node_col, topic_col = frame.columns[node_at], frame.columns[topic_at]
     return frame.select(
-        F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias(S.SOURCE_FILE),
+        file_path_column().alias(S.SOURCE_FILE),
         (F.col("_metadata.row_index") + 1).alias(S.LINE),
         F.to_json(F.struct(F.col(node_col).alias("node"), F.col(topic_col).alias("topic"))).alias(S.RECORD),
         F.col(node_col).cast("string").alias(_NODE),

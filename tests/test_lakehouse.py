@@ -1,0 +1,108 @@
+import threading
+
+import pytest
+from chispa import assert_df_equality
+from deltalake import DeltaTable as ArrowDeltaTable
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
+from pipelines import lakehouse as lakehouse_module
+from pipelines.lakehouse import UnknownInstanceError
+
+
+def make(spark, seed, nodes=20):
+    return synthetic_instance(spark, SyntheticSpec(dist="zipf", nodes=nodes, topics=15, min_subs=2, max_subs=4, seed=seed))
+
+
+def raw_rows(lakehouse, table, instance):
+    return lakehouse.read(table).filter(F.col(S.INSTANCE) == instance)
+
+
+def test_store_and_count(spark, lakehouse):
+    frames = make(spark, 1)
+    row = lakehouse.replace_instance("a", frames)
+    subs = frames.subscriptions
+    per_topic = subs.groupBy(S.TOPIC_ID).count()
+    assert row[S.SUBSCRIPTIONS] == subs.count() == row[S.ROWS_READ] == row[S.ROWS_ACCEPTED]
+    assert (row[S.NODES], row[S.TOPICS]) == (20, 15)
+    assert row[S.SUBSCRIBED_TOPICS] == per_topic.count()
+    assert row[S.SINGLE_SUBSCRIBER_TOPICS] == per_topic.filter("count = 1").count()
+    assert_df_equality(
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "a").select(S.NODE_ID, S.TOPIC_ID),
+        subs, ignore_row_order=True, ignore_nullable=True,
+    )
+
+
+def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
+    lakehouse.replace_instance("keep", make(spark, 1))
+    lakehouse.replace_instance("swap", make(spark, 2))
+    kept_before = raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "keep").collect()
+    replacement = make(spark, 3, nodes=25)
+    lakehouse.replace_instance("swap", replacement)
+    for table in S.INSTANCE_TABLES:
+        versions = raw_rows(lakehouse, table, "swap").select(S.INGEST_ID).distinct().count()
+        assert versions <= 1, f"{table.name} still holds an old version"
+    assert_df_equality(
+        raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "swap").select(S.NODE_ID, S.TOPIC_ID),
+        replacement.subscriptions, ignore_row_order=True, ignore_nullable=True,
+    )
+    assert sorted(raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "keep").collect()) == sorted(kept_before)
+    assert lakehouse.read(S.INSTANCES).count() == 2
+
+
+def test_rows_of_a_crashed_ingest_are_invisible_then_cleaned(spark, lakehouse):
+    lakehouse.replace_instance("x", make(spark, 1))
+    current = lakehouse.instance_row("x")[S.INGEST_ID]
+    orphan = spark.createDataFrame([("x", 0, 0, "00000000T000000000000Z-crashed")], S.SUBSCRIPTIONS_TABLE.schema)
+    orphan.write.format("delta").mode("append").save(lakehouse.path(S.SUBSCRIPTIONS_TABLE))
+    visible = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "x")
+    assert visible.filter(F.col(S.INGEST_ID) != current).count() == 0
+    lakehouse.replace_instance("x", make(spark, 1))
+    assert raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "x").filter(F.col(S.INGEST_ID).contains("crashed")).count() == 0
+
+
+def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lakehouse, monkeypatch):
+    lakehouse.replace_instance("x", make(spark, 1))
+    winner = lakehouse.instance_row("x")
+    monkeypatch.setattr(lakehouse_module, "new_ingest_id", lambda: "00000000T000000000000Z-slowpoke")
+    lakehouse.replace_instance("x", make(spark, 2, nodes=30))
+    assert lakehouse.instance_row("x")[S.INGEST_ID] == winner[S.INGEST_ID]
+    assert raw_rows(lakehouse, S.NODE_KEYS, "x").count() == 20
+
+
+def test_concurrent_ingests_of_different_instances(spark, lakehouse):
+    lakehouse.replace_instance("seed", make(spark, 9))  # tables exist: the threads race on commits only
+    frames = {name: make(spark, i) for i, name in enumerate(["p", "q", "r"])}
+    errors = []
+
+    def ingest(name):
+        try:
+            lakehouse.replace_instance(name, frames[name])
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append((name, error))
+
+    threads = [threading.Thread(target=ingest, args=(n,)) for n in frames]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for name, f in frames.items():
+        assert lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).count() == f.subscriptions.count()
+
+
+def test_tables_are_readable_by_another_delta_reader(spark, lakehouse):
+    lakehouse.replace_instance("a", make(spark, 1))
+    for table in S.ALL_TABLES:
+        arrow = ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table()
+        assert arrow.num_rows == lakehouse.read(table).count()
+        assert arrow.column_names == table.columns
+    sql = spark.sql(f"SELECT count(*) AS n FROM delta.`{lakehouse.path(S.INSTANCES)}`").first()["n"]
+    assert sql == 1
+
+
+def test_unknown_instance_lists_the_known_ones(spark, lakehouse):
+    lakehouse.replace_instance("known", make(spark, 1))
+    with pytest.raises(UnknownInstanceError, match="unknown instance 'nope'. Known: known"):
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "nope")
