@@ -3,9 +3,10 @@
 Names given in the issues are a contract: columns may be added, none renamed. Every library
 function and every job refers to these constants instead of spelling names out.
 
-Instance tables are partitioned by `instance` (few, low-cardinality values), so replacing one
-instance never conflicts with a concurrent write to another. Each ingest stamps its rows with an
-`ingest_id`; the `instances` row names the current one (see `pipelines.lakehouse`).
+Each ingest stamps its rows with an `ingest_id`; the `instances` row names the current one (see
+`pipelines.lakehouse`). Instance tables are partitioned by (`instance`, `ingest_id`): one live
+partition per instance, so replacing one instance never conflicts with a write to another, and
+dropping an old version is a metadata-only delete.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ SUBSCRIPTIONS_TABLE = TableSpec(
         (TOPIC_ID, LongType(), False),
         (INGEST_ID, StringType(), False),
     ),
-    partition_by=(INSTANCE,),
+    partition_by=(INSTANCE, INGEST_ID),
     description="Interest I(v, t): one row per (node, topic) subscription, dense 0-based ids.",
 )
 
@@ -119,14 +120,14 @@ NODE_KEYS = TableSpec(
         (ID, LongType(), False),
         (INGEST_ID, StringType(), False),
     ),
-    partition_by=(INSTANCE,),
+    partition_by=(INSTANCE, INGEST_ID),
     description="The user's node identifier for every dense node id.",
 )
 
 TOPIC_KEYS = TableSpec(
     name="topic_keys",
     schema=NODE_KEYS.schema,
-    partition_by=(INSTANCE,),
+    partition_by=(INSTANCE, INGEST_ID),
     description="The user's topic identifier for every dense topic id.",
 )
 
@@ -140,7 +141,7 @@ REJECTED_SUBSCRIPTIONS = TableSpec(
         (LINE, LongType(), True),
         (INGEST_ID, StringType(), False),
     ),
-    partition_by=(INSTANCE,),
+    partition_by=(INSTANCE, INGEST_ID),
     description="Input rows that were not used, with the raw record, why, and where it was.",
 )
 

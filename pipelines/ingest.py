@@ -79,7 +79,8 @@ def _require(args: argparse.Namespace, source: str, *names: str) -> None:
 def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
     used = ["--" + n.replace("_", "-") for n in names if getattr(args, n) not in (None, False)]
     if used:
-        raise InputError(f"{', '.join(used)} do(es) not apply to --source {source}")
+        verb = "does" if len(used) == 1 else "do"
+        raise InputError(f"{', '.join(used)} {verb} not apply to --source {source}")
 
 
 def build_instance(spark: SparkSession, args: argparse.Namespace, settings: LabSettings) -> InstanceFrames:

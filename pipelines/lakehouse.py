@@ -24,16 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
-from delta.exceptions import (
-    ConcurrentAppendException,
-    ConcurrentDeleteDeleteException,
-    ConcurrentDeleteReadException,
-    ConcurrentTransactionException,
-    ConcurrentWriteException,
-    DeltaConcurrentModificationException,
-    MetadataChangedException,
-    ProtocolChangedException,
-)
+import delta.exceptions as delta_errors
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -45,17 +36,8 @@ from overlay.instance.stats import instance_counts
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 COMMIT_ATTEMPTS = 8
-# delta-spark raises these as separate classes (no common Python base), so list them all.
-COMMIT_CONFLICTS = (
-    ConcurrentAppendException,
-    ConcurrentDeleteDeleteException,
-    ConcurrentDeleteReadException,
-    ConcurrentTransactionException,
-    ConcurrentWriteException,
-    DeltaConcurrentModificationException,
-    MetadataChangedException,
-    ProtocolChangedException,
-)
+# Every commit conflict delta-spark raises (they share no Python base class).
+COMMIT_CONFLICTS = tuple(getattr(delta_errors, name) for name in delta_errors.__all__)
 
 
 class UnknownInstanceError(LookupError):

@@ -3,7 +3,6 @@ from collections import deque
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.instance.bfs import NODE, bfs_sample

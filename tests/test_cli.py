@@ -69,7 +69,7 @@ def test_bad_arguments_exit_with_usage(argv, fragment, capsys):
     [
         (["--source", "social"], "--source social needs --path"),
         (["--source", "synthetic", "--dist", "zipf", "--nodes", "5"], "needs --topics, --min-subs, --max-subs, --seed"),
-        (["--source", "subscriptions", "--path", "x.csv", "--directed"], "--directed do(es) not apply"),
+        (["--source", "subscriptions", "--path", "x.csv", "--directed"], "--directed does not apply to --source subscriptions"),
         (["--source", "social", "--path", "x", "--sample-bfs", "5"], "--sample-bfs needs --seed"),
     ],
     ids=["social-no-path", "synthetic-missing", "directed-on-subscriptions", "bfs-no-seed"],
@@ -101,3 +101,12 @@ def test_console_script_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "smoke" in result.stdout
     assert (tmp_path / "lh" / "instances" / "_delta_log").is_dir()
+
+
+@pytest.mark.slow
+def test_main_job(spark, tmp_path, capsys):
+    code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "main")
+    assert code == 0
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("zipf-1k", "fb-1k"))}
+    assert lines["fb-1k"][2:4] == ["1,000", "1,000"]
+    assert lines["zipf-1k"][2:4] == ["1,000", "1,000"]

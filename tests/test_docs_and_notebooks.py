@@ -1,6 +1,5 @@
 """The README documents every table and column; the notebooks run against a small lakehouse."""
 
-import os
 import re
 import runpy
 from pathlib import Path

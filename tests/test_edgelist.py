@@ -75,6 +75,13 @@ def test_matrix_market_size_line_and_values(spark, write_text):
     )
 
 
+def test_matrix_market_single_percent_banner_and_mtx_name(spark, write_text):
+    for name, banner in (("a.txt", "%MatrixMarket matrix coordinate pattern symmetric\n"), ("b.mtx", "")):
+        path = write_text(name, banner + "3 3 2\n1 2\n2 3\n")
+        kinds = [r[E.KIND] for r in classified(spark, path).orderBy(S.LINE).collect()]
+        assert kinds == (["comment"] if banner else []) + ["size", "edge", "edge"], name
+
+
 def test_line_numbers_survive_file_splits(spark, write_text):
     lines = "".join(f"{i} {i + 1}\n" for i in range(1, 20001))
     path = write_text("big.txt", lines)

@@ -4,7 +4,7 @@ Every line is classified, none is dropped silently:
 
 * not rows: comment lines (`#`, `%`), blank lines, a header line (the first non-comment line of
   a file when none of its fields is a number), and the MatrixMarket size line (the first
-  non-comment line after a `%%MatrixMarket` banner);
+  non-comment line of a file with a `%%MatrixMarket` or `%MatrixMarket` banner, or named `.mtx`);
 * rows: an `edge` with two numeric ids, or a rejected row with its reason: wrong field count,
   a non-numeric id, an id out of 64-bit range, a self-loop.
 
@@ -55,9 +55,10 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
         "_fields", F.split(F.col("_s"), r"[\s,;]+")
     )
     content = ~is_comment & (F.col("_s") != "")
-    banner = (F.col(S.LINE) == 1) & F.lower(F.col("_s")).startswith("%%matrixmarket")
+    banner = (F.col(S.LINE) == 1) & F.lower(F.col("_s")).rlike("^%{1,2}matrixmarket")
+    mtx_name = F.lower(F.col(S.SOURCE_FILE)).rlike(r"\.mtx(\.[a-z0-9]+)?$")
     file_facts = frame.groupBy(S.SOURCE_FILE).agg(
-        (F.max(F.when(banner, 1).otherwise(0)) == 1).alias("_mtx"),
+        ((F.max(F.when(banner, 1).otherwise(0)) == 1) | F.first(mtx_name)).alias("_mtx"),
         F.min(F.when(content, F.col(S.LINE))).alias("_first_content"),
     )
     frame = frame.join(F.broadcast(file_facts), on=S.SOURCE_FILE)

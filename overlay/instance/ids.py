@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from overlay import schema as S
+
 _RUN = "_run"
 _POS = "_pos"
 
@@ -69,6 +71,13 @@ def read_lines_numbered(spark, path: str, line_col: str, file_col: str, text_col
         file_path_column().alias(file_col),
         F.col("_metadata.file_block_start").alias(_RUN),
         F.monotonically_increasing_id().alias(_POS),
-    )
+    ).localCheckpoint(eager=True)  # read (and decompress) the files once
     numbered = _number_runs(lines, [_RUN], [file_col], line_col).drop(_RUN)
     return numbered.withColumn(line_col, F.col(line_col) + 1)
+
+
+def pairs_to_ids(pairs: DataFrame, node_col: str, topic_col: str, node_ids: DataFrame, topic_ids: DataFrame, key_col: str) -> DataFrame:
+    """(node key, topic key) pairs -> (node_id, topic_id), through two (key_col, id) tables."""
+    nodes = node_ids.select(F.col(key_col).alias(node_col), F.col(S.ID).alias(S.NODE_ID))
+    topics = topic_ids.select(F.col(key_col).alias(topic_col), F.col(S.ID).alias(S.TOPIC_ID))
+    return pairs.join(nodes, on=node_col).join(topics, on=topic_col).select(S.NODE_ID, S.TOPIC_ID)

@@ -20,7 +20,7 @@ from pyspark.sql.utils import AnalysisException
 
 from overlay import schema as S
 from overlay.errors import InputError
-from overlay.instance.ids import file_path_column, read_lines_numbered, with_dense_id
+from overlay.instance.ids import file_path_column, pairs_to_ids, read_lines_numbered, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
 
 NODE_COLUMN, TOPIC_COLUMN = "node", "topic"
@@ -144,15 +144,10 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
         )
     node_ids = with_dense_id(accepted.select(F.col(_NODE).alias(S.KEY)).distinct(), [S.KEY], S.ID)
     topic_ids = with_dense_id(accepted.select(F.col(_TOPIC).alias(S.KEY)).distinct(), [S.KEY], S.ID)
-    subscriptions = (
-        accepted.join(node_ids.select(F.col(S.KEY).alias(_NODE), F.col(S.ID).alias(S.NODE_ID)), _NODE)
-        .join(topic_ids.select(F.col(S.KEY).alias(_TOPIC), F.col(S.ID).alias(S.TOPIC_ID)), _TOPIC)
-        .select(S.NODE_ID, S.TOPIC_ID)
-    )
     return InstanceFrames(
         source="subscriptions",
         params=asdict(spec),
-        subscriptions=subscriptions,
+        subscriptions=pairs_to_ids(accepted, _NODE, _TOPIC, node_ids, topic_ids, S.KEY),
         node_keys=node_ids,
         topic_keys=topic_ids,
         rejected=rejected,

@@ -23,7 +23,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance import edgelist as E
 from overlay.instance.bfs import NODE, bfs_sample
-from overlay.instance.ids import with_dense_id
+from overlay.instance.ids import pairs_to_ids, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
 
 STATUS = "status"
@@ -115,15 +115,10 @@ def social_instance(spark: SparkSession, spec: SocialSpec) -> InstanceFrames:
     pairs = accepted.select(SUBSCRIBER, PUBLISHER)
     if not spec.directed:
         pairs = pairs.union(pairs.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER)))
-    subscriptions = (
-        pairs.join(ids.select(F.col(NODE).alias(SUBSCRIBER), F.col(S.ID).alias(S.NODE_ID)), on=SUBSCRIBER)
-        .join(ids.select(F.col(NODE).alias(PUBLISHER), F.col(S.ID).alias(S.TOPIC_ID)), on=PUBLISHER)
-        .select(S.NODE_ID, S.TOPIC_ID)
-    )
     return InstanceFrames(
         source="social",
         params=asdict(spec),
-        subscriptions=subscriptions,
+        subscriptions=pairs_to_ids(pairs, SUBSCRIBER, PUBLISHER, ids, ids, NODE),
         node_keys=keys,
         topic_keys=keys,
         rejected=rejected,

@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
