@@ -19,6 +19,7 @@ from pipelines import ingest, logs
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.spark import get_spark, stack_report
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,8 @@ def run_main_job(spark, lakehouse: Lakehouse, settings: LabSettings) -> None:
          "--sample-bfs", "1000", "--seed", "1"],
     ]
     for argv in jobs:
-        ingest.run(spark, lakehouse, parser.parse_args(argv), settings)
+        args = parser.parse_args(argv)
+        ingest.run(spark, lakehouse, args.instance, ingest.source_spec(args, settings))
     print(f"\nInstances in {lakehouse.root}:")
     print_instances(lakehouse)
 
@@ -114,12 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(-1 if args.quiet else args.verbose)
     try:
         settings = settings_from(args)
-        from pipelines.spark import get_spark, stack_report
-
+        spec = ingest.source_spec(args, settings) if args.command == "ingest" else None
         spark = get_spark(settings)
         lakehouse = Lakehouse(spark, settings.lakehouse_path())
         if args.command == "ingest":
-            row = ingest.run(spark, lakehouse, args, settings)
+            row = ingest.run(spark, lakehouse, args.instance, spec)
             print_instances(lakehouse, [row[S.INSTANCE]])
         elif args.command == "instances":
             print_instances(lakehouse)

@@ -83,8 +83,20 @@ def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
         raise InputError(f"{', '.join(used)} {verb} not apply to --source {source}")
 
 
-def build_instance(spark: SparkSession, args: argparse.Namespace, settings: LabSettings) -> InstanceFrames:
-    """Turn parsed arguments into the library call for the chosen source."""
+SourceSpec = SyntheticSpec | SocialSpec | SubscriptionsFileSpec
+
+
+def check_instance_name(name: str) -> None:
+    if not INSTANCE_NAME.match(name):
+        raise InputError(
+            f"instance name '{name}' is not allowed: use letters, digits, '_', '.', '-' "
+            "(at most 128, starting with a letter or digit)"
+        )
+
+
+def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
+    """Check the arguments of one source and turn them into its validated spec (no Spark yet)."""
+    check_instance_name(args.instance)
     if args.source == "synthetic":
         _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
         _reject_unused(args, "synthetic", "path", "directed", "reverse", "sample_bfs")
@@ -92,12 +104,11 @@ def build_instance(spark: SparkSession, args: argparse.Namespace, settings: LabS
             raise InputError("--alpha only applies to --dist zipf")
         if args.dist != "expo" and args.expo_rate != 10.0:
             raise InputError("--expo-rate only applies to --dist expo")
-        spec = SyntheticSpec(
+        spec: SourceSpec = SyntheticSpec(
             dist=args.dist, nodes=args.nodes, topics=args.topics, min_subs=args.min_subs,
             max_subs=args.max_subs, seed=args.seed, alpha=args.alpha, expo_rate=args.expo_rate,
         )
-        return synthetic_instance(spark, spec)
-    if args.source == "social":
+    elif args.source == "social":
         _require(args, "social", "path")
         _reject_unused(args, "social", "dist", "nodes", "topics", "min_subs", "max_subs")
         if args.sample_bfs is not None and args.seed is None:
@@ -107,29 +118,34 @@ def build_instance(spark: SparkSession, args: argparse.Namespace, settings: LabS
             sample_bfs=args.sample_bfs, seed=args.seed or 0,
             bfs_seed_count=settings.ingest.bfs_seed_count,
         )
-        return social_instance(spark, spec)
-    _require(args, "subscriptions", "path")
-    _reject_unused(
-        args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs",
-        "directed", "reverse", "sample_bfs", "seed",
-    )
-    return subscriptions_file_instance(spark, SubscriptionsFileSpec(path=args.path))
-
-
-def run(spark: SparkSession, lakehouse: Lakehouse, args: argparse.Namespace, settings: LabSettings) -> Row:
-    if not INSTANCE_NAME.match(args.instance):
-        raise InputError(
-            f"instance name '{args.instance}' is not allowed: use letters, digits, '_', '.', '-' "
-            "(at most 128, starting with a letter or digit)"
+    else:
+        _require(args, "subscriptions", "path")
+        _reject_unused(
+            args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs",
+            "directed", "reverse", "sample_bfs", "seed",
         )
+        spec = SubscriptionsFileSpec(path=args.path)
+    spec.validate()
+    return spec
+
+
+def build_instance(spark: SparkSession, spec: SourceSpec) -> InstanceFrames:
+    if isinstance(spec, SyntheticSpec):
+        return synthetic_instance(spark, spec)
+    if isinstance(spec, SocialSpec):
+        return social_instance(spark, spec)
+    return subscriptions_file_instance(spark, spec)
+
+
+def run(spark: SparkSession, lakehouse: Lakehouse, instance: str, spec: SourceSpec) -> Row:
     started = time.monotonic()
-    log.info("ingest %s: building from source %s", args.instance, args.source)
-    frames = build_instance(spark, args, settings)
+    log.info("ingest %s: building from %s", instance, spec)
+    frames = build_instance(spark, spec)
     t = frames.tally
     log.info(
         "ingest %s: %d rows read = %d accepted + %d rejected + %d duplicates + %d unsampled",
-        args.instance, t.read, t.accepted, t.rejected, t.duplicates, t.unsampled,
+        instance, t.read, t.accepted, t.rejected, t.duplicates, t.unsampled,
     )
-    row = lakehouse.replace_instance(args.instance, frames)
-    log.info("ingest %s: stored in %.1fs", args.instance, time.monotonic() - started)
+    row = lakehouse.replace_instance(instance, frames)
+    log.info("ingest %s: stored in %.1fs", instance, time.monotonic() - started)
     return row

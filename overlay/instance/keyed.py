@@ -31,6 +31,10 @@ _NODE, _TOPIC, _OVERFLOW, _TEXT = "_node", "_topic", "_overflow", "_text"
 class SubscriptionsFileSpec:
     path: str
 
+    def validate(self) -> None:
+        if not self.path.strip():
+            raise InputError("--path is empty")
+
     @property
     def is_parquet(self) -> bool:
         return self.path.rstrip("/").lower().endswith(".parquet")
@@ -113,6 +117,7 @@ def _reason() -> F.Column:
 
 
 def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec) -> InstanceFrames:
+    spec.validate()
     raw = _read_parquet(spark, spec.path) if spec.is_parquet else _read_csv(spark, spec.path)
     rows = raw.withColumn(S.REASON, _reason()).localCheckpoint(eager=True)
     read = rows.count()
