@@ -120,8 +120,11 @@ class Lakehouse:
         ingest_id = new_ingest_id()
         for table in S.ALL_TABLES:
             self.ensure(table)
+        # Materialise the subscriptions once: they are both written and counted.
+        subscriptions = frames.subscriptions.localCheckpoint(eager=True)
+        counts = instance_counts(subscriptions, frames.node_keys, frames.topic_keys)
         staged = {
-            S.SUBSCRIPTIONS_TABLE: frames.subscriptions,
+            S.SUBSCRIPTIONS_TABLE: subscriptions,
             S.NODE_KEYS: frames.node_keys,
             S.TOPIC_KEYS: frames.topic_keys,
             S.REJECTED_SUBSCRIPTIONS: frames.rejected,
@@ -137,14 +140,6 @@ class Lakehouse:
                 f"append {table.name}",
             )
 
-        def version_rows(table: S.TableSpec) -> DataFrame:
-            return self.read(table).filter(
-                (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
-            )
-
-        counts = instance_counts(
-            version_rows(S.SUBSCRIPTIONS_TABLE), version_rows(S.NODE_KEYS), version_rows(S.TOPIC_KEYS)
-        )
         tally = frames.tally
         record = {
             S.INSTANCE: instance,
