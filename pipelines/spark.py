@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from overlay.graph import jvm_class_available
 from pipelines import jars
 from pipelines.config import LabSettings
 
@@ -72,17 +73,6 @@ def get_spark(settings: LabSettings) -> SparkSession:
     if active is not None:
         return active
     return build_local_session(settings)
-
-
-def jvm_class_available(spark: SparkSession, class_name: str) -> bool:
-    """Whether the driver JVM can load a class (False on Spark Connect, where there is no JVM)."""
-    try:
-        spark.sparkContext._jvm.java.lang.Class.forName(  # type: ignore[union-attr]
-            class_name, False, spark.sparkContext._jvm.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
-        )
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "not usable here"
-        return False
 
 
 def stack_report(spark: SparkSession) -> dict[str, str]:

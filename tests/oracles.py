@@ -1,0 +1,40 @@
+"""Small pure-Python references the Spark code is checked against."""
+
+from __future__ import annotations
+
+
+class UnionFind:
+    def __init__(self, items=()):
+        self.parent = {}
+        for item in items:
+            self.add(item)
+
+    def add(self, item) -> None:
+        self.parent.setdefault(item, item)
+
+    def find(self, item):
+        self.add(item)
+        root = item
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[item] != root:
+            self.parent[item], item = root, self.parent[item]
+        return root
+
+    def union(self, a, b) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[max(ra, rb)] = min(ra, rb)
+        return True
+
+
+def components_by_min(vertices, edges) -> dict:
+    """vertex -> smallest vertex of its connected component."""
+    forest = UnionFind(vertices)
+    for a, b in edges:
+        forest.union(a, b)
+    members = {}
+    for v in vertices:
+        members.setdefault(forest.find(v), []).append(v)
+    return {v: min(group) for group in members.values() for v in group}
