@@ -10,8 +10,8 @@ Two backends, same answer (every vertex labelled with the smallest vertex id of 
   MapReduce and Beyond" (SoCC 2014):
     - large-star: every vertex u links each strictly larger neighbour to min(N(u) + u);
     - small-star: every vertex u links itself and each smaller neighbour to the smallest of them;
-  repeated until a round changes no edge. The graph then is one star per component, centred on
-  its smallest vertex. Each round's edges are checkpointed, so lineage stays flat.
+  repeated until the graph is one star per component, centred on its smallest vertex (checked
+  exactly after each round). Each round's edges are checkpointed, so lineage stays flat.
 
 `backend="auto"` picks GraphFrames when it is loaded, else the DataFrame implementation.
 """
@@ -81,6 +81,20 @@ def _small_star(edges: DataFrame) -> DataFrame:
     return neighbours.union(itself).distinct()
 
 
+def _is_star_forest(edges: DataFrame) -> bool:
+    """Every vertex links to at most one smaller vertex, and no such target links further.
+
+    Then each component is a star around its smallest vertex: the algorithm's fixed point, and
+    an exact stopping test (the rounds only ever preserve connectivity).
+    """
+    ends = edges.select(F.col(SRC).alias("_v"), F.lit(1).alias("_out"), F.lit(0).alias("_in")).union(
+        edges.select(F.col(DST).alias("_v"), F.lit(0).alias("_out"), F.lit(1).alias("_in"))
+    )
+    per_vertex = ends.groupBy("_v").agg(F.sum("_out").alias("_out"), F.sum("_in").alias("_in"))
+    bad = per_vertex.filter((F.col("_out") > 1) | ((F.col("_out") == 1) & (F.col("_in") > 0)))
+    return bad.limit(1).count() == 0
+
+
 def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
     current = (
         edges.filter(F.col(SRC) != F.col(DST))
@@ -88,17 +102,13 @@ def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
         .distinct()
         .localCheckpoint(eager=True)
     )
-    size = current.count()
-    for round_number in range(1, MAX_ROUNDS + 1):
-        following = _small_star(_large_star(current)).localCheckpoint(eager=True)
-        following_size = following.count()
-        converged = following_size == size and following.exceptAll(current).limit(1).count() == 0
-        current, size = following, following_size
-        log.debug("connected components: round %d, %d edges", round_number, size)
-        if converged:
-            break
-    else:
-        raise RuntimeError(f"connected components did not converge in {MAX_ROUNDS} rounds")
+    rounds = 0
+    while not _is_star_forest(current):
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            raise RuntimeError(f"connected components did not converge in {MAX_ROUNDS} rounds")
+        current = _small_star(_large_star(current)).localCheckpoint(eager=True)
+    log.debug("connected components: %d large/small-star rounds", rounds)
     # Stars: every non-centre vertex has one edge, to its centre (the component's minimum).
     centre = current.select(F.col(SRC).alias(ID), F.col(DST).alias(COMPONENT))
     return (

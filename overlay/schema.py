@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
+    DoubleType,
+    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -146,13 +148,132 @@ REJECTED_SUBSCRIPTIONS = TableSpec(
 )
 
 INSTANCE_TABLES = (SUBSCRIPTIONS_TABLE, NODE_KEYS, TOPIC_KEYS, REJECTED_SUBSCRIPTIONS)
-ALL_TABLES = (INSTANCES, *INSTANCE_TABLES)
+
+# Overlays ---------------------------------------------------------------------------------
+
+RUN_ID = "run_id"
+ALGORITHM = "algorithm"
+STATUS = "status"
+STARTED_AT = "started_at"
+FINISHED_AT = "finished_at"
+SECONDS = "seconds"
+MESSAGE = "message"
+U = "u"
+V = "v"
+ADDED_ORDER = "added_order"
+ROUND = "round"
+COMPONENT = "component"
+EDGES = "edges"
+AVG_DEGREE = "avg_degree"
+MIN_DEGREE = "min_degree"
+MAX_DEGREE = "max_degree"
+TCC_EMPTY = "tcc_empty"
+TCC = "tcc"
+TCC_COMPLETE = "tcc_complete"
+TCO_SUPPORT = "tco_support"
+TOPICS_CONNECTED = "topics_connected"
+COMPUTED_AT = "computed_at"
+
+RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
+
+OVERLAY_RUNS = TableSpec(
+    name="overlay_runs",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (INGEST_ID, StringType(), False),
+        (ALGORITHM, StringType(), False),
+        (PARAMS, StringType(), False),
+        (STATUS, StringType(), False),
+        (STARTED_AT, TimestampType(), False),
+        (FINISHED_AT, TimestampType(), True),
+        (SECONDS, DoubleType(), True),
+        (EDGES, LongType(), True),
+        (ROWS_READ, LongType(), True),
+        (REJECTED, LongType(), True),
+        (DUPLICATES, LongType(), True),
+        (TCO_SUPPORT, DoubleType(), True),
+        (MESSAGE, StringType(), True),
+    ),
+    partition_by=(),
+    description=(
+        "One row per overlay run (designed or imported): its instance version, algorithm, "
+        "parameters, status (running / complete / failed), timing and summary figures."
+    ),
+)
+
+OVERLAY_EDGES = TableSpec(
+    name="overlay_edges",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (U, LongType(), False),
+        (V, LongType(), False),
+        (ADDED_ORDER, LongType(), False),
+        (ROUND, IntegerType(), False),
+    ),
+    partition_by=(),
+    description="Undirected overlay links (u < v, dense node ids) in the order they were added.",
+)
+
+REJECTED_OVERLAY_EDGES = TableSpec(
+    name="rejected_overlay_edges",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (RECORD, StringType(), True),
+        (REASON, StringType(), False),
+        (SOURCE_FILE, StringType(), True),
+        (LINE, LongType(), True),
+    ),
+    partition_by=(),
+    description="Imported overlay rows not used (unknown key, self-loop, duplicate edge), and why.",
+)
+
+TOPIC_COMPONENTS = TableSpec(
+    name="topic_components",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (TOPIC_ID, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (COMPONENT, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "The topic-connected components: for every subscription (topic, node) of the run's "
+        "instance, the smallest node id of its component in the subgraph G(t) of the overlay."
+    ),
+)
+
+OVERLAY_METRICS = TableSpec(
+    name="overlay_metrics",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (NODES, LongType(), False),
+        (EDGES, LongType(), False),
+        (AVG_DEGREE, DoubleType(), False),
+        (MIN_DEGREE, LongType(), False),
+        (MAX_DEGREE, LongType(), False),
+        (TCC_EMPTY, LongType(), False),
+        (TCC, LongType(), False),
+        (TCC_COMPLETE, LongType(), False),
+        (TCO_SUPPORT, DoubleType(), False),
+        (SUBSCRIBED_TOPICS, LongType(), False),
+        (TOPICS_CONNECTED, LongType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description="Quality of one run's overlay: degrees, TCC counts and TcoSuppR (ICDCS'16 eq. 35).",
+)
+
+OVERLAY_TABLES = (OVERLAY_RUNS, OVERLAY_EDGES, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS)
+ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES)
 
 # The shape of each instance table as the library produces it, before the job stamps
 # `instance` and `ingest_id` onto the rows.
 SUBSCRIPTION_COLUMNS = (NODE_ID, TOPIC_ID)
 KEY_COLUMNS = (KEY, ID)
 REJECTED_COLUMNS = (RECORD, REASON, SOURCE_FILE, LINE)
+EDGE_COLUMNS = (U, V, ADDED_ORDER, ROUND)
 
 
 def frame_schema(table: TableSpec, columns: tuple[str, ...]) -> StructType:

@@ -118,7 +118,7 @@ class Lakehouse:
     def replace_instance(self, instance: str, frames: InstanceFrames) -> Row:
         """Store an instance, replacing any earlier version of the same name (see module doc)."""
         ingest_id = new_ingest_id()
-        for table in S.ALL_TABLES:
+        for table in (S.INSTANCES, *S.INSTANCE_TABLES):
             self.ensure(table)
         # Materialise the subscriptions once: they are both written and counted.
         subscriptions = frames.subscriptions.localCheckpoint(eager=True)

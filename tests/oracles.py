@@ -38,3 +38,26 @@ def components_by_min(vertices, edges) -> dict:
     for v in vertices:
         members.setdefault(forest.find(v), []).append(v)
     return {v: min(group) for group in members.values() for v in group}
+
+
+def topic_components_oracle(subscriptions, edges) -> dict:
+    """(topic, node) -> smallest node of its TCC, by one union-find per topic."""
+    subscribers = {}
+    for node, topic in subscriptions:
+        subscribers.setdefault(topic, set()).add(node)
+    result = {}
+    for topic, nodes in subscribers.items():
+        links = [(u, v) for u, v in edges if u in nodes and v in nodes]
+        for node, smallest in components_by_min(sorted(nodes), links).items():
+            result[(topic, node)] = smallest
+    return result
+
+
+def tco_support_oracle(subscriptions, edges) -> tuple[int, int, int, float]:
+    """(TCC(empty), TCC(E), TCC(complete), TcoSuppR) straight from the definitions."""
+    labels = topic_components_oracle(subscriptions, edges)
+    empty = len(labels)
+    tcc = len({(topic, smallest) for (topic, _), smallest in labels.items()})
+    complete = len({topic for topic, _ in labels})
+    support = 1.0 if empty == complete else (empty - tcc) / (empty - complete)
+    return empty, tcc, complete, support

@@ -1,0 +1,126 @@
+"""Overlay quality (ICDCS'16 section IV): topic subgraphs, TCC counting, TcoSuppR, degrees.
+
+For an instance (V, T, I) and an overlay E, G(t) is the subgraph of E induced by V(t), the
+subscribers of t; a topic-connected component (TCC) is a connected component of some G(t).
+TCC(E) = sum over t of #components of G(t); TCC(empty) = |I| (every subscription alone);
+TCC(complete) = number of topics with a subscriber. TcoSuppR(E) = (TCC(empty) - TCC(E)) /
+(TCC(empty) - TCC(complete)), 1 exactly when E is a TCO; 1 by convention when the denominator is 0
+(every topic has a single subscriber).
+
+All topic subgraphs are one graph: vertices are the (topic, node) subscriptions, and every overlay
+edge (u, v) joins (t, u) and (t, v) for each topic t both subscribe to. One connected-components
+run labels every TCC at once (`overlay.graph`). A (topic, node) vertex id packs the topic into the
+high 31 bits and the node into the low 32 bits, so the component label, the smallest vertex id,
+decodes back to the smallest node of the TCC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.graph import COMPONENT, DST, ID, SRC, Backend, connected_components
+
+NODE_BITS = 32
+_NODE_MASK = (1 << NODE_BITS) - 1
+
+
+def _vertex_id(topic: F.Column, node: F.Column) -> F.Column:
+    return F.shiftleft(topic.cast("long"), NODE_BITS) + node.cast("long")
+
+
+def topic_graph(subscriptions: DataFrame, edges: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The union of all topic subgraphs: vertices (id, topic_id, node_id), edges (src, dst).
+
+    `subscriptions`: (node_id, topic_id); `edges`: (u, v) overlay links in node ids.
+    """
+    vertices = subscriptions.select(
+        _vertex_id(F.col(S.TOPIC_ID), F.col(S.NODE_ID)).alias(ID), S.TOPIC_ID, S.NODE_ID
+    )
+    at_u = subscriptions.select(F.col(S.NODE_ID).alias(S.U), F.col(S.TOPIC_ID).alias("_t"))
+    at_v = subscriptions.select(F.col(S.NODE_ID).alias(S.V), F.col(S.TOPIC_ID).alias("_t"))
+    shared = edges.select(S.U, S.V).join(at_u, on=S.U).join(at_v, on=[S.V, "_t"])
+    topic_edges = shared.select(
+        _vertex_id(F.col("_t"), F.col(S.U)).alias(SRC), _vertex_id(F.col("_t"), F.col(S.V)).alias(DST)
+    )
+    return vertices, topic_edges
+
+
+def check_id_ranges(subscriptions: DataFrame) -> None:
+    """The vertex packing needs node ids < 2^32 and topic ids < 2^31 (dense ids always are)."""
+    row = subscriptions.agg(F.max(S.NODE_ID).alias("n"), F.max(S.TOPIC_ID).alias("t"), F.min(S.NODE_ID).alias("mn"), F.min(S.TOPIC_ID).alias("mt")).first()
+    if row["n"] is not None and (row["n"] > _NODE_MASK or row["t"] >= 1 << 31 or row["mn"] < 0 or row["mt"] < 0):
+        raise ValueError("node ids must lie in [0, 2^32) and topic ids in [0, 2^31)")
+
+
+def topic_components(subscriptions: DataFrame, edges: DataFrame, backend: Backend = "auto") -> DataFrame:
+    """(topic_id, node_id, component) for every subscription; component = smallest node of its TCC."""
+    vertices, topic_edges = topic_graph(subscriptions, edges)
+    labelled = connected_components(vertices.select(ID), topic_edges, backend=backend)
+    return (
+        vertices.join(labelled, on=ID)
+        .select(S.TOPIC_ID, S.NODE_ID, F.col(COMPONENT).bitwiseAND(F.lit(_NODE_MASK)).alias(S.COMPONENT))
+    )
+
+
+@dataclass(frozen=True)
+class TccSummary:
+    tcc_empty: int
+    tcc: int
+    tcc_complete: int
+    subscribed_topics: int
+    topics_connected: int
+
+    @property
+    def tco_support(self) -> float:
+        reducible = self.tcc_empty - self.tcc_complete
+        return 1.0 if reducible == 0 else (self.tcc_empty - self.tcc) / reducible
+
+
+def summarise_tccs(components: DataFrame) -> TccSummary:
+    """TCC figures from `topic_components` rows (one row per subscription)."""
+    per_topic = components.groupBy(S.TOPIC_ID).agg(
+        F.count(F.lit(1)).alias("_subscribers"), F.countDistinct(S.COMPONENT).alias("_tccs")
+    )
+    row = per_topic.agg(
+        F.coalesce(F.sum("_subscribers"), F.lit(0)).alias("empty"),
+        F.coalesce(F.sum("_tccs"), F.lit(0)).alias("tcc"),
+        F.count(F.lit(1)).alias("topics"),
+        F.coalesce(F.sum(F.when(F.col("_tccs") == 1, 1).otherwise(0)), F.lit(0)).alias("connected"),
+    ).first()
+    return TccSummary(
+        tcc_empty=int(row["empty"]),
+        tcc=int(row["tcc"]),
+        tcc_complete=int(row["topics"]),
+        subscribed_topics=int(row["topics"]),
+        topics_connected=int(row["connected"]),
+    )
+
+
+@dataclass(frozen=True)
+class DegreeSummary:
+    edges: int
+    avg_degree: float
+    min_degree: int
+    max_degree: int
+
+
+def summarise_degrees(edges: DataFrame, node_count: int) -> DegreeSummary:
+    """Degrees over all `node_count` nodes of the instance (nodes without links have degree 0)."""
+    ends = edges.select(F.col(S.U).alias("_n")).union(edges.select(F.col(S.V).alias("_n")))
+    degrees = ends.groupBy("_n").agg(F.count(F.lit(1)).alias("_d"))
+    row = degrees.agg(
+        F.count(F.lit(1)).alias("linked"), F.coalesce(F.sum("_d"), F.lit(0)).alias("ends"),
+        F.min("_d").alias("min"), F.max("_d").alias("max"),
+    ).first()
+    edge_count = int(row["ends"]) // 2
+    unlinked = node_count - int(row["linked"])
+    return DegreeSummary(
+        edges=edge_count,
+        avg_degree=(2 * edge_count / node_count) if node_count else 0.0,
+        min_degree=0 if unlinked > 0 or row["min"] is None else int(row["min"]),
+        max_degree=int(row["max"] or 0),
+    )

@@ -1,0 +1,109 @@
+import random
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.instance.social import SocialSpec, social_instance
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
+from overlay.quality import summarise_degrees, summarise_tccs, topic_components, topic_graph
+from tests.conftest import FACEBOOK
+from tests.oracles import tco_support_oracle, topic_components_oracle
+
+SUBS_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
+EDGE_SCHEMA = f"{S.U} long, {S.V} long"
+
+
+def random_overlay(rng, nodes, count):
+    pairs = set()
+    while len(pairs) < count:
+        u, v = rng.sample(range(nodes), 2)
+        pairs.add((min(u, v), max(u, v)))
+    return sorted(pairs)
+
+
+def check_against_oracle(spark, subscriptions, edges):
+    subs_frame = spark.createDataFrame(subscriptions, SUBS_SCHEMA)
+    edge_frame = spark.createDataFrame(edges, EDGE_SCHEMA)
+    components = topic_components(subs_frame, edge_frame).localCheckpoint()
+    got = {(r[S.TOPIC_ID], r[S.NODE_ID]): r[S.COMPONENT] for r in components.collect()}
+    assert got == topic_components_oracle(subscriptions, edges)
+    summary = summarise_tccs(components)
+    empty, tcc, complete, support = tco_support_oracle(subscriptions, edges)
+    assert (summary.tcc_empty, summary.tcc, summary.tcc_complete) == (empty, tcc, complete)
+    assert summary.tco_support == pytest.approx(support)
+    return summary
+
+
+@pytest.mark.parametrize("dist", ["unif", "zipf", "expo"])
+def test_tcc_matches_the_oracle_on_synthetic_instances(spark, dist):
+    rng = random.Random(dist)
+    spec = SyntheticSpec(dist=dist, nodes=40, topics=25, min_subs=1, max_subs=6, seed=len(dist))
+    subscriptions = [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in synthetic_instance(spark, spec).subscriptions.collect()]
+    for count in (0, 15, 60):
+        check_against_oracle(spark, subscriptions, random_overlay(rng, 40, count))
+
+
+def test_tcc_matches_the_oracle_on_the_facebook_sample(spark):
+    frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=150, seed=2))
+    subscriptions = [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in frames.subscriptions.collect()]
+    check_against_oracle(spark, subscriptions, random_overlay(random.Random(1), 150, 300))
+
+
+def test_relabelling_nodes_and_topics_changes_nothing(spark):
+    rng = random.Random(3)
+    subscriptions = sorted({(rng.randrange(30), rng.randrange(12)) for _ in range(120)})
+    edges = random_overlay(rng, 30, 40)
+    node_map = dict(zip(range(30), rng.sample(range(30), 30)))
+    topic_map = dict(zip(range(12), rng.sample(range(12), 12)))
+    relabelled_subs = [(node_map[n], topic_map[t]) for n, t in subscriptions]
+    relabelled_edges = [tuple(sorted((node_map[u], node_map[v]))) for u, v in edges]
+    first = check_against_oracle(spark, subscriptions, edges)
+    second = check_against_oracle(spark, relabelled_subs, relabelled_edges)
+    assert first == second
+
+
+def test_topic_subgraph_construction_by_hand(spark):
+    # Topic 0: nodes 0, 1, 2; topic 1: node 1 alone; node 3 subscribes to nothing.
+    # Edge (0, 1) serves topic 0; edge (1, 3) shares no topic; edge (0, 2) serves topic 0.
+    subs = spark.createDataFrame([(0, 0), (1, 0), (2, 0), (1, 1)], SUBS_SCHEMA)
+    edges = spark.createDataFrame([(0, 1), (1, 3), (0, 2)], EDGE_SCHEMA)
+    vertices, topic_edges = topic_graph(subs, edges)
+    pack = lambda t, n: (t << 32) + n  # noqa: E731
+    assert_df_equality(
+        vertices,
+        spark.createDataFrame(
+            [(pack(0, 0), 0, 0), (pack(0, 1), 0, 1), (pack(0, 2), 0, 2), (pack(1, 1), 1, 1)],
+            f"id long, {S.TOPIC_ID} long, {S.NODE_ID} long",
+        ),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    assert_df_equality(
+        topic_edges,
+        spark.createDataFrame([(pack(0, 0), pack(0, 1)), (pack(0, 0), pack(0, 2))], "src long, dst long"),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    components = topic_components(subs, edges)
+    assert_df_equality(
+        components,
+        spark.createDataFrame([(0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 1, 1)], f"{S.TOPIC_ID} long, {S.NODE_ID} long, {S.COMPONENT} long"),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    summary = summarise_tccs(components)
+    assert (summary.tcc_empty, summary.tcc, summary.tcc_complete, summary.tco_support) == (4, 2, 2, 1.0)
+
+
+def test_empty_overlay_has_zero_support_and_single_subscriber_topics_have_one(spark):
+    subs = spark.createDataFrame([(0, 0), (1, 0), (2, 1)], SUBS_SCHEMA)
+    none = spark.createDataFrame([], EDGE_SCHEMA)
+    assert summarise_tccs(topic_components(subs, none)).tco_support == 0.0
+    lonely = spark.createDataFrame([(0, 0), (1, 1)], SUBS_SCHEMA)
+    assert summarise_tccs(topic_components(lonely, none)).tco_support == 1.0
+
+
+def test_degrees_count_unlinked_nodes(spark):
+    edges = spark.createDataFrame([(0, 1), (0, 2), (1, 2)], EDGE_SCHEMA)
+    summary = summarise_degrees(edges, node_count=4)
+    assert (summary.edges, summary.avg_degree, summary.min_degree, summary.max_degree) == (3, 1.5, 0, 2)
+    assert summarise_degrees(edges.filter(F.lit(False)), node_count=4).max_degree == 0
