@@ -41,7 +41,7 @@ def test_tcc_matches_the_oracle_on_synthetic_instances(spark, dist):
     rng = random.Random(dist)
     spec = SyntheticSpec(dist=dist, nodes=40, topics=25, min_subs=1, max_subs=6, seed=len(dist))
     subscriptions = [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in synthetic_instance(spark, spec).subscriptions.collect()]
-    for count in (0, 15, 60):
+    for count in (0, 40):
         check_against_oracle(spark, subscriptions, random_overlay(rng, 40, count))
 
 
