@@ -15,14 +15,15 @@ from typing import Any
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import ingest, logs
+from pipelines import ingest, logs, overlays
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
-from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
 from pipelines.spark import get_spark, stack_report
 
 log = logging.getLogger(__name__)
 
+IMPORT_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.ROWS_READ, S.EDGES, S.REJECTED, S.DUPLICATES)
 FACEBOOK_GRAPH = files("pipelines") / "datasets" / "facebook_combined.txt.gz"
 
 
@@ -64,6 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_arguments(ingest_parser)
     commands.add_parser("instances", parents=[after], help="list the stored instances and their counts")
+    importer = commands.add_parser(
+        "import-overlay", parents=[after], help="store an existing overlay (CSV/Parquet with u,v in node keys) as a run",
+    )
+    importer.add_argument("--instance", required=True)
+    importer.add_argument("--run-id", required=True)
+    importer.add_argument("--path", required=True)
+    evaluate = commands.add_parser("evaluate", parents=[after], help="compute and store the quality metrics of a run")
+    evaluate.add_argument("--run-id", required=True)
+    evaluate.add_argument(
+        "--backend", choices=("auto", "graphframes", "dataframe"), default="auto",
+        help="connected components: GraphFrames when loaded (auto), or the DataFrame implementation",
+    )
+    export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
+    export.add_argument("--run-id", required=True)
+    export.add_argument("--out", required=True, help="a .csv or .parquet file")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     commands.add_parser(
         "main", parents=[after],
@@ -124,13 +140,23 @@ def main(argv: list[str] | None = None) -> int:
             print_instances(lakehouse, [row[S.INSTANCE]])
         elif args.command == "instances":
             print_instances(lakehouse)
+        elif args.command == "import-overlay":
+            run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path)
+            print(format_table([run.asDict()], IMPORT_COLUMNS))
+        elif args.command == "evaluate":
+            metrics = overlays.run_evaluate(spark, lakehouse, args.run_id, args.backend)
+            print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
+            print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
+        elif args.command == "export":
+            links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
+            print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
         elif args.command == "info":
             report = stack_report(spark)
             report["lakehouse"] = lakehouse.root
             print(format_table([{"piece": k, "version / state": v} for k, v in report.items()], ["piece", "version / state"]))
         elif args.command == "main":
             run_main_job(spark, lakehouse, settings)
-    except (InputError, ConfigError, UnknownInstanceError) as error:
+    except (InputError, ConfigError, UnknownInstanceError, UnknownRunError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -44,6 +44,10 @@ class UnknownInstanceError(LookupError):
     pass
 
 
+class UnknownRunError(LookupError):
+    pass
+
+
 def _with_retries(action: Callable[[], T], what: str) -> T:
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
@@ -180,3 +184,55 @@ class Lakehouse:
                 f"clean {table.name}",
             )
         return current
+
+    # Overlay runs --------------------------------------------------------------------------
+
+    def run_row(self, run_id: str) -> Row:
+        rows = self.read(S.OVERLAY_RUNS).filter(F.col(S.RUN_ID) == run_id).collect()
+        if not rows:
+            raise UnknownRunError(
+                f"unknown run '{run_id}'. List runs with SELECT run_id, instance, status FROM "
+                f"delta.`{self.path(S.OVERLAY_RUNS)}`; create one with import-overlay (or design)."
+            )
+        return rows[0]
+
+    def run_exists(self, run_id: str) -> bool:
+        return self.read(S.OVERLAY_RUNS).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
+
+    def write_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
+        """Replace one run's rows in a run table, atomically (one Delta commit)."""
+        self.ensure(table)
+        rows = frame.withColumn(S.RUN_ID, F.lit(run_id))
+        rows = rows.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
+        _with_retries(
+            lambda: rows.write.format("delta").mode("overwrite")
+            .option("replaceWhere", f"{S.RUN_ID} = '{run_id}'")
+            .save(self.path(table)),
+            f"write {table.name} of run {run_id}",
+        )
+
+    def insert_run(self, record: dict) -> bool:
+        """Add a run row unless that run id exists. True when this call added it."""
+        self.ensure(S.OVERLAY_RUNS)
+        row = self.spark.createDataFrame(
+            [Row(**{c: record.get(c) for c in S.OVERLAY_RUNS.columns})], S.OVERLAY_RUNS.schema
+        )
+        metrics = _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(S.OVERLAY_RUNS))
+            .alias("t")
+            .merge(row.alias("s"), f"t.{S.RUN_ID} = s.{S.RUN_ID}")
+            .whenNotMatchedInsertAll()
+            .execute(),
+            f"insert run {record[S.RUN_ID]}",
+        )
+        return int(metrics.first()["num_inserted_rows"]) == 1
+
+    def update_run(self, run_id: str, **values: object) -> None:
+        """Set some columns of one run row."""
+        assignments = {name: F.lit(value) for name, value in values.items()}
+        _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(S.OVERLAY_RUNS)).update(
+                F.col(S.RUN_ID) == run_id, assignments
+            ),
+            f"update run {run_id}",
+        )

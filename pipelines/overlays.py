@@ -1,0 +1,172 @@
+"""Overlay jobs: import an existing overlay, evaluate any run, export a run's links."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.graph import Backend
+from overlay.imported import import_overlay
+from overlay.quality import check_id_ranges, summarise_degrees, summarise_tccs, topic_components
+from pipelines.lakehouse import Lakehouse
+
+log = logging.getLogger(__name__)
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+METRIC_COLUMNS = (
+    S.NODES, S.EDGES, S.AVG_DEGREE, S.MIN_DEGREE, S.MAX_DEGREE, S.TCC_EMPTY, S.TCC, S.TCC_COMPLETE,
+    S.TCO_SUPPORT, S.SUBSCRIBED_TOPICS, S.TOPICS_CONNECTED,
+)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def check_run_id(run_id: str) -> None:
+    if not RUN_ID_PATTERN.match(run_id):
+        raise InputError(
+            f"run id '{run_id}' is not allowed: use letters, digits, '_', '.', ':', '-' "
+            "(at most 128, starting with a letter or digit)"
+        )
+
+
+def complete_run(lakehouse: Lakehouse, run_id: str) -> Row:
+    """A run that can be read: complete, and built on the instance version still stored."""
+    run = lakehouse.run_row(run_id)
+    if run[S.STATUS] != S.COMPLETE:
+        raise InputError(
+            f"run '{run_id}' is {run[S.STATUS]}, not complete"
+            + (f" ({run[S.MESSAGE]})" if run[S.MESSAGE] else "")
+            + ": finish or redo it before reading its overlay"
+        )
+    instance = lakehouse.instance_row(run[S.INSTANCE])
+    if instance[S.INGEST_ID] != run[S.INGEST_ID]:
+        raise InputError(
+            f"instance '{run[S.INSTANCE]}' was re-ingested after run '{run_id}' was made, so the "
+            "run's node ids no longer apply; make the run again"
+        )
+    return run
+
+
+def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id: str, path: str) -> Row:
+    check_run_id(run_id)
+    if lakehouse.run_exists(run_id):
+        raise InputError(f"run id '{run_id}' exists already; choose another --run-id")
+    instance_row = lakehouse.instance_row(instance)
+    started, clock = _now(), time.monotonic()
+    node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance).select(S.KEY, S.ID)
+    imported = import_overlay(spark, path, node_keys)
+    t = imported.tally
+    log.info(
+        "import %s: %d rows = %d links + %d rejected + %d duplicates",
+        run_id, t.read, t.accepted, t.rejected, t.duplicates,
+    )
+    # Links first, the run row last: a reader never sees a complete run without its links.
+    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, imported.edges)
+    lakehouse.write_run_rows(S.REJECTED_OVERLAY_EDGES, run_id, imported.rejected)
+    record = {
+        S.RUN_ID: run_id,
+        S.INSTANCE: instance,
+        S.INGEST_ID: instance_row[S.INGEST_ID],
+        S.ALGORITHM: "imported",
+        S.PARAMS: json.dumps({"path": path}),
+        S.STATUS: S.COMPLETE,
+        S.STARTED_AT: started,
+        S.FINISHED_AT: _now(),
+        S.SECONDS: time.monotonic() - clock,
+        S.EDGES: t.accepted,
+        S.ROWS_READ: t.read,
+        S.REJECTED: t.rejected,
+        S.DUPLICATES: t.duplicates,
+    }
+    if not lakehouse.insert_run(record):
+        raise InputError(f"run id '{run_id}' was created by another job while this import ran")
+    return lakehouse.run_row(run_id)
+
+
+def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto") -> dict:
+    """Compute, store and return the quality metrics of one run."""
+    run = complete_run(lakehouse, run_id)
+    instance = lakehouse.instance_row(run[S.INSTANCE])
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE]).select(S.NODE_ID, S.TOPIC_ID)
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
+    check_id_ranges(subscriptions)
+    clock = time.monotonic()
+    components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
+    log.info("evaluate %s: topic components in %.1fs", run_id, time.monotonic() - clock)
+    lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
+    tccs = summarise_tccs(components)
+    degrees = summarise_degrees(edges, instance[S.NODES])
+    metrics = {
+        S.RUN_ID: run_id,
+        S.INSTANCE: run[S.INSTANCE],
+        S.NODES: instance[S.NODES],
+        S.EDGES: degrees.edges,
+        S.AVG_DEGREE: degrees.avg_degree,
+        S.MIN_DEGREE: degrees.min_degree,
+        S.MAX_DEGREE: degrees.max_degree,
+        S.TCC_EMPTY: tccs.tcc_empty,
+        S.TCC: tccs.tcc,
+        S.TCC_COMPLETE: tccs.tcc_complete,
+        S.TCO_SUPPORT: tccs.tco_support,
+        S.SUBSCRIBED_TOPICS: tccs.subscribed_topics,
+        S.TOPICS_CONNECTED: tccs.topics_connected,
+        S.COMPUTED_AT: _now(),
+    }
+    row = spark.createDataFrame([Row(**{c: metrics[c] for c in S.OVERLAY_METRICS.columns})], S.OVERLAY_METRICS.schema)
+    lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
+    lakehouse.update_run(run_id, **{S.TCO_SUPPORT: tccs.tco_support})
+    return metrics
+
+
+def _check_writable(out: Path) -> None:
+    parent = out.parent
+    if not parent.is_dir():
+        raise InputError(f"cannot write {out}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise InputError(f"cannot write {out}: permission denied")
+    if out.is_dir():
+        raise InputError(f"cannot write {out}: it is a folder")
+
+
+def run_export(spark: SparkSession, lakehouse: Lakehouse, run_id: str, out: str) -> int:
+    """Write a run's links as `u,v,added_order` in the user's node keys, to one local file."""
+    target = Path(out).expanduser().resolve()
+    kind = "parquet" if target.suffix.lower() == ".parquet" else "csv" if target.suffix.lower() == ".csv" else None
+    if kind is None:
+        raise InputError(f"--out must end in .csv or .parquet, got '{out}'")
+    _check_writable(target)
+    run = complete_run(lakehouse, run_id)
+    keys = lakehouse.instance_rows(S.NODE_KEYS, run[S.INSTANCE]).select(S.KEY, S.ID)
+    links = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id)
+    for end in (S.U, S.V):
+        links = links.join(
+            keys.select(F.col(S.ID).alias(end), F.col(S.KEY).alias(end + "_key")), on=end
+        )
+    named = links.select(
+        F.col(S.U + "_key").alias(S.U), F.col(S.V + "_key").alias(S.V), S.ADDED_ORDER
+    ).orderBy(S.ADDED_ORDER)
+    staging = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        writer = named.coalesce(1).write.mode("overwrite")
+        if kind == "csv":
+            writer.option("header", True).csv(str(staging))
+        else:
+            writer.parquet(str(staging))
+        part = next(staging.glob(f"part-*.{kind}" if kind == "csv" else "part-*.parquet"))
+        os.replace(part, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return int(run[S.EDGES] or 0)
