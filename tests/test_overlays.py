@@ -1,0 +1,115 @@
+"""import-overlay, evaluate and export, end to end through the lakehouse."""
+
+import random
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
+from pipelines import overlays
+from pipelines.lakehouse import Lakehouse, UnknownRunError
+from tests.oracles import tco_support_oracle
+
+
+SPEC = SyntheticSpec(dist="zipf", nodes=30, topics=20, min_subs=2, max_subs=5, seed=8)
+
+
+@pytest.fixture(scope="module")
+def lakehouse(spark, tmp_path_factory):
+    """One lakehouse for this module's tests (each uses its own run ids): an instance costs ~10 s."""
+    return Lakehouse(spark, tmp_path_factory.mktemp("overlays") / "lakehouse")
+
+
+@pytest.fixture(scope="module")
+def instance(spark, lakehouse):
+    """A small Zipf instance named 'z' (node keys n0..n29), as (node_id, topic_id) pairs."""
+    lakehouse.replace_instance("z", synthetic_instance(spark, SPEC))
+    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").collect()]
+
+
+def overlay_file(write_text, pairs, name="overlay.csv"):
+    return write_text(name, "u,v\n" + "".join(f"{a},{b}\n" for a, b in pairs))
+
+
+def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
+    path = overlay_file(write_text, [("n1", "n2"), ("n2", "n1"), ("n3", "n3"), ("n4", "ghost"), ("n5", ""), ("n9", "n0")])
+    run = overlays.run_import(spark, lakehouse, "z", "imp", path)
+    assert (run[S.STATUS], run[S.ROWS_READ], run[S.EDGES], run[S.REJECTED], run[S.DUPLICATES]) == ("complete", 6, 2, 3, 1)
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "imp").select(S.U, S.V, S.ADDED_ORDER, S.ROUND)
+    expected = spark.createDataFrame([(1, 2, 0, 0), (0, 9, 1, 0)], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
+    assert_df_equality(edges, expected, ignore_row_order=True, ignore_nullable=True)
+    rejected = lakehouse.read(S.REJECTED_OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "imp")
+    reasons = sorted((r[S.LINE], r[S.REASON]) for r in rejected.collect())
+    assert reasons == [
+        (3, "duplicate link (the same pair appears on an earlier row)"),
+        (4, "self-loop on node 'n3'"),
+        (5, "unknown node key 'ghost'"),
+        (6, "missing v key"),
+    ]
+    with pytest.raises(InputError, match="run id 'imp' exists already"):
+        overlays.run_import(spark, lakehouse, "z", "imp", path)
+
+
+def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, instance, write_text, tmp_path):
+    rng = random.Random(4)
+    pairs = sorted({tuple(sorted(rng.sample(range(30), 2))) for _ in range(25)})
+    overlays.run_import(spark, lakehouse, "z", "r", overlay_file(write_text, [(f"n{a}", f"n{b}") for a, b in pairs]))
+    metrics = overlays.run_evaluate(spark, lakehouse, "r", backend="dataframe")
+    empty, tcc, complete, support = tco_support_oracle(instance, pairs)
+    assert (metrics[S.TCC_EMPTY], metrics[S.TCC], metrics[S.TCC_COMPLETE]) == (empty, tcc, complete)
+    assert metrics[S.TCO_SUPPORT] == pytest.approx(support)
+    assert metrics[S.EDGES] == len(pairs) and metrics[S.AVG_DEGREE] == pytest.approx(2 * len(pairs) / 30)
+    stored = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "r").first()
+    assert stored[S.TCO_SUPPORT] == pytest.approx(support)
+    assert lakehouse.run_row("r")[S.TCO_SUPPORT] == pytest.approx(support)
+    assert lakehouse.read(S.TOPIC_COMPONENTS).filter(F.col(S.RUN_ID) == "r").count() == len(instance)
+    overlays.run_evaluate(spark, lakehouse, "r", backend="dataframe")  # again: replaces, no duplicates
+    assert lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "r").count() == 1
+    assert lakehouse.read(S.TOPIC_COMPONENTS).filter(F.col(S.RUN_ID) == "r").count() == len(instance)
+
+    for name in ("links.csv", "links.parquet"):
+        out = tmp_path / name
+        assert overlays.run_export(spark, lakehouse, "r", str(out)) == len(pairs)
+        reader = spark.read.option("header", True).csv if name.endswith(".csv") else spark.read.parquet
+        exported = reader(str(out)).select(S.U, S.V, F.col(S.ADDED_ORDER).cast("long").alias(S.ADDED_ORDER))
+        expected = spark.createDataFrame(
+            [(f"n{a}", f"n{b}", i) for i, (a, b) in enumerate(pairs)], f"{S.U} string, {S.V} string, {S.ADDED_ORDER} long"
+        )
+        assert_df_equality(exported, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_empty_overlay_scores_zero(spark, lakehouse, instance, write_text):
+    overlays.run_import(spark, lakehouse, "z", "none", overlay_file(write_text, []))
+    metrics = overlays.run_evaluate(spark, lakehouse, "none")
+    assert metrics[S.EDGES] == 0 and metrics[S.TCO_SUPPORT] == 0.0 and metrics[S.TCC] == metrics[S.TCC_EMPTY]
+
+
+def test_errors(spark, lakehouse, instance, write_text, tmp_path):
+    with pytest.raises(UnknownRunError, match="unknown run 'nope'"):
+        overlays.run_evaluate(spark, lakehouse, "nope")
+    lakehouse.insert_run({
+        S.RUN_ID: "busy", S.INSTANCE: "z", S.INGEST_ID: lakehouse.instance_row("z")[S.INGEST_ID],
+        S.ALGORITHM: "gm", S.PARAMS: "{}", S.STATUS: S.RUNNING,
+        S.STARTED_AT: overlays._now(),
+    })
+    with pytest.raises(InputError, match="run 'busy' is running, not complete"):
+        overlays.run_evaluate(spark, lakehouse, "busy")
+    overlays.run_import(spark, lakehouse, "z", "ok", overlay_file(write_text, [("n1", "n2")]))
+    with pytest.raises(InputError, match="must end in .csv or .parquet"):
+        overlays.run_export(spark, lakehouse, "ok", str(tmp_path / "links.txt"))
+    with pytest.raises(InputError, match="cannot write .*: folder .* does not exist"):
+        overlays.run_export(spark, lakehouse, "ok", str(tmp_path / "missing" / "links.csv"))
+    with pytest.raises(InputError, match="run id 'a b' is not allowed"):
+        overlays.run_import(spark, lakehouse, "z", "a b", "x.csv")
+
+
+
+def test_a_run_of_a_replaced_instance_cannot_be_read(spark, lakehouse, instance, write_text):
+    lakehouse.replace_instance("z2", synthetic_instance(spark, SPEC))
+    overlays.run_import(spark, lakehouse, "z2", "old", overlay_file(write_text, [("n1", "n2")]))
+    lakehouse.replace_instance("z2", synthetic_instance(spark, SPEC))
+    with pytest.raises(InputError, match="re-ingested after run 'old'"):
+        overlays.run_evaluate(spark, lakehouse, "old")
