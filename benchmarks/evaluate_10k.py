@@ -3,7 +3,7 @@
 Reports the total `evaluate` time, the share spent in connected components, and, on the same
 (topic, node) graph, scipy's `connected_components` as the single-machine floor, as ratios in one
 run. Usage: .venv/bin/python benchmarks/evaluate_10k.py [--nodes 10000] [--links 20000]
-(needs scipy: .venv/bin/pip install scipy).
+(needs scipy: .venv/bin/pip install -e '.[bench]').
 """
 
 from __future__ import annotations
