@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
@@ -124,3 +124,72 @@ def summarise_degrees(edges: DataFrame, node_count: int) -> DegreeSummary:
         min_degree=0 if unlinked > 0 or row["min"] is None else int(row["min"]),
         max_degree=int(row["max"] or 0),
     )
+
+
+@dataclass(frozen=True)
+class DiameterSummary:
+    diameter_max: int
+    diameter_avg: float
+    exact_topics: int
+    sampled_topics: int
+    method: str
+
+
+def topic_diameters(
+    subscriptions: DataFrame, edges: DataFrame, exact_limit: int = 64, samples: int = 8, seed: int = 0
+) -> DataFrame:
+    """(topic_id, diameter, exact) for every topic with at least two subscribers.
+
+    A topic's diameter is the longest shortest path between two of its subscribers in G(t) that
+    are connected (so the largest over its TCCs; 0 when it has no link). Topics with at most
+    `exact_limit` subscribers get a BFS from every subscriber: exact. Larger ones get a BFS from
+    `samples` subscribers picked by `xxhash64(seed, node)`: the largest eccentricity found, a
+    lower bound. All BFS run together, one Spark round per hop, over the (topic, node) graph.
+    """
+    vertices, topic_edges = topic_graph(subscriptions, edges)
+    sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias("_size"))
+    ranked = vertices.join(sizes.filter(F.col("_size") >= 2), on=S.TOPIC_ID).withColumn(
+        "_rank", F.row_number().over(
+            Window.partitionBy(S.TOPIC_ID).orderBy(F.xxhash64(F.lit(seed), F.col(S.NODE_ID)), S.NODE_ID)
+        )
+    )
+    sources = ranked.filter((F.col("_size") <= exact_limit) | (F.col("_rank") <= samples)).select(
+        F.col(ID).alias("_source"), F.col(ID).alias(ID), F.lit(0).alias("_dist")
+    )
+    both = topic_edges.union(topic_edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
+    visited = sources.localCheckpoint(eager=True)
+    frontier = visited
+    hop = 0
+    while frontier.limit(1).count() > 0:
+        hop += 1
+        reached = (
+            frontier.join(both, frontier[ID] == both[SRC])
+            .select("_source", F.col(DST).alias(ID))
+            .distinct()
+            .join(visited, on=["_source", ID], how="left_anti")
+            .withColumn("_dist", F.lit(hop))
+            .localCheckpoint(eager=True)
+        )
+        visited = visited.union(reached).localCheckpoint(eager=True)
+        frontier = reached
+    eccentricity = visited.groupBy("_source").agg(F.max("_dist").alias("_ecc"))
+    per_topic = eccentricity.groupBy(F.shiftright(F.col("_source"), NODE_BITS).alias(S.TOPIC_ID)).agg(
+        F.max("_ecc").alias("diameter")
+    )
+    return per_topic.join(sizes, on=S.TOPIC_ID).select(
+        S.TOPIC_ID, "diameter", (F.col("_size") <= exact_limit).alias("exact")
+    )
+
+
+def summarise_diameters(diameters: DataFrame, exact_limit: int, samples: int) -> DiameterSummary:
+    row = diameters.agg(
+        F.coalesce(F.max("diameter"), F.lit(0)).alias("max"),
+        F.coalesce(F.avg("diameter"), F.lit(0.0)).alias("avg"),
+        F.coalesce(F.sum(F.when(F.col("exact"), 1).otherwise(0)), F.lit(0)).alias("exact"),
+        F.count(F.lit(1)).alias("all"),
+    ).first()
+    exact, sampled = int(row["exact"]), int(row["all"]) - int(row["exact"])
+    method = f"exact (all-source BFS) for {exact} topics with <= {exact_limit} subscribers"
+    if sampled:
+        method += f"; lower bound from {samples} sampled BFS sources for {sampled} larger topics"
+    return DiameterSummary(int(row["max"]), float(row["avg"]), exact, sampled, method)

@@ -172,6 +172,9 @@ TCC = "tcc"
 TCC_COMPLETE = "tcc_complete"
 TCO_SUPPORT = "tco_support"
 TOPICS_CONNECTED = "topics_connected"
+DIAMETER_MAX = "diameter_max"
+DIAMETER_AVG = "diameter_avg"
+DIAMETER_METHOD = "diameter_method"
 COMPUTED_AT = "computed_at"
 
 RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
@@ -259,10 +262,16 @@ OVERLAY_METRICS = TableSpec(
         (TCO_SUPPORT, DoubleType(), False),
         (SUBSCRIBED_TOPICS, LongType(), False),
         (TOPICS_CONNECTED, LongType(), False),
+        (DIAMETER_MAX, LongType(), False),
+        (DIAMETER_AVG, DoubleType(), False),
+        (DIAMETER_METHOD, StringType(), False),
         (COMPUTED_AT, TimestampType(), False),
     ),
     partition_by=(),
-    description="Quality of one run's overlay: degrees, TCC counts and TcoSuppR (ICDCS'16 eq. 35).",
+    description=(
+        "Quality of one run's overlay: degrees, TCC counts, TcoSuppR (ICDCS'16 eq. 35), and topic "
+        "diameters (largest and average over topics with two or more subscribers; how computed)."
+    ),
 )
 
 OVERLAY_TABLES = (OVERLAY_RUNS, OVERLAY_EDGES, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS)

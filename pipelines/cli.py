@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", choices=("auto", "graphframes", "dataframe"), default="auto",
         help="connected components: GraphFrames when loaded (auto), or the DataFrame implementation",
     )
+    evaluate.add_argument(
+        "--diameter-exact-limit", type=ingest.positive_int, default=overlays.DIAMETER_EXACT_LIMIT,
+        help="topics with at most this many subscribers get an exact diameter (default 64)",
+    )
+    evaluate.add_argument(
+        "--diameter-samples", type=ingest.positive_int, default=overlays.DIAMETER_SAMPLES,
+        help="BFS sources per larger topic; their diameter is a lower bound (default 8)",
+    )
     export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
     export.add_argument("--run-id", required=True)
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
@@ -144,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path)
             print(format_table([run.asDict()], IMPORT_COLUMNS))
         elif args.command == "evaluate":
-            metrics = overlays.run_evaluate(spark, lakehouse, args.run_id, args.backend)
+            metrics = overlays.run_evaluate(
+                spark, lakehouse, args.run_id, args.backend, args.diameter_exact_limit, args.diameter_samples
+            )
             print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
             print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
         elif args.command == "export":

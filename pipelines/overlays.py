@@ -19,15 +19,25 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.graph import Backend
 from overlay.imported import import_overlay
-from overlay.quality import check_id_ranges, summarise_degrees, summarise_tccs, topic_components
+from overlay.quality import (
+    check_id_ranges,
+    summarise_degrees,
+    summarise_diameters,
+    summarise_tccs,
+    topic_components,
+    topic_diameters,
+)
 from pipelines.lakehouse import Lakehouse
 
 log = logging.getLogger(__name__)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 METRIC_COLUMNS = (
     S.NODES, S.EDGES, S.AVG_DEGREE, S.MIN_DEGREE, S.MAX_DEGREE, S.TCC_EMPTY, S.TCC, S.TCC_COMPLETE,
-    S.TCO_SUPPORT, S.SUBSCRIBED_TOPICS, S.TOPICS_CONNECTED,
+    S.TCO_SUPPORT, S.SUBSCRIBED_TOPICS, S.TOPICS_CONNECTED, S.DIAMETER_MAX, S.DIAMETER_AVG,
+    S.DIAMETER_METHOD,
 )
+DIAMETER_EXACT_LIMIT = 64
+DIAMETER_SAMPLES = 8
 
 
 def _now() -> datetime:
@@ -96,7 +106,14 @@ def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id:
     return lakehouse.run_row(run_id)
 
 
-def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto") -> dict:
+def run_evaluate(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    run_id: str,
+    backend: Backend = "auto",
+    diameter_exact_limit: int = DIAMETER_EXACT_LIMIT,
+    diameter_samples: int = DIAMETER_SAMPLES,
+) -> dict:
     """Compute, store and return the quality metrics of one run."""
     run = complete_run(lakehouse, run_id)
     instance = lakehouse.instance_row(run[S.INSTANCE])
@@ -109,6 +126,13 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
     tccs = summarise_tccs(components)
     degrees = summarise_degrees(edges, instance[S.NODES])
+    clock = time.monotonic()
+    diameters = summarise_diameters(
+        topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples),
+        diameter_exact_limit,
+        diameter_samples,
+    )
+    log.info("evaluate %s: topic diameters in %.1fs", run_id, time.monotonic() - clock)
     metrics = {
         S.RUN_ID: run_id,
         S.INSTANCE: run[S.INSTANCE],
@@ -123,6 +147,9 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
         S.TCO_SUPPORT: tccs.tco_support,
         S.SUBSCRIBED_TOPICS: tccs.subscribed_topics,
         S.TOPICS_CONNECTED: tccs.topics_connected,
+        S.DIAMETER_MAX: diameters.diameter_max,
+        S.DIAMETER_AVG: diameters.diameter_avg,
+        S.DIAMETER_METHOD: diameters.method,
         S.COMPUTED_AT: _now(),
     }
     row = spark.createDataFrame([Row(**{c: metrics[c] for c in S.OVERLAY_METRICS.columns})], S.OVERLAY_METRICS.schema)

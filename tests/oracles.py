@@ -61,3 +61,34 @@ def tco_support_oracle(subscriptions, edges) -> tuple[int, int, int, float]:
     complete = len({topic for topic, _ in labels})
     support = 1.0 if empty == complete else (empty - tcc) / (empty - complete)
     return empty, tcc, complete, support
+
+
+def topic_diameters_oracle(subscriptions, edges) -> dict:
+    """topic -> longest shortest path between two connected subscribers in G(t) (topics with >= 2)."""
+    from collections import deque
+
+    subscribers = {}
+    for node, topic in subscriptions:
+        subscribers.setdefault(topic, set()).add(node)
+    result = {}
+    for topic, nodes in subscribers.items():
+        if len(nodes) < 2:
+            continue
+        adjacency = {n: set() for n in nodes}
+        for u, v in edges:
+            if u in nodes and v in nodes:
+                adjacency[u].add(v)
+                adjacency[v].add(u)
+        longest = 0
+        for source in nodes:
+            dist = {source: 0}
+            queue = deque([source])
+            while queue:
+                x = queue.popleft()
+                for y in adjacency[x]:
+                    if y not in dist:
+                        dist[y] = dist[x] + 1
+                        queue.append(y)
+            longest = max(longest, max(dist.values()))
+        result[topic] = longest
+    return result

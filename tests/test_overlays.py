@@ -11,7 +11,7 @@ from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import overlays
 from pipelines.lakehouse import Lakehouse, UnknownRunError
-from tests.oracles import tco_support_oracle
+from tests.oracles import tco_support_oracle, topic_diameters_oracle
 
 
 SPEC = SyntheticSpec(dist="zipf", nodes=30, topics=20, min_subs=2, max_subs=5, seed=8)
@@ -62,6 +62,10 @@ def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, in
     assert (metrics[S.TCC_EMPTY], metrics[S.TCC], metrics[S.TCC_COMPLETE]) == (empty, tcc, complete)
     assert metrics[S.TCO_SUPPORT] == pytest.approx(support)
     assert metrics[S.EDGES] == len(pairs) and metrics[S.AVG_DEGREE] == pytest.approx(2 * len(pairs) / 30)
+    diameters = topic_diameters_oracle(instance, pairs)
+    assert metrics[S.DIAMETER_MAX] == max(diameters.values())
+    assert metrics[S.DIAMETER_AVG] == pytest.approx(sum(diameters.values()) / len(diameters))
+    assert metrics[S.DIAMETER_METHOD].startswith(f"exact (all-source BFS) for {len(diameters)} topics")
     stored = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "r").first()
     assert stored[S.TCO_SUPPORT] == pytest.approx(support)
     assert lakehouse.run_row("r")[S.TCO_SUPPORT] == pytest.approx(support)

@@ -107,3 +107,31 @@ def test_degrees_count_unlinked_nodes(spark):
     summary = summarise_degrees(edges, node_count=4)
     assert (summary.edges, summary.avg_degree, summary.min_degree, summary.max_degree) == (3, 1.5, 0, 2)
     assert summarise_degrees(edges.filter(F.lit(False)), node_count=4).max_degree == 0
+
+
+def test_topic_diameters_exact_and_sampled(spark):
+    from overlay.quality import summarise_diameters, topic_diameters
+    from tests.oracles import topic_diameters_oracle
+
+    rng = random.Random(6)
+    subscriptions = sorted({(rng.randrange(15), rng.randrange(5)) for _ in range(45)})
+    # A path through many nodes makes long diameters; random links add shortcuts.
+    path = list(range(15))
+    rng.shuffle(path)
+    edges = sorted({tuple(sorted(p)) for p in zip(path, path[1:])} | set(random_overlay(rng, 15, 5)))
+    subs = spark.createDataFrame(subscriptions, SUBS_SCHEMA)
+    links = spark.createDataFrame(edges, EDGE_SCHEMA)
+    expected = topic_diameters_oracle(subscriptions, edges)
+
+    exact = {r[S.TOPIC_ID]: (r["diameter"], r["exact"]) for r in topic_diameters(subs, links, exact_limit=100).collect()}
+    assert exact == {t: (d, True) for t, d in expected.items()}
+
+    sampled = {r[S.TOPIC_ID]: (r["diameter"], r["exact"]) for r in topic_diameters(subs, links, exact_limit=3, samples=2).collect()}
+    assert set(sampled) == set(expected)
+    for topic, (diameter, is_exact) in sampled.items():
+        assert diameter <= expected[topic]  # a lower bound
+        assert is_exact == (sum(1 for _, t in subscriptions if t == topic) <= 3)
+    summary = summarise_diameters(topic_diameters(subs, links, exact_limit=100), 100, 8)
+    assert summary.diameter_max == max(expected.values())
+    assert summary.diameter_avg == pytest.approx(sum(expected.values()) / len(expected))
+    assert summary.sampled_topics == 0 and "exact" in summary.method
