@@ -157,12 +157,14 @@ def topic_diameters(
         F.col(ID).alias("_source"), F.col(ID).alias(ID), F.lit(0).alias("_dist")
     )
     both = topic_edges.union(topic_edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
-    visited = sources.localCheckpoint(eager=True)
-    frontier = visited
+    both = both.localCheckpoint(eager=True)  # joined on every hop: build it once
+    frontier = sources.localCheckpoint(eager=True)
+    visited = frontier
     hop = 0
-    while frontier.limit(1).count() > 0:
+    while not frontier.isEmpty():
         hop += 1
-        reached = (
+        # Each hop's new vertices are materialised once; `visited` is the union of those pieces.
+        frontier = (
             frontier.join(both, frontier[ID] == both[SRC])
             .select("_source", F.col(DST).alias(ID))
             .distinct()
@@ -170,8 +172,7 @@ def topic_diameters(
             .withColumn("_dist", F.lit(hop))
             .localCheckpoint(eager=True)
         )
-        visited = visited.union(reached).localCheckpoint(eager=True)
-        frontier = reached
+        visited = visited.union(frontier)
     eccentricity = visited.groupBy("_source").agg(F.max("_dist").alias("_ecc"))
     per_topic = eccentricity.groupBy(F.shiftright(F.col("_source"), NODE_BITS).alias(S.TOPIC_ID)).agg(
         F.max("_ecc").alias("diameter")

@@ -70,7 +70,8 @@ def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, in
     assert stored[S.TCO_SUPPORT] == pytest.approx(support)
     assert lakehouse.run_row("r")[S.TCO_SUPPORT] == pytest.approx(support)
     assert lakehouse.read(S.TOPIC_COMPONENTS).filter(F.col(S.RUN_ID) == "r").count() == len(instance)
-    overlays.run_evaluate(spark, lakehouse, "r", backend="dataframe")  # again: replaces, no duplicates
+    # Again (cheap diameters this time): the rows are replaced, not added.
+    overlays.run_evaluate(spark, lakehouse, "r", backend="dataframe", diameter_exact_limit=1, diameter_samples=1)
     assert lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "r").count() == 1
     assert lakehouse.read(S.TOPIC_COMPONENTS).filter(F.col(S.RUN_ID) == "r").count() == len(instance)
 
