@@ -41,11 +41,11 @@ COMMIT_CONFLICTS = tuple(getattr(delta_errors, name) for name in delta_errors.__
 
 
 class UnknownInstanceError(LookupError):
-    pass
+    """No instance of that name in the lakehouse; the message lists the known ones."""
 
 
 class UnknownRunError(LookupError):
-    pass
+    """No overlay run with that id."""
 
 
 def _with_retries(action: Callable[[], T], what: str) -> T:
