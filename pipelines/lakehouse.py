@@ -80,7 +80,9 @@ class Lakehouse:
     def ensure(self, table: S.TableSpec) -> DeltaTable:
         """Create the table with its declared schema if it is not there yet."""
         if self.exists(table):
-            return DeltaTable.forPath(self.spark, self.path(table))
+            existing = DeltaTable.forPath(self.spark, self.path(table))
+            self._add_missing_columns(table, existing)
+            return existing
 
         def create() -> DeltaTable:
             builder = (
@@ -94,6 +96,15 @@ class Lakehouse:
             return builder.execute()
 
         return _with_retries(create, f"create {table.name}")
+
+    def _add_missing_columns(self, table: S.TableSpec, existing: DeltaTable) -> None:
+        """A table made by an older version gains the columns declared since (never loses any)."""
+        present = set(existing.toDF().columns)
+        missing = [f for f in table.schema.fields if f.name not in present]
+        if missing:
+            columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+            log.info("adding columns to %s: %s", table.name, columns)
+            self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS ({columns})")
 
     def read(self, table: S.TableSpec) -> DataFrame:
         if not self.exists(table):

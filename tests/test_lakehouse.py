@@ -106,3 +106,12 @@ def test_unknown_instance_lists_the_known_ones(spark, lakehouse):
     lakehouse.replace_instance("known", make(spark, 1))
     with pytest.raises(UnknownInstanceError, match="unknown instance 'nope'. Known: known"):
         lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "nope")
+
+
+def test_a_table_from_an_older_version_gains_new_columns(spark, lakehouse):
+    old_schema = S.frame_schema(S.OVERLAY_RUNS, (S.RUN_ID, S.INSTANCE))
+    spark.createDataFrame([("r", "i")], old_schema).write.format("delta").save(lakehouse.path(S.OVERLAY_RUNS))
+    lakehouse.ensure(S.OVERLAY_RUNS)
+    table = lakehouse.read(S.OVERLAY_RUNS)
+    assert table.columns == S.OVERLAY_RUNS.columns
+    assert table.first()[S.RUN_ID] == "r" and table.first()[S.STATUS] is None
