@@ -39,7 +39,11 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
         raw.withColumn(S.REASON, key_pair_problem(COLUMNS))
         .localCheckpoint(eager=True)
     )
-    read = rows.count()
+    row_counts = rows.agg(
+        F.count(F.lit(1)).alias("read"),
+        F.coalesce(F.sum(F.when(F.col(S.REASON).isNotNull(), 1).otherwise(0)), F.lit(0)).alias("rejected"),
+    ).first()
+    read, rejected_count = int(row_counts["read"]), int(row_counts["rejected"])
     if read == 0:
         raise InputError(f"{spec.path}: no data rows (the file has a header but nothing under it)")
     rejected = rows.filter(F.col(S.REASON).isNotNull()).select(
@@ -53,7 +57,6 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
         .localCheckpoint(eager=True)
     )
     accepted = valid.filter("_first_seen").select(_NODE, _TOPIC)
-    rejected_count = rejected.count()
     accepted_count = accepted.count()
     tally = RowTally(
         read=read,

@@ -91,10 +91,14 @@ def social_instance(spark: SparkSession, spec: SocialSpec) -> InstanceFrames:
     edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
 
     by_status = {row[STATUS]: row["count"] for row in edges.groupBy(STATUS).count().collect()}
+    row_counts = rows.agg(
+        F.count(F.lit(1)).alias("read"),
+        F.coalesce(F.sum(F.when(F.col(E.KIND) == E.REJECTED, 1).otherwise(0)), F.lit(0)).alias("rejected"),
+    ).first()
     tally = RowTally(
-        read=rows.count(),
+        read=int(row_counts["read"]),
         accepted=by_status.get(ACCEPTED, 0),
-        rejected=rejected.count(),
+        rejected=int(row_counts["rejected"]),
         duplicates=by_status.get(DUPLICATE, 0),
         unsampled=by_status.get(UNSAMPLED, 0),
     )
