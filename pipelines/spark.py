@@ -55,6 +55,7 @@ def build_local_session(settings: LabSettings) -> SparkSession:
         "spark.sql.warehouse.dir": str(settings.lakehouse_path() / "_warehouse"),
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.stats.collect": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
         **spark_settings.conf,
     }
     builder = SparkSession.builder.master(spark_settings.master).appName(spark_settings.app_name)

@@ -92,3 +92,145 @@ def topic_diameters_oracle(subscriptions, edges) -> dict:
             longest = max(longest, max(dist.values()))
         result[topic] = longest
     return result
+
+
+# Greedy overlay design (ICDCS'16 Alg. 1 and 3; NOTES.md section 3) ---------------------------
+
+
+def _topics_by_node(subscriptions) -> dict:
+    topics = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+    return topics
+
+
+class TopicForests:
+    """One union-find per topic, over that topic's subscribers."""
+
+    def __init__(self, topics_by_node: dict):
+        self.topics = topics_by_node
+        self.forests = {}
+
+    def forest(self, topic) -> UnionFind:
+        return self.forests.setdefault(topic, UnionFind())
+
+    def gain(self, u, v) -> int:
+        shared = self.topics.get(u, set()) & self.topics.get(v, set())
+        return sum(1 for t in shared if self.forest(t).find(u) != self.forest(t).find(v))
+
+    def add(self, u, v) -> None:
+        for t in self.topics.get(u, set()) & self.topics.get(v, set()):
+            self.forest(t).union(u, v)
+
+
+def tcc_span(subscriptions) -> tuple[int, int]:
+    """(TCC(empty), TCC(complete))."""
+    subscriptions = set(subscriptions)
+    return len(subscriptions), len({t for _, t in subscriptions})
+
+
+def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> list:
+    """The canonical greedy sequence [(u, v, gain)]: a plain lazy greedy in pure Python.
+
+    A heap of gain upper bounds (the shared-topic counts; gains only fall) and one union-find
+    per topic. Key order: gain descending, then (u, v) ascending. MinMaxODA / GPM work in
+    phases D = 1, 2, ...: pairs with an end of degree >= D wait for a later phase.
+    """
+    import heapq
+
+    topics = _topics_by_node(subscriptions)
+    forests = TopicForests(topics)
+    empty, complete = tcc_span(subscriptions)
+    nodes = sorted(topics)
+    heap = []
+    for i, u in enumerate(nodes):
+        for v in nodes[i + 1:]:
+            shared = len(topics[u] & topics[v])
+            if shared:
+                heap.append((-shared, u, v, -1))
+    heapq.heapify(heap)
+    phased = algorithm in ("minmaxoda", "gpm")
+    phase = 1
+    degree = {}
+    edges = []
+    merged = 0
+    version = 0
+    while True:
+        waiting = []
+        while heap and merged < empty - complete:
+            if max_edges is not None and len(edges) >= max_edges:
+                return edges
+            negative, u, v, seen = heap[0]
+            if phased and (degree.get(u, 0) >= phase or degree.get(v, 0) >= phase):
+                waiting.append(heapq.heappop(heap))
+                continue
+            if seen != version:
+                gain = forests.gain(u, v)
+                if gain == 0:
+                    heapq.heappop(heap)
+                else:
+                    heapq.heapreplace(heap, (-gain, u, v, version))
+                continue
+            heapq.heappop(heap)
+            forests.add(u, v)
+            degree[u] = degree.get(u, 0) + 1
+            degree[v] = degree.get(v, 0) + 1
+            edges.append((u, v, -negative))
+            merged -= negative
+            version += 1
+        if not phased or merged >= empty - complete:
+            return edges
+        phase += 1
+        if algorithm == "gpm" and phase > max_degree:
+            return edges
+        heap.extend(waiting)
+        heapq.heapify(heap)
+
+
+def check_greedy_sequence(subscriptions, edges, algorithm, max_edges=None, max_degree=None) -> None:
+    """Replay `edges` [(u, v)] in order and assert they form a valid greedy sequence.
+
+    Valid (NOTES.md section 3): each edge had the highest gain among the eligible edges when it
+    was added (ties any way), and the run stopped only when nothing eligible with positive gain
+    was left within budget. For MinMaxODA / GPM the phase D is the smallest degree limit under
+    which some eligible edge has positive gain. Brute force: for small instances only.
+    """
+    topics = _topics_by_node(subscriptions)
+    forests = TopicForests(topics)
+    nodes = sorted(topics)
+    phased = algorithm in ("minmaxoda", "gpm")
+    degree = {}
+    added = set()
+
+    def best(limit):
+        gains = [
+            forests.gain(u, v)
+            for i, u in enumerate(nodes)
+            for v in nodes[i + 1:]
+            if (u, v) not in added
+            and (limit is None or (degree.get(u, 0) < limit and degree.get(v, 0) < limit))
+        ]
+        return max(gains, default=0)
+
+    phase = 1
+    for step, (u, v) in enumerate(edges):
+        assert u < v and (u, v) not in added, f"step {step}: ({u}, {v}) repeated or unordered"
+        if phased:
+            while best(phase) == 0:
+                phase += 1
+                assert phase <= len(nodes), f"step {step}: no edge has positive gain"
+            assert algorithm != "gpm" or phase <= max_degree, f"step {step}: phase {phase} over d"
+            assert degree.get(u, 0) < phase and degree.get(v, 0) < phase, f"step {step}: not eligible"
+        top = best(phase if phased else None)
+        gain = forests.gain(u, v)
+        assert gain > 0 and gain == top, f"step {step}: ({u}, {v}) has gain {gain}, best was {top}"
+        forests.add(u, v)
+        added.add((u, v))
+        degree[u] = degree.get(u, 0) + 1
+        degree[v] = degree.get(v, 0) + 1
+    if algorithm == "gpa" and len(edges) == max_edges:
+        return
+    if algorithm == "gpm":
+        assert all(best(limit) == 0 for limit in range(phase, max_degree + 1)), "stopped too early"
+        return
+    assert best(None) == 0, "stopped before a TCO"

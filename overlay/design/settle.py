@@ -1,0 +1,128 @@
+"""The bounded driver step of a greedy round: settle one batch of candidates exactly.
+
+A round samples the K eligible candidates with the highest gain bounds to the driver together
+with their evidence: for every shared topic where the two endpoints are in different components
+at the start of the round, the pair of component keys (topic, component) of u and of v. The gain
+of a pair is then the number of its evidence rows whose two keys are still apart, which a small
+union-find over component keys answers as edges are accepted within the round.
+
+Settling is a lazy greedy over the batch under one total order, the *key*
+(gain descending, u ascending, v ascending):
+
+* pop the best entry; if its gain is stale (computed before the last acceptance), recompute it
+  and push it back: gains only fall, so a stale gain is an upper bound;
+* a fresh entry at the top beats every other batch entry; it is accepted only if it also beats
+  `outside`, the key of the best eligible candidate *not* in the batch, whose bound is at least
+  the gain of everything outside. Otherwise the round ends, and the next one samples again.
+
+So every accepted edge is *the* key-maximal eligible edge at its step, in the whole candidate
+table, not just in the batch: the output is the canonical greedy sequence whatever the batch size,
+and a resumed run, which restarts from coarser bounds, makes exactly the same choices.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+Key = tuple[int, int, int]  # (gain or bound, u, v)
+
+
+def ranks_before(gain: int, u: int, v: int, other: Key) -> bool:
+    """Whether (gain, u, v) comes strictly before `other` in key order."""
+    return gain > other[0] or (gain == other[0] and (u, v) < (other[1], other[2]))
+
+
+@dataclass
+class Batch:
+    """Candidates sampled to the driver: `pairs[i] = (u, v)`, `evidence[i]` = component key pairs."""
+
+    pairs: list[tuple[int, int]]
+    evidence: list[list[tuple[int, int]]]
+    degrees: dict[int, int] = field(default_factory=dict)
+    outside: Key | None = None
+
+
+@dataclass
+class Settled:
+    accepted: list[tuple[int, int, int]]  # (u, v, gain) in the order they were added
+    gains: list[int]  # every batch pair's gain after the round (0 for accepted ones)
+    exhausted: bool  # no eligible positive-gain candidate is left anywhere
+    relabel: dict[int, int]  # component key -> the smallest key of its merged component
+    reevaluations: int
+
+
+class _ComponentForest:
+    """Union-find over component keys; the root of a set is its smallest key."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, key: int) -> int:
+        parent = self.parent
+        root = key
+        while root in parent:
+            root = parent[root]
+        while key in parent and parent[key] != root:
+            parent[key], key = root, parent[key]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Settled:
+    """Accept edges from `batch` while each is provably the best eligible edge overall.
+
+    `max_degree`: the phase's degree limit D (an edge is eligible while both ends have degree
+    below D), or None. `edges_left`: how many more edges the budget allows, or None.
+    """
+    forest = _ComponentForest()
+    degrees = dict(batch.degrees)
+
+    def gain_of(i: int) -> int:
+        find = forest.find
+        return sum(1 for a, b in batch.evidence[i] if find(a) != find(b))
+
+    def eligible(u: int, v: int) -> bool:
+        if max_degree is None:
+            return True
+        return degrees.get(u, 0) < max_degree and degrees.get(v, 0) < max_degree
+
+    version = 0
+    heap = [(-len(ev), u, v, i, 0) for i, ((u, v), ev) in enumerate(zip(batch.pairs, batch.evidence))]
+    heapq.heapify(heap)
+    accepted: list[tuple[int, int, int]] = []
+    reevaluations = 0
+    stopped_by_outside = False
+    while heap and (edges_left is None or len(accepted) < edges_left):
+        negative_gain, u, v, i, seen = heap[0]
+        if not eligible(u, v):
+            heapq.heappop(heap)
+            continue
+        if seen != version:
+            reevaluations += 1
+            heapq.heapreplace(heap, (-gain_of(i), u, v, i, version))
+            continue
+        gain = -negative_gain
+        if gain == 0:
+            break
+        if batch.outside is not None and not ranks_before(gain, u, v, batch.outside):
+            stopped_by_outside = True
+            break
+        heapq.heappop(heap)
+        for a, b in batch.evidence[i]:
+            forest.union(a, b)
+        degrees[u] = degrees.get(u, 0) + 1
+        degrees[v] = degrees.get(v, 0) + 1
+        accepted.append((u, v, gain))
+        version += 1
+    budget_spent = edges_left is not None and len(accepted) >= edges_left
+    exhausted = not budget_spent and not stopped_by_outside and batch.outside is None
+    accepted_pairs = {(u, v) for u, v, _ in accepted}
+    gains = [0 if pair in accepted_pairs else gain_of(i) for i, pair in enumerate(batch.pairs)]
+    touched = {key for ev in batch.evidence for pair in ev for key in pair}
+    relabel = {key: root for key in touched if (root := forest.find(key)) != key}
+    return Settled(accepted, gains, exhausted, relabel, reevaluations)
