@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
+    BooleanType,
     DoubleType,
     IntegerType,
     LongType,
@@ -176,6 +177,14 @@ DIAMETER_MAX = "diameter_max"
 DIAMETER_AVG = "diameter_avg"
 DIAMETER_METHOD = "diameter_method"
 COMPUTED_AT = "computed_at"
+GAIN = "gain"
+ATTEMPT = "attempt"
+PHASE = "phase"
+EDGES_ADDED = "edges_added"
+CANDIDATES = "candidates"
+REEVALUATIONS = "reevaluations"
+NEXT_PHASE = "next_phase"
+FINISHED = "finished"
 
 RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
 
@@ -197,11 +206,13 @@ OVERLAY_RUNS = TableSpec(
         (DUPLICATES, LongType(), True),
         (TCO_SUPPORT, DoubleType(), True),
         (MESSAGE, StringType(), True),
+        (ATTEMPT, StringType(), True),
     ),
     partition_by=(),
     description=(
         "One row per overlay run (designed or imported): its instance version, algorithm, "
-        "parameters, status (running / complete / failed), timing and summary figures."
+        "parameters, status (running / complete / failed), timing and summary figures. "
+        "`attempt` names the process that owns a running design run."
     ),
 )
 
@@ -213,9 +224,38 @@ OVERLAY_EDGES = TableSpec(
         (V, LongType(), False),
         (ADDED_ORDER, LongType(), False),
         (ROUND, IntegerType(), False),
+        (GAIN, LongType(), True),
     ),
     partition_by=(),
-    description="Undirected overlay links (u < v, dense node ids) in the order they were added.",
+    description=(
+        "Undirected overlay links (u < v, dense node ids) in the order they were added; `gain` is "
+        "the number of TCCs the link merged when a greedy design added it (null otherwise)."
+    ),
+)
+
+OVERLAY_ROUNDS = TableSpec(
+    name="overlay_rounds",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (PHASE, IntegerType(), False),
+        (EDGES_ADDED, LongType(), False),
+        (CANDIDATES, LongType(), False),
+        (REEVALUATIONS, LongType(), False),
+        (EDGES, LongType(), False),
+        (TCC, LongType(), False),
+        (TCO_SUPPORT, DoubleType(), False),
+        (SECONDS, DoubleType(), False),
+        (NEXT_PHASE, IntegerType(), False),
+        (FINISHED, BooleanType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per completed round of a design run: the phase (degree limit D; 0 when the "
+        "algorithm has none), edges added, candidates sampled and gains recomputed, the running "
+        "totals (edges, TCC, TcoSuppR) and seconds. A round exists once its edges are stored."
+    ),
 )
 
 REJECTED_OVERLAY_EDGES = TableSpec(
@@ -274,7 +314,9 @@ OVERLAY_METRICS = TableSpec(
     ),
 )
 
-OVERLAY_TABLES = (OVERLAY_RUNS, OVERLAY_EDGES, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS)
+OVERLAY_TABLES = (
+    OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
+)
 ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES)
 
 # The shape of each instance table as the library produces it, before the job stamps
@@ -282,7 +324,7 @@ ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES)
 SUBSCRIPTION_COLUMNS = (NODE_ID, TOPIC_ID)
 KEY_COLUMNS = (KEY, ID)
 REJECTED_COLUMNS = (RECORD, REASON, SOURCE_FILE, LINE)
-EDGE_COLUMNS = (U, V, ADDED_ORDER, ROUND)
+EDGE_COLUMNS = (U, V, ADDED_ORDER, ROUND, GAIN)
 
 
 def frame_schema(table: TableSpec, columns: tuple[str, ...]) -> StructType:

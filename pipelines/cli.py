@@ -15,7 +15,7 @@ from typing import Any
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import ingest, logs, overlays
+from pipelines import design, ingest, logs, overlays
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
@@ -24,6 +24,21 @@ from pipelines.spark import get_spark, stack_report
 log = logging.getLogger(__name__)
 
 IMPORT_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.ROWS_READ, S.EDGES, S.REJECTED, S.DUPLICATES)
+DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
+
+
+def _ratio(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got '{text}'") from None
 FACEBOOK_GRAPH = files("pipelines") / "datasets" / "facebook_combined.txt.gz"
 
 
@@ -88,6 +103,25 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
     export.add_argument("--run-id", required=True)
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
+    designer = commands.add_parser(
+        "design", parents=[after], help="build an overlay with a greedy algorithm (exact, batched) or a baseline",
+    )
+    designer.add_argument("--instance", required=True)
+    designer.add_argument("--algorithm", required=True, help=f"one of {', '.join(design.ALGORITHMS)}")
+    budget = designer.add_mutually_exclusive_group()
+    budget.add_argument("--max-degree", type=_int, help="d: the maximum node degree (gpm, random-m, spidercast-m; gpa: m = d|V|/2)")
+    budget.add_argument("--max-edges", type=_int, help="m: the number of edges (gpa, random-a)")
+    budget.add_argument(
+        "--budget-ratio", type=_ratio,
+        help="beta in (0, 1]: m and d as that share of MinMaxODA's overlay (ICDCS'16 eq. 36), computed or reused",
+    )
+    designer.add_argument("--seed", type=_int, default=1, help="random baselines and SpiderCastM (default 1)")
+    designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
+    designer.add_argument(
+        "--batch-size", type=ingest.positive_int, default=None,
+        help="greedy candidates settled per round on the driver (speed only; the overlay is the same)",
+    )
+    designer.add_argument("--backend", choices=("auto", "graphframes", "dataframe"), default="auto")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     commands.add_parser(
         "main", parents=[after],
@@ -135,12 +169,25 @@ def run_main_job(spark, lakehouse: Lakehouse, settings: LabSettings) -> None:
     print_instances(lakehouse)
 
 
+def _design_request(args: argparse.Namespace) -> design.DesignRequest:
+    """The design request, checked before Spark starts (bad input costs no JVM)."""
+    request = design.DesignRequest(
+        instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
+        max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed,
+    )
+    request.check()
+    if args.run_id is not None:
+        overlays.check_run_id(args.run_id)
+    return request
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.configure(-1 if args.quiet else args.verbose)
     try:
         settings = settings_from(args)
         spec = ingest.source_spec(args, settings) if args.command == "ingest" else None
+        request = _design_request(args) if args.command == "design" else None
         spark = get_spark(settings)
         lakehouse = Lakehouse(spark, settings.lakehouse_path())
         if args.command == "ingest":
@@ -157,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
             print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
+        elif args.command == "design":
+            run = design.run_design(
+                spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
+            )
+            print(format_table([run.asDict()], DESIGN_COLUMNS))
         elif args.command == "export":
             links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
             print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
@@ -166,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_table([{"piece": k, "version / state": v} for k, v in report.items()], ["piece", "version / state"]))
         elif args.command == "main":
             run_main_job(spark, lakehouse, settings)
-    except (InputError, ConfigError, UnknownInstanceError, UnknownRunError) as error:
+    except (InputError, ConfigError, UnknownInstanceError, UnknownRunError, design.RunTakenOver) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -210,16 +210,45 @@ class Lakehouse:
     def run_exists(self, run_id: str) -> bool:
         return self.read(S.OVERLAY_RUNS).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
 
+    @staticmethod
+    def _conform(table: S.TableSpec, run_id: str, frame: DataFrame) -> DataFrame:
+        """`frame` stamped with the run id, in the table's column order; absent nullable columns null."""
+        rows = frame.withColumn(S.RUN_ID, F.lit(run_id))
+        return rows.select(*[
+            (F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in table.schema.fields
+        ])
+
     def write_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
         """Replace one run's rows in a run table, atomically (one Delta commit)."""
         self.ensure(table)
-        rows = frame.withColumn(S.RUN_ID, F.lit(run_id))
-        rows = rows.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
+        rows = self._conform(table, run_id, frame)
         _with_retries(
             lambda: rows.write.format("delta").mode("overwrite")
             .option("replaceWhere", f"{S.RUN_ID} = '{run_id}'")
             .save(self.path(table)),
             f"write {table.name} of run {run_id}",
+        )
+
+    def append_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
+        """Add rows of one run (a blind append: never conflicts with other runs' writes)."""
+        self.ensure(table)
+        rows = self._conform(table, run_id, frame)
+        _with_retries(
+            lambda: rows.write.format("delta").mode("append").save(self.path(table)),
+            f"append {table.name} of run {run_id}",
+        )
+
+    def delete_run_rows(self, table: S.TableSpec, run_id: str, condition: F.Column | None = None) -> None:
+        """Delete one run's rows (those matching `condition` too, when given)."""
+        if not self.exists(table):
+            return
+        predicate = F.col(S.RUN_ID) == run_id
+        if condition is not None:
+            predicate = predicate & condition
+        _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(table)).delete(predicate),
+            f"delete {table.name} rows of run {run_id}",
         )
 
     def insert_run(self, record: dict) -> bool:

@@ -116,6 +116,19 @@ def run_evaluate(
 ) -> dict:
     """Compute, store and return the quality metrics of one run."""
     run = complete_run(lakehouse, run_id)
+    return evaluate_run(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples)
+
+
+def evaluate_run(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    run: Row,
+    backend: Backend = "auto",
+    diameter_exact_limit: int = DIAMETER_EXACT_LIMIT,
+    diameter_samples: int = DIAMETER_SAMPLES,
+) -> dict:
+    """Quality metrics of a run's stored links (the caller vouches that they are all there)."""
+    run_id = run[S.RUN_ID]
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE]).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)

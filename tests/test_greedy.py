@@ -83,7 +83,7 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
     subscriptions = random_instance(dist, nodes, topics, low, high, seed)
     counts = shared_topic_counts(frame(spark, subscriptions), heavy_threshold=6).localCheckpoint()
     for algorithm, budget in (("gm", {}), ("gpa", {"max_edges": 7}), ("minmaxoda", {}), ("gpm", {"max_degree": 2})):
-        params = GreedyParams(algorithm, batch_size=16, **budget)
+        params = GreedyParams(algorithm, batch_size=4096, **budget)
         design = GreedyDesign(frame(spark, subscriptions), params, shared_counts=counts)
         rounds = list(design.rounds())
         edges = [edge for r in rounds for edge in r.edges]

@@ -54,6 +54,7 @@ PHASED = ("minmaxoda", "gpm")
 BOUND, DEGREE, COMP = "bound", "degree", "comp"
 GAIN = "gain"
 DEFAULT_BATCH_SIZE = 2048
+MAX_BATCH_GROWTH = 32
 
 
 @dataclass(frozen=True)
@@ -191,19 +192,12 @@ class GreedyDesign:
         edges_total, gain_total = self.start.edges_total, self.start.gain_total
         if self._done(phase, edges_total, gain_total):
             return
+        batch_size = params.batch_size
         while True:
             clock = time.monotonic()
             round_no += 1
-            eligible = candidates
-            if params.phased:
-                full = F.broadcast(degrees.filter(F.col(DEGREE) >= phase).select(S.NODE_ID))
-                eligible = eligible.join(full.withColumnRenamed(S.NODE_ID, S.U), on=S.U, how="left_anti")
-                eligible = eligible.join(full.withColumnRenamed(S.NODE_ID, S.V), on=S.V, how="left_anti")
-            # The bounded driver step: K + 1 rows.
-            top = eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(params.batch_size + 1).collect()
-            sampled, rest = top[: params.batch_size], top[params.batch_size:]
-            outside = (rest[0][BOUND], rest[0][S.U], rest[0][S.V]) if rest else None
-            batch = self._batch(spark, sampled, labels, degrees, outside)
+            sampled, outside = self._sample(candidates, degrees, phase, batch_size)
+            batch = self._batch(spark, sampled, labels, outside)
             edges_left = None if params.max_edges is None else params.max_edges - edges_total
             settled = settle(batch, phase if params.phased else None, edges_left)
             accepted = settled.accepted
@@ -236,6 +230,9 @@ class GreedyDesign:
             if finished:
                 return
             phase = next_phase
+            if settled.stopped_by_outside and len(accepted) < batch_size // 4:
+                # Stale bounds: the batch was refreshed, not used. Look deeper next time.
+                batch_size = min(batch_size * 2, params.batch_size * MAX_BATCH_GROWTH)
 
     def _done(self, phase: int, edges_total: int, gain_total: int) -> bool:
         params = self.params
@@ -245,7 +242,23 @@ class GreedyDesign:
             return True
         return params.max_degree is not None and params.phased and phase > params.max_degree
 
-    def _batch(self, spark, sampled, labels: DataFrame, degrees: DataFrame, outside) -> Batch:
+    def _sample(self, candidates: DataFrame, degrees: DataFrame, phase: int, batch_size: int):
+        """The `batch_size` eligible candidates of best key, with their ends' degrees, and the key
+        of the next one (None when there is none). The bounded driver step: K + 1 rows."""
+        eligible = candidates
+        if self.params.phased:
+            for end in (S.U, S.V):
+                known = F.broadcast(degrees.select(F.col(S.NODE_ID).alias(end), F.col(DEGREE).alias("_d" + end)))
+                eligible = eligible.join(known, on=end, how="left").fillna(0, subset=["_d" + end])
+            eligible = eligible.filter((F.col("_d" + S.U) < phase) & (F.col("_d" + S.V) < phase))
+        else:
+            eligible = eligible.withColumn("_du", F.lit(0)).withColumn("_dv", F.lit(0))
+        top = eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1).collect()
+        rest = top[batch_size:]
+        outside = (rest[0][BOUND], rest[0][S.U], rest[0][S.V]) if rest else None
+        return top[:batch_size], outside
+
+    def _batch(self, spark, sampled, labels: DataFrame, outside) -> Batch:
         pairs = [(row[S.U], row[S.V]) for row in sampled]
         if not pairs:
             return Batch(pairs=[], evidence=[], outside=outside)
@@ -275,9 +288,8 @@ class GreedyDesign:
             starts = np.searchsorted(ids, np.arange(len(pairs) + 1)).tolist()
             for i in range(len(pairs)):
                 grouped[i] = list(zip(a[starts[i]:starts[i + 1]], b[starts[i]:starts[i + 1]]))
-        nodes = sorted({x for pair in pairs for x in pair})
-        known = degrees.filter(F.col(S.NODE_ID).isin(nodes)).collect()  # at most 2K rows
-        return Batch(pairs=pairs, evidence=grouped, degrees={r[S.NODE_ID]: r[DEGREE] for r in known}, outside=outside)
+        degrees = {row[S.U]: row["_du"] for row in sampled} | {row[S.V]: row["_dv"] for row in sampled}
+        return Batch(pairs=pairs, evidence=grouped, degrees=degrees, outside=outside)
 
     def _write_back(self, spark, candidates, labels, degrees, batch: Batch, gains, relabel, accepted):
         if batch.pairs:
@@ -288,7 +300,7 @@ class GreedyDesign:
                 candidates.join(F.broadcast(fresh), on=[S.U, S.V], how="left")
                 .select(S.U, S.V, F.coalesce("_fresh", BOUND).alias(BOUND))
                 .filter(F.col(BOUND) > 0)
-                .localCheckpoint(eager=True)
+                .localCheckpoint(eager=False)
             )
         if relabel:
             n = self.size.nodes
@@ -302,7 +314,7 @@ class GreedyDesign:
                     S.NODE_ID,
                     F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
                 )
-                .localCheckpoint(eager=True)
+                .localCheckpoint(eager=False)
             )
         if accepted:
             added = spark.createDataFrame([(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
@@ -310,7 +322,7 @@ class GreedyDesign:
                 degrees.unionByName(_degrees(added))
                 .groupBy(S.NODE_ID)
                 .agg(F.sum(DEGREE).alias(DEGREE))
-                .localCheckpoint(eager=True)
+                .localCheckpoint(eager=False)
             )
         return candidates, labels, degrees
 

@@ -50,6 +50,7 @@ class Settled:
     exhausted: bool  # no eligible positive-gain candidate is left anywhere
     relabel: dict[int, int]  # component key -> the smallest key of its merged component
     reevaluations: int
+    stopped_by_outside: bool  # a batch entry could not be shown to beat the best outside one
 
 
 class _ComponentForest:
@@ -125,4 +126,4 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Sett
     gains = [0 if pair in accepted_pairs else gain_of(i) for i, pair in enumerate(batch.pairs)]
     touched = {key for ev in batch.evidence for pair in ev for key in pair}
     relabel = {key: root for key in touched if (root := forest.find(key)) != key}
-    return Settled(accepted, gains, exhausted, relabel, reevaluations)
+    return Settled(accepted, gains, exhausted, relabel, reevaluations, stopped_by_outside)

@@ -1,0 +1,97 @@
+"""Random baselines of ICDCS'16 section IX: RandomA (m edges) and RandomM (max degree d).
+
+Both ignore interest entirely; they use the nodes that subscribe to something. Randomness is
+`xxhash64` of (seed, ...) so that a seed gives the same overlay on any cluster layout.
+
+* RandomA: m distinct pairs drawn uniformly (with rejection of repeats and self-pairs).
+* RandomM: rounds of random perfect matchings on the nodes still below degree d: in round r the
+  open nodes are ordered by xxhash64(seed, r, node) and paired 1-2, 3-4, ...; a pair already
+  linked is skipped. It stops when fewer than two nodes are open or a round adds no edge, so
+  every node ends with degree <= d and almost every node with exactly d.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+
+_IDX = "_idx"
+
+
+def _indexed_nodes(nodes: DataFrame) -> DataFrame:
+    """(node_id, _idx) with _idx = 0..k-1 by node id (one window over the node list)."""
+    return nodes.select(S.NODE_ID).distinct().withColumn(
+        _IDX, F.row_number().over(Window.orderBy(S.NODE_ID)) - 1
+    )
+
+
+def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
+    """(u, v, added_order, round): min(m, k(k-1)/2) distinct uniform random pairs of the k nodes."""
+    spark = nodes.sparkSession
+    indexed = _indexed_nodes(nodes).localCheckpoint()
+    k = indexed.count()
+    wanted = min(max_edges, k * (k - 1) // 2)
+    if wanted == 0:
+        return spark.createDataFrame([], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
+    draws = 2 * wanted + 64
+    while True:
+        drawn = spark.range(draws).select(
+            F.col("id").alias("_draw"),
+            F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(0)), F.lit(k)).alias("_a"),
+            F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(1)), F.lit(k)).alias("_b"),
+        ).filter(F.col("_a") != F.col("_b"))
+        pairs = drawn.groupBy(
+            F.least("_a", "_b").alias("_lo"), F.greatest("_a", "_b").alias("_hi")
+        ).agg(F.min("_draw").alias("_draw"))
+        chosen = pairs.orderBy("_draw").limit(wanted).localCheckpoint()
+        if chosen.count() == wanted:
+            break
+        draws *= 4
+    ends = indexed.select(F.col(_IDX), F.col(S.NODE_ID))
+    named = (
+        chosen.join(ends.withColumnRenamed(_IDX, "_lo").withColumnRenamed(S.NODE_ID, "_x"), on="_lo")
+        .join(ends.withColumnRenamed(_IDX, "_hi").withColumnRenamed(S.NODE_ID, "_y"), on="_hi")
+    )
+    return named.select(
+        F.least("_x", "_y").alias(S.U),
+        F.greatest("_x", "_y").alias(S.V),
+        F.row_number().over(Window.orderBy("_draw")).cast("long").alias(S.ADDED_ORDER),
+        F.lit(1).alias(S.ROUND),
+    )
+
+
+def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | None = None) -> DataFrame:
+    """(u, v, added_order, round): random matchings until every node has degree d (or no progress)."""
+    spark = nodes.sparkSession
+    members = nodes.select(S.NODE_ID).distinct().localCheckpoint()
+    edges = spark.createDataFrame([], f"{S.U} long, {S.V} long, {S.ROUND} int, _h long")
+    limit = max_rounds if max_rounds is not None else 4 * max_degree + 8
+    for round_no in range(1, limit + 1):
+        ends = edges.select(F.col(S.U).alias(S.NODE_ID)).unionAll(edges.select(F.col(S.V).alias(S.NODE_ID)))
+        full = ends.groupBy(S.NODE_ID).count().filter(F.col("count") >= max_degree).select(S.NODE_ID)
+        open_nodes = members.join(full, on=S.NODE_ID, how="left_anti").withColumn(
+            "_h", F.xxhash64(F.lit(seed), F.lit(round_no), F.col(S.NODE_ID))
+        )
+        ranked = open_nodes.withColumn("_pos", F.row_number().over(Window.orderBy("_h", S.NODE_ID)) - 1)
+        first = ranked.filter(F.col("_pos") % 2 == 0).select(
+            (F.col("_pos") / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_x"), F.col("_h")
+        )
+        second = ranked.filter(F.col("_pos") % 2 == 1).select(
+            ((F.col("_pos") - 1) / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_y")
+        )
+        new = (
+            first.join(second, on="_slot")
+            .select(F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), F.lit(round_no).alias(S.ROUND), "_h")
+            .join(edges.select(S.U, S.V), on=[S.U, S.V], how="left_anti")
+            .localCheckpoint()
+        )
+        if new.count() == 0:
+            break
+        edges = edges.unionByName(new).localCheckpoint()
+    return edges.select(
+        S.U, S.V,
+        F.row_number().over(Window.orderBy(S.ROUND, "_h")).cast("long").alias(S.ADDED_ORDER),
+        S.ROUND,
+    )

@@ -1,0 +1,343 @@
+"""The design job: build an overlay for an instance with a greedy algorithm or a baseline.
+
+Storage protocol (what makes a run resumable and safe to read):
+
+* the run row is inserted first with status `running` and an `attempt` token naming this process;
+* every completed round appends its edges to `overlay_edges`, then its row to `overlay_rounds`:
+  the round row is the round's commit point; edges of a round without a row are debris of a
+  crash and are deleted when the run resumes;
+* at the end the job checks the engine's TCC count against the connected-components count,
+  stores the quality metrics, and only then flips the run to `complete`.
+
+Running the same command again after a crash (or `kill -9`) resumes after the last completed
+round: the greedy output is the canonical sequence (see `overlay.design.greedy`), so a resumed
+run ends with exactly the overlay of an uninterrupted one. A second process that resumes the
+same run takes it over (new attempt token); the first stops at its next round.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design.baselines import random_a, random_m
+from overlay.design.greedy import GREEDY_ALGORITHMS, GreedyDesign, GreedyParams, GreedyRound, GreedyStart
+from overlay.design.spidercast import SpiderCastParams, spidercast_m
+from overlay.errors import InputError
+from overlay.graph import Backend
+from pipelines.lakehouse import Lakehouse
+from pipelines.overlays import _now, check_run_id, evaluate_run
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m")
+EDGE_BUDGETED = ("gpa", "random-a")
+DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
+UNBUDGETED = ("gm", "minmaxoda")
+
+
+class DesignError(RuntimeError):
+    """A design run finished inconsistently (for instance the two TCC counts disagree)."""
+
+
+class RunTakenOver(RuntimeError):
+    """Another process resumed this run; this one stops."""
+
+
+@dataclass(frozen=True)
+class DesignRequest:
+    instance: str
+    algorithm: str
+    max_degree: int | None = None
+    max_edges: int | None = None
+    budget_ratio: float | None = None
+    seed: int = 1
+
+    def check(self) -> None:
+        """Every check that needs no Spark: runs before anything is written."""
+        if self.algorithm not in ALGORITHMS:
+            raise InputError(f"unknown algorithm '{self.algorithm}'; choose one of {', '.join(ALGORITHMS)}")
+        given = [name for name in ("max_degree", "max_edges", "budget_ratio") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise InputError("give one budget: --max-degree, --max-edges or --budget-ratio")
+        for name in ("max_degree", "max_edges"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InputError(f"--{name.replace('_', '-')} must be positive, got {value}")
+        ratio = self.budget_ratio
+        if ratio is not None and not (0 < ratio <= 1) or (ratio is not None and math.isnan(ratio)):
+            raise InputError(f"--budget-ratio must lie in (0, 1], got {ratio}")
+        if self.algorithm in UNBUDGETED and given:
+            raise InputError(f"{self.algorithm} builds a complete TCO and takes no budget")
+        if self.algorithm not in UNBUDGETED and not given:
+            raise InputError(f"{self.algorithm} needs a budget: --max-degree, --max-edges or --budget-ratio")
+        if self.algorithm in DEGREE_BUDGETED and self.max_edges is not None:
+            raise InputError(f"{self.algorithm} bounds the maximum degree: give --max-degree or --budget-ratio")
+
+    def default_run_id(self) -> str:
+        budget = (
+            f"d{self.max_degree}" if self.max_degree is not None
+            else f"m{self.max_edges}" if self.max_edges is not None
+            else f"r{self.budget_ratio:g}" if self.budget_ratio is not None
+            else "tco"
+        )
+        return f"{self.instance}.{self.algorithm}.{budget}.s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The budget the algorithm runs with, after a ratio is turned into numbers (eq. 36)."""
+
+    max_degree: int | None
+    max_edges: int | None
+    reference_run: str | None = None
+
+
+def _params_json(request: DesignRequest) -> str:
+    return json.dumps({k: v for k, v in asdict(request).items() if k != "instance"}, sort_keys=True)
+
+
+def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, progress: bool) -> Row:
+    """The complete MinMaxODA run of this instance version: reused if stored, else computed."""
+    runs = lakehouse.read(S.OVERLAY_RUNS) if lakehouse.exists(S.OVERLAY_RUNS) else None
+    if runs is not None:
+        found = (
+            runs.filter(
+                (F.col(S.INSTANCE) == request.instance) & (F.col(S.INGEST_ID) == ingest_id)
+                & (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.STATUS) == S.COMPLETE)
+            )
+            .orderBy(S.STARTED_AT)
+            .limit(1)
+            .collect()
+        )
+        if found:
+            return found[0]
+    reference = DesignRequest(instance=request.instance, algorithm="minmaxoda", seed=request.seed)
+    log.info("budget ratio: computing the MinMaxODA reference overlay of %s first", request.instance)
+    return run_design(spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress)
+
+
+def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, nodes: int, progress: bool) -> Budget:
+    if request.budget_ratio is None:
+        max_edges = request.max_edges
+        if request.algorithm in EDGE_BUDGETED and max_edges is None and request.max_degree is not None:
+            max_edges = request.max_degree * nodes // 2  # ICDCS'16 section IX: m = d |V| / 2
+        return Budget(max_degree=request.max_degree, max_edges=max_edges)
+    reference = _reference_minmaxoda(spark, lakehouse, request, ingest_id, progress)
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == reference[S.RUN_ID])
+    ends = edges.select(F.col(S.U).alias("n")).unionAll(edges.select(F.col(S.V).alias("n")))
+    max_degree = ends.groupBy("n").count().agg(F.max("count")).first()[0] or 0
+    ratio = request.budget_ratio
+    budget = Budget(
+        max_degree=math.floor(ratio * max_degree + 1e-9),
+        max_edges=math.floor(ratio * int(reference[S.EDGES] or 0) + 1e-9),
+        reference_run=reference[S.RUN_ID],
+    )
+    needed = budget.max_edges if request.algorithm in EDGE_BUDGETED else budget.max_degree
+    if needed < 1:
+        raise InputError(
+            f"budget ratio {ratio} of MinMaxODA's overlay ({reference[S.EDGES]} edges, max degree "
+            f"{max_degree}) leaves no edge; use a larger ratio"
+        )
+    return budget
+
+
+def _claim(lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> tuple[Row | None, str]:
+    """Insert the run row (status running), or take over an unfinished run with the same request."""
+    attempt = uuid.uuid4().hex
+    record = {
+        S.RUN_ID: run_id, S.INSTANCE: request.instance, S.INGEST_ID: ingest_id,
+        S.ALGORITHM: request.algorithm, S.PARAMS: params, S.STATUS: S.RUNNING,
+        S.STARTED_AT: _now(), S.ATTEMPT: attempt,
+    }
+    if lakehouse.insert_run(record):
+        return None, attempt
+    existing = lakehouse.run_row(run_id)
+    same = existing[S.ALGORITHM] == request.algorithm and existing[S.INSTANCE] == request.instance
+    if not same or json.loads(existing[S.PARAMS]).get("request") != json.loads(params)["request"]:
+        raise InputError(
+            f"run id '{run_id}' exists with other settings ({existing[S.ALGORITHM]} {existing[S.PARAMS]}); "
+            "choose another --run-id"
+        )
+    if existing[S.INGEST_ID] != ingest_id:
+        raise InputError(
+            f"run '{run_id}' was made on an earlier version of instance '{request.instance}'; "
+            "choose another --run-id"
+        )
+    if existing[S.STATUS] == S.COMPLETE:
+        return existing, attempt
+    lakehouse.update_run(run_id, **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.MESSAGE: None})
+    log.info("resuming run %s (was %s)", run_id, existing[S.STATUS])
+    return existing, attempt
+
+
+def _resume_point(lakehouse: Lakehouse, run_id: str) -> tuple[GreedyStart, DataFrame | None]:
+    """The state after the run's last completed round; debris of a torn round is deleted."""
+    last = None
+    if lakehouse.exists(S.OVERLAY_ROUNDS):
+        rows = (
+            lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == run_id)
+            .orderBy(F.desc(S.ROUND)).limit(1).collect()
+        )
+        last = rows[0] if rows else None
+    done = last[S.ROUND] if last else 0
+    lakehouse.delete_run_rows(S.OVERLAY_EDGES, run_id, F.col(S.ROUND) > done)
+    if last is None:
+        return GreedyStart(), None
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V, S.GAIN)
+    edges = edges.localCheckpoint()
+    totals = edges.agg(F.count("*").alias("n"), F.sum(S.GAIN).alias("g")).first()
+    start = GreedyStart(
+        edges=edges, rounds_done=done, phase=last[S.NEXT_PHASE],
+        edges_total=totals["n"], gain_total=int(totals["g"] or 0),
+    )
+    return start, last
+
+
+class _Progress:
+    """One log line per round, and a bar on a terminal."""
+
+    def __init__(self, run_id: str, total_edges: int | None, enabled: bool):
+        self.run_id = run_id
+        self.clock = time.monotonic()
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_edges, unit="edge", desc=run_id, leave=False)
+
+    def round(self, r: GreedyRound) -> None:
+        log.info(
+            "%s round %d phase %d: +%d edges (%d total), %d candidates, TcoSuppR %.4f, %.1fs (elapsed %.0fs)",
+            self.run_id, r.round, r.phase, len(r.edges), r.edges_total, r.candidates, r.tco_support,
+            r.seconds, time.monotonic() - self.clock,
+        )
+        if self.bar is not None:
+            self.bar.update(len(r.edges))
+            self.bar.set_postfix(round=r.round, phase=r.phase, tco=f"{r.tco_support:.3f}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _store_round(spark, lakehouse: Lakehouse, run_id: str, attempt: str, r: GreedyRound) -> None:
+    owner = lakehouse.run_row(run_id)[S.ATTEMPT]
+    if owner != attempt:
+        raise RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
+    if r.edges:
+        rows = [(u, v, r.first_order + i, r.round, gain) for i, (u, v, gain) in enumerate(r.edges)]
+        frame = spark.createDataFrame(rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
+        lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
+    record = {
+        S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
+        S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
+        S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
+        S.FINISHED: r.finished, S.COMPUTED_AT: _now(),
+    }
+    columns = [c for c in S.OVERLAY_ROUNDS.columns if c != S.RUN_ID]
+    frame = spark.createDataFrame([tuple(record[c] for c in columns)], S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
+    lakehouse.append_run_rows(S.OVERLAY_ROUNDS, run_id, frame)
+
+
+def _run_greedy(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress) -> int | None:
+    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran)."""
+    start, last = _resume_point(lakehouse, run_id)
+    if last is not None and last[S.FINISHED]:
+        return last[S.TCC]
+    params = GreedyParams(
+        request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
+        max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
+    )
+    bar = _Progress(run_id, params.max_edges, progress)
+    tcc = last[S.TCC] if last is not None else None
+    try:
+        for r in GreedyDesign(subscriptions, params, start=start, backend=backend).rounds():
+            _store_round(spark, lakehouse, run_id, attempt, r)
+            bar.round(r)
+            tcc = r.tcc
+    finally:
+        bar.close()
+    return tcc
+
+
+def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, backend) -> None:
+    """Baselines are cheap and seeded: a resumed run recomputes them from scratch."""
+    nodes = subscriptions.select(S.NODE_ID).distinct()
+    if request.algorithm == "random-a":
+        edges = random_a(nodes, budget.max_edges, request.seed)
+    elif request.algorithm == "random-m":
+        edges = random_m(nodes, budget.max_degree, request.seed)
+    else:
+        edges = spidercast_m(subscriptions, SpiderCastParams(max_degree=budget.max_degree, seed=request.seed))
+    if lakehouse.run_row(run_id)[S.ATTEMPT] != attempt:
+        raise RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
+    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
+
+
+def run_design(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: DesignRequest,
+    run_id: str | None = None,
+    batch_size: int | None = None,
+    backend: Backend = "auto",
+    progress: bool = True,
+) -> Row:
+    """Design (or finish designing) one overlay; returns the complete run row."""
+    request.check()
+    run_id = run_id or request.default_run_id()
+    check_run_id(run_id)
+    instance = lakehouse.instance_row(request.instance)
+    ingest_id = instance[S.INGEST_ID]
+    if not instance[S.SUBSCRIPTIONS]:
+        raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")
+    budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
+    params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
+    existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params)
+    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+        log.info("run %s is complete already", run_id)
+        return existing
+    clock = time.monotonic()
+    try:
+        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance).select(S.NODE_ID, S.TOPIC_ID)
+        if request.algorithm in GREEDY_ALGORITHMS:
+            engine_tcc = _run_greedy(
+                spark, lakehouse, run_id, attempt, subscriptions, budget, request,
+                batch_size or GreedyParams.batch_size, backend, progress,
+            )
+        else:
+            engine_tcc = None
+            _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
+        metrics = evaluate_run(spark, lakehouse, lakehouse.run_row(run_id), backend)
+        if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
+            raise DesignError(
+                f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but connected components "
+                f"count {metrics[S.TCC]}; the overlay is not trustworthy"
+            )
+        lakehouse.update_run(
+            run_id, **{
+                S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
+                S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None,
+            },
+        )
+    except RunTakenOver:
+        raise
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt):
+            log.error("design %s failed: %s", run_id, error)
+        try:
+            lakehouse.update_run(run_id, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]})
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark run %s failed", run_id)
+        raise
+    return lakehouse.run_row(run_id)
