@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="greedy candidates settled per round on the driver (speed only; the overlay is the same)",
     )
     designer.add_argument("--backend", choices=("auto", "graphframes", "dataframe"), default="auto")
+    designer.add_argument(
+        "--skip-diameters", action="store_true",
+        help="store the run's metrics without topic diameters (evaluate can add them later)",
+    )
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     commands.add_parser(
         "main", parents=[after],
@@ -207,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "design":
             run = design.run_design(
                 spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
+                diameters=not args.skip_diameters,
             )
             print(format_table([run.asDict()], DESIGN_COLUMNS))
         elif args.command == "export":

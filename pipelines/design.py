@@ -33,6 +33,7 @@ from overlay.design.baselines import random_a, random_m
 from overlay.design.greedy import GREEDY_ALGORITHMS, GreedyDesign, GreedyParams, GreedyRound, GreedyStart
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
+from overlay.frames import local_frame
 from overlay.graph import Backend
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, evaluate_run
@@ -123,7 +124,9 @@ def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, in
             return found[0]
     reference = DesignRequest(instance=request.instance, algorithm="minmaxoda", seed=request.seed)
     log.info("budget ratio: computing the MinMaxODA reference overlay of %s first", request.instance)
-    return run_design(spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress)
+    return run_design(
+        spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress, diameters=False
+    )
 
 
 def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, nodes: int, progress: bool) -> Budget:
@@ -236,7 +239,7 @@ def _store_round(spark, lakehouse: Lakehouse, run_id: str, attempt: str, r: Gree
         raise RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
     if r.edges:
         rows = [(u, v, r.first_order + i, r.round, gain) for i, (u, v, gain) in enumerate(r.edges)]
-        frame = spark.createDataFrame(rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
+        frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
         lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
     record = {
         S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
@@ -245,7 +248,7 @@ def _store_round(spark, lakehouse: Lakehouse, run_id: str, attempt: str, r: Gree
         S.FINISHED: r.finished, S.COMPUTED_AT: _now(),
     }
     columns = [c for c in S.OVERLAY_ROUNDS.columns if c != S.RUN_ID]
-    frame = spark.createDataFrame([tuple(record[c] for c in columns)], S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
+    frame = local_frame(spark, [tuple(record[c] for c in columns)], S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
     lakehouse.append_run_rows(S.OVERLAY_ROUNDS, run_id, frame)
 
 
@@ -292,6 +295,7 @@ def run_design(
     batch_size: int | None = None,
     backend: Backend = "auto",
     progress: bool = True,
+    diameters: bool = True,
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row."""
     request.check()
@@ -318,7 +322,7 @@ def run_design(
         else:
             engine_tcc = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
-        metrics = evaluate_run(spark, lakehouse, lakehouse.run_row(run_id), backend)
+        metrics = evaluate_run(spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters)
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
                 f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but connected components "

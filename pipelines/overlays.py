@@ -20,6 +20,7 @@ from overlay.errors import InputError
 from overlay.graph import Backend
 from overlay.imported import import_overlay
 from overlay.quality import (
+    DiameterSummary,
     check_id_ranges,
     summarise_degrees,
     summarise_diameters,
@@ -126,8 +127,12 @@ def evaluate_run(
     backend: Backend = "auto",
     diameter_exact_limit: int = DIAMETER_EXACT_LIMIT,
     diameter_samples: int = DIAMETER_SAMPLES,
+    diameters: bool = True,
 ) -> dict:
-    """Quality metrics of a run's stored links (the caller vouches that they are all there)."""
+    """Quality metrics of a run's stored links (the caller vouches that they are all there).
+
+    `diameters=False` skips the topic diameters (the costliest metric at scale): they are stored
+    as 0 with method "skipped"."""
     run_id = run[S.RUN_ID]
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE]).select(S.NODE_ID, S.TOPIC_ID)
@@ -140,12 +145,15 @@ def evaluate_run(
     tccs = summarise_tccs(components)
     degrees = summarise_degrees(edges, instance[S.NODES])
     clock = time.monotonic()
-    diameters = summarise_diameters(
-        topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples),
-        diameter_exact_limit,
-        diameter_samples,
-    )
-    log.info("evaluate %s: topic diameters in %.1fs", run_id, time.monotonic() - clock)
+    if diameters:
+        diameters = summarise_diameters(
+            topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples),
+            diameter_exact_limit,
+            diameter_samples,
+        )
+        log.info("evaluate %s: topic diameters in %.1fs", run_id, time.monotonic() - clock)
+    else:
+        diameters = DiameterSummary(0, 0.0, 0, 0, "skipped")
     metrics = {
         S.RUN_ID: run_id,
         S.INSTANCE: run[S.INSTANCE],

@@ -16,6 +16,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.frames import local_frame
+from overlay.frames import local_frame
 
 _IDX = "_idx"
 
@@ -34,7 +36,7 @@ def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
     k = indexed.count()
     wanted = min(max_edges, k * (k - 1) // 2)
     if wanted == 0:
-        return spark.createDataFrame([], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
+        return local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
     draws = 2 * wanted + 64
     while True:
         drawn = spark.range(draws).select(
@@ -66,7 +68,7 @@ def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | Non
     """(u, v, added_order, round): random matchings until every node has degree d (or no progress)."""
     spark = nodes.sparkSession
     members = nodes.select(S.NODE_ID).distinct().localCheckpoint()
-    edges = spark.createDataFrame([], f"{S.U} long, {S.V} long, {S.ROUND} int, _h long")
+    edges = local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ROUND} int, _h long")
     limit = max_rounds if max_rounds is not None else 4 * max_degree + 8
     for round_no in range(1, limit + 1):
         ends = edges.select(F.col(S.U).alias(S.NODE_ID)).unionAll(edges.select(F.col(S.V).alias(S.NODE_ID)))

@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
 from overlay.design.settle import Batch, settle
+from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.quality import topic_components
 
@@ -167,7 +168,7 @@ class GreedyDesign:
         edges = self.start.edges
         if edges is None:
             labels = self.subscriptions.select(S.TOPIC_ID, S.NODE_ID, F.col(S.NODE_ID).alias(COMP))
-            degrees = self.subscriptions.sparkSession.createDataFrame([], f"{S.NODE_ID} long, {DEGREE} long")
+            degrees = local_frame(self.subscriptions.sparkSession, [], f"{S.NODE_ID} long, {DEGREE} long")
         else:
             pairs = edges.select(S.U, S.V)
             candidates = candidates.join(pairs, on=[S.U, S.V], how="left_anti")
@@ -262,9 +263,7 @@ class GreedyDesign:
         pairs = [(row[S.U], row[S.V]) for row in sampled]
         if not pairs:
             return Batch(pairs=[], evidence=[], outside=outside)
-        index = spark.createDataFrame(
-            [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long"
-        )
+        index = local_frame(spark, [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long")
         n = self.size.nodes
         at_u = labels.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID, F.col(COMP).alias("_cu"))
         at_v = labels.select(F.col(S.NODE_ID).alias(S.V), S.TOPIC_ID, F.col(COMP).alias("_cv"))
@@ -293,18 +292,18 @@ class GreedyDesign:
 
     def _write_back(self, spark, candidates, labels, degrees, batch: Batch, gains, relabel, accepted):
         if batch.pairs:
-            fresh = spark.createDataFrame(
-                [(u, v, g) for (u, v), g in zip(batch.pairs, gains)], f"{S.U} long, {S.V} long, _fresh long"
+            fresh = local_frame(
+                spark, [(u, v, g) for (u, v), g in zip(batch.pairs, gains)], f"{S.U} long, {S.V} long, _fresh long"
             )
             candidates = (
                 candidates.join(F.broadcast(fresh), on=[S.U, S.V], how="left")
                 .select(S.U, S.V, F.coalesce("_fresh", BOUND).alias(BOUND))
                 .filter(F.col(BOUND) > 0)
-                .localCheckpoint(eager=False)
+                .localCheckpoint(eager=True)
             )
         if relabel:
             n = self.size.nodes
-            mapping = spark.createDataFrame(list(relabel.items()), "_old long, _new long")
+            mapping = local_frame(spark, list(relabel.items()), "_old long, _new long")
             key = F.col(S.TOPIC_ID) * n + F.col(COMP)
             labels = (
                 labels.withColumn("_old", key)
@@ -314,15 +313,15 @@ class GreedyDesign:
                     S.NODE_ID,
                     F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
                 )
-                .localCheckpoint(eager=False)
+                .localCheckpoint(eager=True)
             )
         if accepted:
-            added = spark.createDataFrame([(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
+            added = local_frame(spark, [(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
             degrees = (
                 degrees.unionByName(_degrees(added))
                 .groupBy(S.NODE_ID)
                 .agg(F.sum(DEGREE).alias(DEGREE))
-                .localCheckpoint(eager=False)
+                .localCheckpoint(eager=True)
             )
         return candidates, labels, degrees
 

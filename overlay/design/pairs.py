@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.frames import local_frame
 
 SHARED = "shared"
 HEAVY_BITS = 64
@@ -69,9 +70,7 @@ def _light_pairs(subscriptions: DataFrame, heavy_ids: list[int]) -> DataFrame:
 def _heavy_pairs(subscriptions: DataFrame, heavy_ids: list[int]) -> DataFrame:
     spark = subscriptions.sparkSession
     words = (len(heavy_ids) + HEAVY_BITS - 1) // HEAVY_BITS
-    index = spark.createDataFrame(
-        [(topic, i) for i, topic in enumerate(heavy_ids)], f"{S.TOPIC_ID} long, _bit int"
-    )
+    index = local_frame(spark, [(topic, i) for i, topic in enumerate(heavy_ids)], f"{S.TOPIC_ID} long, _bit int")
     bits = (
         subscriptions.join(F.broadcast(index), on=S.TOPIC_ID)
         .groupBy(S.NODE_ID, (F.col("_bit") / HEAVY_BITS).cast("int").alias("_word"))

@@ -32,6 +32,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.frames import local_frame
 
 GREEDY_COVERAGE = 3
 RANDOM_COVERAGE = 1
@@ -56,7 +57,7 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
     subs = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint()
     nodes = subs.select(S.NODE_ID).distinct().localCheckpoint()
     d, kg, kr = params.max_degree, params.greedy_coverage, params.random_coverage
-    edges = spark.createDataFrame([], f"{S.U} long, {S.V} long, {S.ROUND} int, _prio long")
+    edges = local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ROUND} int, _prio long")
     limit = params.max_rounds or 50 * d + 50
     for round_no in range(1, limit + 1):
         links = edges.select(F.col(S.U).alias("_p"), F.col(S.V).alias("_q")).unionAll(

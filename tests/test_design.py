@@ -1,0 +1,179 @@
+"""The design job end to end: stored rounds, resume after a crash, concurrency, bad input."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design.baselines import random_a, random_m
+from overlay.design.spidercast import SpiderCastParams, spidercast_m
+from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
+from pipelines import design
+from pipelines.cli import main
+from pipelines.design import DesignRequest, run_design
+from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.overlays import complete_run
+from tests.oracles import greedy_oracle, tcc_span
+
+SPEC = SyntheticSpec(dist="zipf", nodes=24, topics=16, min_subs=2, max_subs=5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def lakehouse(spark, tmp_path_factory):
+    """One lakehouse for the module (each test uses its own run ids): an instance costs ~10 s."""
+    return Lakehouse(spark, tmp_path_factory.mktemp("design") / "lakehouse")
+
+
+@pytest.fixture(scope="module")
+def instance(spark, lakehouse):
+    lakehouse.replace_instance("z", synthetic_instance(spark, SPEC))
+    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").collect()]
+
+
+def stored_edges(lakehouse, run_id):
+    rows = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).orderBy(S.ADDED_ORDER).collect()
+    return [(r[S.U], r[S.V], r[S.GAIN]) for r in rows]
+
+
+def test_gpm_run_is_the_oracle_sequence_with_its_rounds(spark, lakehouse, instance):
+    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "gpm-2", batch_size=32, diameters=False)
+    expected = greedy_oracle(instance, "gpm", max_degree=2)
+    assert stored_edges(lakehouse, "gpm-2") == expected
+    assert run[S.STATUS] == S.COMPLETE and run[S.EDGES] == len(expected)
+    rounds = lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == "gpm-2").orderBy(S.ROUND).collect()
+    assert [r[S.ROUND] for r in rounds] == list(range(1, len(rounds) + 1))
+    assert sum(r[S.EDGES_ADDED] for r in rounds) == len(expected)
+    assert rounds[-1][S.FINISHED] and not any(r[S.FINISHED] for r in rounds[:-1])
+    assert {r[S.PHASE] for r in rounds} <= {1, 2}
+    empty, complete = tcc_span(instance)
+    tcc = empty - sum(gain for _, _, gain in expected)
+    assert rounds[-1][S.TCC] == tcc
+    metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "gpm-2").first()
+    assert metrics[S.TCC] == tcc and metrics[S.MAX_DEGREE] <= 2
+    assert run[S.TCO_SUPPORT] == pytest.approx((empty - tcc) / (empty - complete))
+    # The same command again is a no-op on a complete run.
+    assert run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "gpm-2")[S.EDGES] == len(expected)
+
+
+class Crash(BaseException):
+    """Stands in for kill -9 between a round's edges and its round row."""
+
+
+def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, instance, monkeypatch):
+    request = DesignRequest("z", "gpm", max_degree=3)
+    real_append = lakehouse.append_run_rows
+    appended = []
+
+    def crash_on_third_round_row(table, run_id, frame):
+        if table is S.OVERLAY_ROUNDS and len(appended) == 2:
+            raise Crash()
+        real_append(table, run_id, frame)
+        if table is S.OVERLAY_ROUNDS:
+            appended.append(run_id)
+
+    monkeypatch.setattr(lakehouse, "append_run_rows", crash_on_third_round_row)
+    with pytest.raises(Crash):
+        run_design(spark, lakehouse, request, "mmo", batch_size=6, diameters=False)
+    monkeypatch.undo()
+    with pytest.raises(InputError, match="not complete"):
+        complete_run(lakehouse, "mmo")  # never looks complete before it is
+    torn = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "mmo").agg(F.max(S.ROUND)).first()[0]
+    assert torn == 3  # the third round's edges were stored, its row was not
+    run = run_design(spark, lakehouse, request, "mmo", batch_size=6, diameters=False)
+    assert run[S.STATUS] == S.COMPLETE
+    assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
+
+
+def test_two_runs_at_once_both_complete_untouched(spark, lakehouse, instance):
+    requests = {"conc-gpa": DesignRequest("z", "gpa", max_edges=9), "conc-rm": DesignRequest("z", "random-m", max_degree=3)}
+    errors = []
+
+    def work(run_id):
+        try:
+            run_design(spark, lakehouse, requests[run_id], run_id, progress=False, diameters=False)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(run_id,)) for run_id in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert stored_edges(lakehouse, "conc-gpa") == greedy_oracle(instance, "gpa", max_edges=9)
+    assert all(lakehouse.run_row(run_id)[S.STATUS] == S.COMPLETE for run_id in requests)
+
+
+def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").select(S.NODE_ID, S.TOPIC_ID)
+    nodes = subscriptions.select(S.NODE_ID).distinct()
+    node_count = nodes.count()
+
+    def pairs(frame):
+        return [(r[S.U], r[S.V]) for r in frame.orderBy(S.ADDED_ORDER).collect()]
+
+    drawn = pairs(random_a(nodes, 20, seed=4))
+    assert len(drawn) == 20 == len(set(drawn)) and all(u < v for u, v in drawn)
+    assert len(pairs(random_a(nodes, 10**6, seed=4))) == node_count * (node_count - 1) // 2
+    matched = {seed: pairs(random_m(nodes, 3, seed)) for seed in (4, 5)}
+    spider = pairs(spidercast_m(subscriptions, SpiderCastParams(max_degree=3, seed=4)))
+    for edges in (matched[4], spider):
+        degree = {}
+        for u, v in edges:
+            degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
+        assert max(degree.values()) <= 3 and len(set(edges)) == len(edges)
+        assert len(edges) >= node_count  # most nodes reach degree 3: well over |V| / 2 links
+    assert pairs(random_m(nodes, 3, seed=4)) == matched[4] != matched[5]
+    assert pairs(spidercast_m(subscriptions, SpiderCastParams(max_degree=3, seed=4))) == spider
+
+
+def test_budget_ratio_uses_minmaxoda_once(spark, lakehouse, instance):
+    run_design(spark, lakehouse, DesignRequest("z", "gpa", budget_ratio=0.5), "ratio-gpa", diameters=False)
+    run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "ratio-gpm", diameters=False)
+    references = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.ALGORITHM) == "minmaxoda").collect()
+    reference = min(references, key=lambda r: r[S.STARTED_AT])
+    full = greedy_oracle(instance, "minmaxoda")
+    degree = {}
+    for u, v, _ in full:
+        degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
+    assert reference[S.EDGES] == len(full)
+    assert len(stored_edges(lakehouse, "ratio-gpa")) == len(full) // 2
+    assert stored_edges(lakehouse, "ratio-gpm") == greedy_oracle(instance, "gpm", max_degree=max(degree.values()) // 2)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--algorithm", "gpx", "--max-degree", "2"], "unknown algorithm 'gpx'"),
+    (["--algorithm", "gpm", "--max-degree", "0"], "--max-degree must be positive"),
+    (["--algorithm", "gpa", "--max-edges", "-3"], "--max-edges must be positive"),
+    (["--algorithm", "gpm", "--budget-ratio", "1.5"], "must lie in (0, 1]"),
+    (["--algorithm", "gpm", "--budget-ratio", "0"], "must lie in (0, 1]"),
+    (["--algorithm", "gpm"], "needs a budget"),
+    (["--algorithm", "gm", "--max-edges", "3"], "takes no budget"),
+])
+def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
+    assert main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, tmp_path):
+    with pytest.raises(UnknownInstanceError):
+        run_design(spark, lakehouse, DesignRequest("nope", "gm"))
+    full = synthetic_instance(spark, SyntheticSpec(dist="unif", nodes=3, topics=2, min_subs=1, max_subs=1, seed=1))
+    lakehouse.replace_instance("empty", replace(full, subscriptions=full.subscriptions.limit(0)))
+    with pytest.raises(InputError, match="no subscriptions"):
+        run_design(spark, lakehouse, DesignRequest("empty", "gm"))
+    with pytest.raises(InputError, match="leaves no edge"):
+        run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.01))
+    statuses = [r[S.STATUS] for r in lakehouse.read(S.OVERLAY_RUNS).collect()]
+    assert S.RUNNING not in statuses
+
+
+def test_a_run_id_reused_with_other_settings_is_refused(spark, lakehouse, instance):
+    with pytest.raises(InputError, match="exists with other settings"):
+        run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), "gpm-2")
+    assert design.DesignRequest("z", "gpm", max_degree=3).default_run_id() == "z.gpm.d3.s1"
