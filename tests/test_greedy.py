@@ -91,3 +91,67 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         assert edges == expected, algorithm
         check_greedy_sequence(subscriptions, [e[:2] for e in edges], algorithm, **budget)
         assert [r.round for r in rounds] == list(range(1, len(rounds) + 1))
+
+
+def facebook_sample(size: int) -> list:
+    """Subscriptions of a BFS sample of the Facebook graph: each user is a topic, friends subscribe."""
+    from collections import deque
+
+    from tests.conftest import FACEBOOK, read_edges
+
+    friends = {}
+    for a, b in read_edges(FACEBOOK):
+        friends.setdefault(a, set()).add(b)
+        friends.setdefault(b, set()).add(a)
+    seen, queue = [0], deque([0])
+    while queue and len(seen) < size:
+        for friend in sorted(friends[queue.popleft()]):
+            if friend not in seen and len(seen) < size:
+                seen.append(friend)
+                queue.append(friend)
+    dense = {user: i for i, user in enumerate(sorted(seen))}
+    return sorted(
+        (dense[a], dense[b]) for a in seen for b in friends[a] if b in dense
+    )
+
+
+def test_facebook_sample_matches_the_oracle(spark):
+    subscriptions = facebook_sample(60)
+    for algorithm, budget in (("gpm", {"max_degree": 3}), ("gpa", {"max_edges": 25})):
+        edges, _ = run_engine(spark, subscriptions, GreedyParams(algorithm, batch_size=64, **budget))
+        assert edges == greedy_oracle(subscriptions, algorithm, **budget)
+        check_greedy_sequence(subscriptions, [e[:2] for e in edges], algorithm, **budget)
+
+
+def test_tiny_batches_stay_exact(spark):
+    """K = 3: rounds end on the outside bound all the time, bounds go stale, K grows."""
+    subscriptions = random_instance("zipf", 16, 10, 2, 5, seed=9)
+    for algorithm in ("gm", "minmaxoda"):
+        edges, rounds = run_engine(spark, subscriptions, GreedyParams(algorithm, batch_size=3))
+        assert edges == greedy_oracle(subscriptions, algorithm)
+        assert len(rounds) > 3
+
+
+def test_a_resumed_engine_continues_the_same_sequence(spark):
+    subscriptions = random_instance("expo", 30, 20, 1, 5, seed=4)
+    params = GreedyParams("gpm", max_degree=3, batch_size=8)
+    edges, rounds = run_engine(spark, subscriptions, params)
+    done = rounds[1]
+    prefix = [e for r in rounds[:2] for e in r.edges]
+    start = GreedyStart(
+        edges=spark.createDataFrame(prefix, f"{S.U} long, {S.V} long, gain long"),
+        rounds_done=done.round, phase=done.next_phase, edges_total=done.edges_total,
+        gain_total=sum(g for _, _, g in prefix),
+    )
+    rest, _ = run_engine(spark, subscriptions, params, start=start)
+    assert prefix + rest == edges == greedy_oracle(subscriptions, "gpm", max_degree=3)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_oracle_passes_the_brute_force_replay(seed):
+    """The oracle itself against the definition, on many small random instances (no Spark)."""
+    dist = ("unif", "zipf", "expo")[seed % 3]
+    subscriptions = random_instance(dist, 14, 9, 1, 4, seed=100 + seed)
+    for algorithm, budget in (("gm", {}), ("gpa", {"max_edges": 5}), ("minmaxoda", {}), ("gpm", {"max_degree": 2})):
+        edges = greedy_oracle(subscriptions, algorithm, **budget)
+        check_greedy_sequence(subscriptions, [e[:2] for e in edges], algorithm, **budget)

@@ -54,8 +54,10 @@ GREEDY_ALGORITHMS: tuple[str, ...] = ("gm", "gpa", "minmaxoda", "gpm")
 PHASED = ("minmaxoda", "gpm")
 BOUND, DEGREE, COMP = "bound", "degree", "comp"
 GAIN = "gain"
-DEFAULT_BATCH_SIZE = 2048
+MIN_AUTO_BATCH, MAX_AUTO_BATCH = 1024, 65536
+EVIDENCE_ROWS = 2_000_000
 MAX_BATCH_GROWTH = 32
+MAX_OVERRIDE_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class GreedyParams:
     algorithm: GreedyAlgorithm
     max_edges: int | None = None  # GPA's m
     max_degree: int | None = None  # GPM's d
-    batch_size: int = DEFAULT_BATCH_SIZE
+    batch_size: int | None = None  # None: sized so one batch's evidence is about EVIDENCE_ROWS
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -72,7 +74,7 @@ class GreedyParams:
             raise ValueError("gpa needs max_edges >= 1")
         if self.algorithm == "gpm" and (self.max_degree is None or self.max_degree < 1):
             raise ValueError("gpm needs max_degree >= 1")
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
 
     @property
@@ -134,6 +136,51 @@ def instance_size(subscriptions: DataFrame) -> InstanceSize:
     )
 
 
+class CandidateTable:
+    """Pairs with an upper bound of their gain: an immutable base plus a small table of fresher
+    bounds, so a round rewrites K rows, not the whole table. The base is rebuilt (compacted)
+    when the fresher bounds outgrow a broadcast."""
+
+    def __init__(self, base: DataFrame) -> None:
+        self.spark = base.sparkSession
+        self.base = base.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
+        stats = self.base.agg(F.count("*").alias("n"), F.avg(BOUND).alias("mean")).first()
+        self.base_rows, self.mean_bound = stats["n"], float(stats["mean"] or 0.0)
+        self._clear_overrides()
+
+    def _clear_overrides(self) -> None:
+        self.overrides = local_frame(self.spark, [], f"{S.U} long, {S.V} long, {BOUND} long")
+        self.override_rows = 0
+
+    def current(self) -> DataFrame:
+        if self.override_rows == 0:
+            return self.base
+        fresher = F.broadcast(self.overrides.select(S.U, S.V))
+        return self.base.join(fresher, on=[S.U, S.V], how="left_anti").unionByName(
+            self.overrides.filter(F.col(BOUND) > 0)
+        )
+
+    def lower(self, rows: list[tuple[int, int, int]]) -> None:
+        """Record fresh bounds (u, v, bound) for some pairs; 0 removes a pair for good."""
+        if not rows:
+            return
+        fresh = local_frame(self.spark, rows, f"{S.U} long, {S.V} long, {BOUND} long")
+        self.overrides = (
+            self.overrides.join(F.broadcast(fresh.select(S.U, S.V)), on=[S.U, S.V], how="left_anti")
+            .unionByName(fresh)
+            .localCheckpoint(eager=True)
+        )
+        self.override_rows += len(rows)
+        if self.override_rows > min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8)):
+            self.base = self.current().localCheckpoint(eager=True)
+            self.base_rows = self.base.count()
+            self._clear_overrides()
+
+    def auto_batch_size(self) -> int:
+        """K such that a batch's evidence (K pairs x their shared topics) is about EVIDENCE_ROWS."""
+        return int(min(MAX_AUTO_BATCH, max(MIN_AUTO_BATCH, EVIDENCE_ROWS / max(1.0, self.mean_bound))))
+
+
 class GreedyDesign:
     """A greedy run over one instance; `rounds()` yields each completed round.
 
@@ -160,7 +207,7 @@ class GreedyDesign:
 
     # State -------------------------------------------------------------------------------
 
-    def _initial_state(self) -> tuple[DataFrame, DataFrame, DataFrame]:
+    def _initial_state(self) -> tuple[CandidateTable, DataFrame, DataFrame]:
         counts = self._shared_counts
         if counts is None:
             counts = shared_topic_counts(self.subscriptions, heavy_threshold_for(self.size.nodes))
@@ -177,7 +224,7 @@ class GreedyDesign:
             )
             degrees = _degrees(pairs)
         return (
-            candidates.localCheckpoint(eager=True),
+            CandidateTable(candidates),
             labels.localCheckpoint(eager=True),
             degrees.localCheckpoint(eager=True),
         )
@@ -193,7 +240,8 @@ class GreedyDesign:
         edges_total, gain_total = self.start.edges_total, self.start.gain_total
         if self._done(phase, edges_total, gain_total):
             return
-        batch_size = params.batch_size
+        initial_batch = params.batch_size or candidates.auto_batch_size()
+        batch_size = initial_batch
         while True:
             clock = time.monotonic()
             round_no += 1
@@ -233,7 +281,7 @@ class GreedyDesign:
             phase = next_phase
             if settled.stopped_by_outside and len(accepted) < batch_size // 4:
                 # Stale bounds: the batch was refreshed, not used. Look deeper next time.
-                batch_size = min(batch_size * 2, params.batch_size * MAX_BATCH_GROWTH)
+                batch_size = min(batch_size * 2, initial_batch * MAX_BATCH_GROWTH)
 
     def _done(self, phase: int, edges_total: int, gain_total: int) -> bool:
         params = self.params
@@ -243,10 +291,10 @@ class GreedyDesign:
             return True
         return params.max_degree is not None and params.phased and phase > params.max_degree
 
-    def _sample(self, candidates: DataFrame, degrees: DataFrame, phase: int, batch_size: int):
+    def _sample(self, candidates: CandidateTable, degrees: DataFrame, phase: int, batch_size: int):
         """The `batch_size` eligible candidates of best key, with their ends' degrees, and the key
         of the next one (None when there is none). The bounded driver step: K + 1 rows."""
-        eligible = candidates
+        eligible = candidates.current()
         if self.params.phased:
             for end in (S.U, S.V):
                 known = F.broadcast(degrees.select(F.col(S.NODE_ID).alias(end), F.col(DEGREE).alias("_d" + end)))
@@ -254,13 +302,17 @@ class GreedyDesign:
             eligible = eligible.filter((F.col("_d" + S.U) < phase) & (F.col("_d" + S.V) < phase))
         else:
             eligible = eligible.withColumn("_du", F.lit(0)).withColumn("_dv", F.lit(0))
-        top = eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1).collect()
-        rest = top[batch_size:]
-        outside = (rest[0][BOUND], rest[0][S.U], rest[0][S.V]) if rest else None
-        return top[:batch_size], outside
+        top = (
+            eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1)
+            .select(S.U, S.V, BOUND, "_du", "_dv").toPandas()
+        )
+        rows = list(zip(*(top[c].astype("int64").tolist() for c in (S.U, S.V, BOUND, "_du", "_dv"))))
+        rest = rows[batch_size:]
+        outside = (rest[0][2], rest[0][0], rest[0][1]) if rest else None
+        return rows[:batch_size], outside
 
     def _batch(self, spark, sampled, labels: DataFrame, outside) -> Batch:
-        pairs = [(row[S.U], row[S.V]) for row in sampled]
+        pairs = [(u, v) for u, v, _, _, _ in sampled]
         if not pairs:
             return Batch(pairs=[], evidence=[], outside=outside)
         index = local_frame(spark, [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long")
@@ -287,20 +339,11 @@ class GreedyDesign:
             starts = np.searchsorted(ids, np.arange(len(pairs) + 1)).tolist()
             for i in range(len(pairs)):
                 grouped[i] = list(zip(a[starts[i]:starts[i + 1]], b[starts[i]:starts[i + 1]]))
-        degrees = {row[S.U]: row["_du"] for row in sampled} | {row[S.V]: row["_dv"] for row in sampled}
+        degrees = {u: du for u, _, _, du, _ in sampled} | {v: dv for _, v, _, _, dv in sampled}
         return Batch(pairs=pairs, evidence=grouped, degrees=degrees, outside=outside)
 
     def _write_back(self, spark, candidates, labels, degrees, batch: Batch, gains, relabel, accepted):
-        if batch.pairs:
-            fresh = local_frame(
-                spark, [(u, v, g) for (u, v), g in zip(batch.pairs, gains)], f"{S.U} long, {S.V} long, _fresh long"
-            )
-            candidates = (
-                candidates.join(F.broadcast(fresh), on=[S.U, S.V], how="left")
-                .select(S.U, S.V, F.coalesce("_fresh", BOUND).alias(BOUND))
-                .filter(F.col(BOUND) > 0)
-                .localCheckpoint(eager=True)
-            )
+        candidates.lower([(u, v, g) for (u, v), g in zip(batch.pairs, gains)])
         if relabel:
             n = self.size.nodes
             mapping = local_frame(spark, list(relabel.items()), "_old long, _new long")
