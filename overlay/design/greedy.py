@@ -176,6 +176,11 @@ class CandidateTable:
             self.base_rows = self.base.count()
             self._clear_overrides()
 
+    def refresh(self, exact: DataFrame) -> None:
+        """Replace every bound by an exact gain (pairs of gain 0 leave)."""
+        self.base = exact.select(S.U, S.V, BOUND).filter(F.col(BOUND) > 0).localCheckpoint(eager=True)
+        self._clear_overrides()
+
     def auto_batch_size(self) -> int:
         """K such that a batch's evidence (K pairs x their shared topics) is about EVIDENCE_ROWS."""
         return int(min(MAX_AUTO_BATCH, max(MIN_AUTO_BATCH, EVIDENCE_ROWS / max(1.0, self.mean_bound))))
@@ -211,7 +216,8 @@ class GreedyDesign:
         counts = self._shared_counts
         if counts is None:
             counts = shared_topic_counts(self.subscriptions, heavy_threshold_for(self.size.nodes))
-        candidates = counts.select(S.U, S.V, F.col(SHARED).alias(BOUND))
+        self._counts = counts.select(S.U, S.V, SHARED).localCheckpoint(eager=True)
+        candidates = self._counts.select(S.U, S.V, F.col(SHARED).alias(BOUND))
         edges = self.start.edges
         if edges is None:
             labels = self.subscriptions.select(S.TOPIC_ID, S.NODE_ID, F.col(S.NODE_ID).alias(COMP))
@@ -242,6 +248,7 @@ class GreedyDesign:
             return
         initial_batch = params.batch_size or candidates.auto_batch_size()
         batch_size = initial_batch
+        edges_since_refresh = 0
         while True:
             clock = time.monotonic()
             round_no += 1
@@ -279,9 +286,15 @@ class GreedyDesign:
             if finished:
                 return
             phase = next_phase
+            edges_since_refresh += len(accepted)
             if settled.stopped_by_outside and len(accepted) < batch_size // 4:
-                # Stale bounds: the batch was refreshed, not used. Look deeper next time.
-                batch_size = min(batch_size * 2, initial_batch * MAX_BATCH_GROWTH)
+                if edges_since_refresh > 0:
+                    # Stale bounds: make every bound exact again, in one Spark pass.
+                    candidates.refresh(self._exact_gains(labels))
+                    edges_since_refresh = 0
+                else:
+                    # Exact bounds and still undecided: the batch interacts; look deeper.
+                    batch_size = min(batch_size * 2, initial_batch * MAX_BATCH_GROWTH)
 
     def _done(self, phase: int, edges_total: int, gain_total: int) -> bool:
         params = self.params
@@ -290,6 +303,22 @@ class GreedyDesign:
         if params.max_edges is not None and edges_total >= params.max_edges:
             return True
         return params.max_degree is not None and params.phased and phase > params.max_degree
+
+    def _exact_gains(self, labels: DataFrame) -> DataFrame:
+        """(u, v, bound) with bound = the exact gain: shared topics minus those where u and v are
+        already in one component. The second term is a self-join of the components, not of the
+        topics: sum |C|^2 over the current TCCs, small while components are small."""
+        sizes = labels.groupBy(S.TOPIC_ID, COMP).agg(F.count("*").alias("_size")).filter(F.col("_size") > 1)
+        members = labels.join(sizes.select(S.TOPIC_ID, COMP), on=[S.TOPIC_ID, COMP])
+        left = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.U))
+        right = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.V))
+        same = (
+            left.join(right, on=[S.TOPIC_ID, COMP]).filter(F.col(S.U) < F.col(S.V))
+            .groupBy(S.U, S.V).agg(F.count("*").alias("_same"))
+        )
+        return self._counts.join(same, on=[S.U, S.V], how="left").select(
+            S.U, S.V, (F.col(SHARED) - F.coalesce(F.col("_same"), F.lit(0))).alias(BOUND)
+        )
 
     def _sample(self, candidates: CandidateTable, degrees: DataFrame, phase: int, batch_size: int):
         """The `batch_size` eligible candidates of best key, with their ends' degrees, and the key
@@ -314,7 +343,7 @@ class GreedyDesign:
     def _batch(self, spark, sampled, labels: DataFrame, outside) -> Batch:
         pairs = [(u, v) for u, v, _, _, _ in sampled]
         if not pairs:
-            return Batch(pairs=[], evidence=[], outside=outside)
+            return Batch.from_lists([], [], outside=outside)
         index = local_frame(spark, [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long")
         n = self.size.nodes
         at_u = labels.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID, F.col(COMP).alias("_cu"))
@@ -330,17 +359,13 @@ class GreedyDesign:
             )
             .toPandas()  # bounded: K pairs times their shared topics
         )
-        grouped: list[list[tuple[int, int]]] = [[] for _ in pairs]
-        if len(evidence):
-            order = np.argsort(evidence["_i"].to_numpy(), kind="stable")
-            ids = evidence["_i"].to_numpy()[order]
-            a = evidence["_a"].to_numpy()[order].tolist()
-            b = evidence["_b"].to_numpy()[order].tolist()
-            starts = np.searchsorted(ids, np.arange(len(pairs) + 1)).tolist()
-            for i in range(len(pairs)):
-                grouped[i] = list(zip(a[starts[i]:starts[i + 1]], b[starts[i]:starts[i + 1]]))
+        ids = evidence["_i"].to_numpy()
+        order = np.argsort(ids, kind="stable")
+        starts = np.searchsorted(ids[order], np.arange(len(pairs) + 1)).astype(np.int64)
+        a = evidence["_a"].to_numpy().astype(np.int64)[order]
+        b = evidence["_b"].to_numpy().astype(np.int64)[order]
         degrees = {u: du for u, _, _, du, _ in sampled} | {v: dv for _, v, _, _, dv in sampled}
-        return Batch(pairs=pairs, evidence=grouped, degrees=degrees, outside=outside)
+        return Batch(pairs=pairs, starts=starts, a=a, b=b, degrees=degrees, outside=outside)
 
     def _write_back(self, spark, candidates, labels, degrees, batch: Batch, gains, relabel, accepted):
         candidates.lower([(u, v, g) for (u, v), g in zip(batch.pairs, gains)])

@@ -25,6 +25,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+import numpy as np
+
 Key = tuple[int, int, int]  # (gain or bound, u, v)
 
 
@@ -35,12 +37,29 @@ def ranks_before(gain: int, u: int, v: int, other: Key) -> bool:
 
 @dataclass
 class Batch:
-    """Candidates sampled to the driver: `pairs[i] = (u, v)`, `evidence[i]` = component key pairs."""
+    """Candidates sampled to the driver. `pairs[i] = (u, v)`; the evidence of pair i is
+    `zip(a[starts[i]:starts[i+1]], b[...])`: one (key of u's component, key of v's component)
+    per shared topic where they differ at the start of the round. Arrays, not lists: a batch
+    can carry millions of evidence rows and most are never looked at one by one."""
 
     pairs: list[tuple[int, int]]
-    evidence: list[list[tuple[int, int]]]
+    starts: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
     degrees: dict[int, int] = field(default_factory=dict)
     outside: Key | None = None
+
+    @classmethod
+    def from_lists(cls, pairs, evidence, degrees=None, outside=None) -> "Batch":
+        starts = np.concatenate([[0], np.cumsum([len(ev) for ev in evidence])]).astype(np.int64)
+        flat = [pair for ev in evidence for pair in ev]
+        a = np.array([x for x, _ in flat], dtype=np.int64)
+        b = np.array([y for _, y in flat], dtype=np.int64)
+        return cls(list(pairs), starts, a, b, dict(degrees or {}), outside)
+
+    def evidence(self, i: int) -> list[tuple[int, int]]:
+        lo, hi = int(self.starts[i]), int(self.starts[i + 1])
+        return list(zip(self.a[lo:hi].tolist(), self.b[lo:hi].tolist()))
 
 
 @dataclass
@@ -82,10 +101,16 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Sett
     """
     forest = _ComponentForest()
     degrees = dict(batch.degrees)
+    evidence_cache: dict[int, list[tuple[int, int]]] = {}
+
+    def evidence(i: int) -> list[tuple[int, int]]:
+        if i not in evidence_cache:
+            evidence_cache[i] = batch.evidence(i)
+        return evidence_cache[i]
 
     def gain_of(i: int) -> int:
         find = forest.find
-        return sum(1 for a, b in batch.evidence[i] if find(a) != find(b))
+        return sum(1 for a, b in evidence(i) if find(a) != find(b))
 
     def eligible(u: int, v: int) -> bool:
         if max_degree is None:
@@ -93,9 +118,11 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Sett
         return degrees.get(u, 0) < max_degree and degrees.get(v, 0) < max_degree
 
     version = 0
-    heap = [(-len(ev), u, v, i, 0) for i, ((u, v), ev) in enumerate(zip(batch.pairs, batch.evidence))]
+    counts = np.diff(batch.starts).tolist()
+    heap = [(-counts[i], u, v, i, 0) for i, (u, v) in enumerate(batch.pairs)]
     heapq.heapify(heap)
     accepted: list[tuple[int, int, int]] = []
+    accepted_index: list[int] = []
     reevaluations = 0
     stopped_by_outside = False
     while heap and (edges_left is None or len(accepted) < edges_left):
@@ -114,16 +141,35 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Sett
             stopped_by_outside = True
             break
         heapq.heappop(heap)
-        for a, b in batch.evidence[i]:
+        for a, b in evidence(i):
             forest.union(a, b)
         degrees[u] = degrees.get(u, 0) + 1
         degrees[v] = degrees.get(v, 0) + 1
         accepted.append((u, v, gain))
+        accepted_index.append(i)
         version += 1
     budget_spent = edges_left is not None and len(accepted) >= edges_left
     exhausted = not budget_spent and not stopped_by_outside and batch.outside is None
-    accepted_pairs = {(u, v) for u, v, _ in accepted}
-    gains = [0 if pair in accepted_pairs else gain_of(i) for i, pair in enumerate(batch.pairs)]
-    touched = {key for ev in batch.evidence for pair in ev for key in pair}
-    relabel = {key: root for key in touched if (root := forest.find(key)) != key}
-    return Settled(accepted, gains, exhausted, relabel, reevaluations, stopped_by_outside)
+    relabel = {key: forest.find(key) for key in list(forest.parent)}
+    gains = _gains_after(batch, relabel)
+    gains[accepted_index] = 0
+    return Settled(accepted, gains.tolist(), exhausted, relabel, reevaluations, stopped_by_outside)
+
+
+def _gains_after(batch: Batch, relabel: dict[int, int]) -> np.ndarray:
+    """Every batch pair's gain once the components in `relabel` are merged (vectorised)."""
+    counts = np.diff(batch.starts)
+    if not relabel or len(batch.a) == 0:
+        return counts.astype(np.int64)
+    old = np.fromiter(relabel.keys(), dtype=np.int64, count=len(relabel))
+    new = np.fromiter(relabel.values(), dtype=np.int64, count=len(relabel))
+    order = np.argsort(old)
+    old, new = old[order], new[order]
+
+    def root(keys: np.ndarray) -> np.ndarray:
+        at = np.clip(np.searchsorted(old, keys), 0, len(old) - 1)
+        return np.where(old[at] == keys, new[at], keys)
+
+    apart = root(batch.a) != root(batch.b)
+    owner = np.repeat(np.arange(len(batch.pairs)), counts)
+    return np.bincount(owner, weights=apart, minlength=len(batch.pairs)).astype(np.int64)
