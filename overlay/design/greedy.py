@@ -287,7 +287,9 @@ class GreedyDesign:
                 return
             phase = next_phase
             edges_since_refresh += len(accepted)
-            if settled.stopped_by_outside and len(accepted) < batch_size // 4:
+            # At most one edge per node in a phase: a matching of the batch's nodes.
+            possible = len({x for pair in batch.pairs for x in pair}) // 2 if params.phased else len(batch.pairs)
+            if settled.stopped_by_outside and len(accepted) < possible // 4:
                 if edges_since_refresh > 0:
                     # Stale bounds: make every bound exact again, in one Spark pass.
                     candidates.refresh(self._exact_gains(labels))
