@@ -58,6 +58,7 @@ MIN_AUTO_BATCH, MAX_AUTO_BATCH = 1024, 65536
 EVIDENCE_ROWS = 2_000_000
 MAX_BATCH_GROWTH = 32
 MAX_OVERRIDE_ROWS = 1_000_000
+LOOKAHEAD_PHASES = 8
 
 
 @dataclass(frozen=True)
@@ -249,20 +250,28 @@ class GreedyDesign:
         initial_batch = params.batch_size or candidates.auto_batch_size()
         batch_size = initial_batch
         edges_since_refresh = 0
+        lookahead = 1
         while True:
             clock = time.monotonic()
             round_no += 1
-            sampled, outside = self._sample(candidates, degrees, phase, batch_size)
+            phase_limit = phase + lookahead - 1
+            if params.max_degree is not None and params.phased:
+                phase_limit = min(phase_limit, params.max_degree)
+            sampled, outside = self._sample(candidates, degrees, phase_limit, batch_size)
             batch = self._batch(spark, sampled, labels, outside)
             edges_left = None if params.max_edges is None else params.max_edges - edges_total
-            settled = settle(batch, phase if params.phased else None, edges_left)
+            settled = settle(
+                batch, phase if params.phased else None, edges_left, phase_limit if params.phased else None
+            )
             accepted = settled.accepted
             first_order = edges_total + 1
             edges_total += len(accepted)
             gain_total += sum(gain for _, _, gain in accepted)
             next_phase = phase
-            if settled.exhausted and params.phased:
-                next_phase = phase + 1
+            if params.phased:
+                next_phase = settled.phase + 1 if settled.exhausted else settled.phase
+            # The whole eligible table fit in the batch: sample a few phases ahead next time.
+            lookahead = LOOKAHEAD_PHASES if outside is None else 1
             finished = self._done(next_phase, edges_total, gain_total) or (settled.exhausted and not params.phased)
             if not finished:
                 candidates, labels, degrees = self._write_back(

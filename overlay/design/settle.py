@@ -70,6 +70,7 @@ class Settled:
     relabel: dict[int, int]  # component key -> the smallest key of its merged component
     reevaluations: int
     stopped_by_outside: bool  # a batch entry could not be shown to beat the best outside one
+    phase: int | None = None  # the degree limit the round ended in (phased rounds)
 
 
 class _ComponentForest:
@@ -93,15 +94,20 @@ class _ComponentForest:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Settled:
+def settle(batch: Batch, max_degree: int | None, edges_left: int | None, last_phase: int | None = None) -> Settled:
     """Accept edges from `batch` while each is provably the best eligible edge overall.
 
     `max_degree`: the phase's degree limit D (an edge is eligible while both ends have degree
     below D), or None. `edges_left`: how many more edges the budget allows, or None.
+    `last_phase`: when the batch holds every candidate eligible under that degree limit (no
+    `outside`), a phase that runs dry moves on to the next one, up to `last_phase`, in the same
+    round: late MinMaxODA phases add a few edges each.
     """
     forest = _ComponentForest()
     degrees = dict(batch.degrees)
     evidence_cache: dict[int, list[tuple[int, int]]] = {}
+    phase = max_degree
+    last_phase = phase if last_phase is None or batch.outside is not None else last_phase
 
     def evidence(i: int) -> list[tuple[int, int]]:
         if i not in evidence_cache:
@@ -113,47 +119,55 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None) -> Sett
         return sum(1 for a, b in evidence(i) if find(a) != find(b))
 
     def eligible(u: int, v: int) -> bool:
-        if max_degree is None:
+        if phase is None:
             return True
-        return degrees.get(u, 0) < max_degree and degrees.get(v, 0) < max_degree
+        return degrees.get(u, 0) < phase and degrees.get(v, 0) < phase
 
     version = 0
     counts = np.diff(batch.starts).tolist()
     heap = [(-counts[i], u, v, i, 0) for i, (u, v) in enumerate(batch.pairs)]
     heapq.heapify(heap)
+    waiting: list[tuple[int, int, int, int, int]] = []
     accepted: list[tuple[int, int, int]] = []
     accepted_index: list[int] = []
     reevaluations = 0
     stopped_by_outside = False
-    while heap and (edges_left is None or len(accepted) < edges_left):
-        negative_gain, u, v, i, seen = heap[0]
-        if not eligible(u, v):
+    while True:
+        while heap and (edges_left is None or len(accepted) < edges_left):
+            negative_gain, u, v, i, seen = heap[0]
+            if not eligible(u, v):
+                waiting.append(heapq.heappop(heap))
+                continue
+            if seen != version:
+                reevaluations += 1
+                heapq.heapreplace(heap, (-gain_of(i), u, v, i, version))
+                continue
+            gain = -negative_gain
+            if gain == 0:
+                break
+            if batch.outside is not None and not ranks_before(gain, u, v, batch.outside):
+                stopped_by_outside = True
+                break
             heapq.heappop(heap)
-            continue
-        if seen != version:
-            reevaluations += 1
-            heapq.heapreplace(heap, (-gain_of(i), u, v, i, version))
-            continue
-        gain = -negative_gain
-        if gain == 0:
+            for a, b in evidence(i):
+                forest.union(a, b)
+            degrees[u] = degrees.get(u, 0) + 1
+            degrees[v] = degrees.get(v, 0) + 1
+            accepted.append((u, v, gain))
+            accepted_index.append(i)
+            version += 1
+        budget_spent = edges_left is not None and len(accepted) >= edges_left
+        if stopped_by_outside or budget_spent or phase is None or phase >= last_phase:
             break
-        if batch.outside is not None and not ranks_before(gain, u, v, batch.outside):
-            stopped_by_outside = True
-            break
-        heapq.heappop(heap)
-        for a, b in evidence(i):
-            forest.union(a, b)
-        degrees[u] = degrees.get(u, 0) + 1
-        degrees[v] = degrees.get(v, 0) + 1
-        accepted.append((u, v, gain))
-        accepted_index.append(i)
-        version += 1
-    budget_spent = edges_left is not None and len(accepted) >= edges_left
+        phase += 1  # phase ran dry and the batch holds all its candidates: the next phase
+        heap.extend(waiting)
+        heapq.heapify(heap)
+        waiting = []
     exhausted = not budget_spent and not stopped_by_outside and batch.outside is None
     relabel = {key: forest.find(key) for key in list(forest.parent)}
     gains = _gains_after(batch, relabel)
     gains[accepted_index] = 0
-    return Settled(accepted, gains.tolist(), exhausted, relabel, reevaluations, stopped_by_outside)
+    return Settled(accepted, gains.tolist(), exhausted, relabel, reevaluations, stopped_by_outside, phase)
 
 
 def _gains_after(batch: Batch, relabel: dict[int, int]) -> np.ndarray:
