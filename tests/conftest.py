@@ -63,3 +63,18 @@ def read_edges(path: Path) -> list[tuple[int, int]]:
     """A plain reading of a SNAP edge list, for oracles."""
     with gzip.open(path, "rt") as handle:
         return [tuple(int(x) for x in line.split()) for line in handle if line.strip() and not line.startswith("#")]
+
+
+def store_instance(spark, lakehouse: Lakehouse, name: str, spec) -> list[tuple[int, int]]:
+    """Ingest a synthetic instance under `name`; its (node_id, topic_id) pairs, for oracles."""
+    from overlay import schema as S
+    from overlay.instance.synthetic import synthetic_instance
+
+    lakehouse.replace_instance(name, synthetic_instance(spark, spec))
+    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).collect()]
+
+
+@pytest.fixture(scope="module")
+def module_lakehouse(spark, tmp_path_factory, request) -> Lakehouse:
+    """One lakehouse for a whole test module (its tests use distinct run ids): an ingest costs ~10 s."""
+    return Lakehouse(spark, tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "lakehouse")

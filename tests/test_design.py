@@ -16,23 +16,23 @@ from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import design
 from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
-from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.lakehouse import UnknownInstanceError
 from pipelines.overlays import complete_run
+from tests.conftest import store_instance
 from tests.oracles import greedy_oracle, tcc_span
 
 SPEC = SyntheticSpec(dist="zipf", nodes=24, topics=16, min_subs=2, max_subs=5, seed=3)
 
 
 @pytest.fixture(scope="module")
-def lakehouse(spark, tmp_path_factory):
-    """One lakehouse for the module (each test uses its own run ids): an instance costs ~10 s."""
-    return Lakehouse(spark, tmp_path_factory.mktemp("design") / "lakehouse")
+def lakehouse(module_lakehouse):
+    return module_lakehouse
 
 
 @pytest.fixture(scope="module")
 def instance(spark, lakehouse):
-    lakehouse.replace_instance("z", synthetic_instance(spark, SPEC))
-    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").collect()]
+    """A small Zipf instance named 'z', as (node_id, topic_id) pairs."""
+    return store_instance(spark, lakehouse, "z", SPEC)
 
 
 def stored_edges(lakehouse, run_id):

@@ -10,24 +10,22 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import overlays
-from pipelines.lakehouse import Lakehouse, UnknownRunError
+from pipelines.lakehouse import UnknownRunError
+from tests.conftest import store_instance
 from tests.oracles import tco_support_oracle, topic_diameters_oracle
-
 
 SPEC = SyntheticSpec(dist="zipf", nodes=30, topics=20, min_subs=2, max_subs=5, seed=8)
 
 
 @pytest.fixture(scope="module")
-def lakehouse(spark, tmp_path_factory):
-    """One lakehouse for this module's tests (each uses its own run ids): an instance costs ~10 s."""
-    return Lakehouse(spark, tmp_path_factory.mktemp("overlays") / "lakehouse")
+def lakehouse(module_lakehouse):
+    return module_lakehouse
 
 
 @pytest.fixture(scope="module")
 def instance(spark, lakehouse):
     """A small Zipf instance named 'z' (node keys n0..n29), as (node_id, topic_id) pairs."""
-    lakehouse.replace_instance("z", synthetic_instance(spark, SPEC))
-    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").collect()]
+    return store_instance(spark, lakehouse, "z", SPEC)
 
 
 def overlay_file(write_text, pairs, name="overlay.csv"):

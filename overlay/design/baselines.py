@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.frames import local_frame
-from overlay.frames import local_frame
 
 _IDX = "_idx"
 
