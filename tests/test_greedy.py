@@ -114,6 +114,7 @@ def facebook_sample(size: int) -> list:
     )
 
 
+@pytest.mark.slow
 def test_facebook_sample_matches_the_oracle(spark):
     subscriptions = facebook_sample(60)
     for algorithm, budget in (("gpm", {"max_degree": 3}), ("gpa", {"max_edges": 25})):
@@ -130,6 +131,7 @@ def test_tiny_batches_stay_exact(spark):
     assert len(rounds) > 3
 
 
+@pytest.mark.slow
 def test_a_resumed_engine_continues_the_same_sequence(spark):
     subscriptions = random_instance("expo", 30, 20, 1, 5, seed=4)
     params = GreedyParams("gpm", max_degree=3, batch_size=16)
