@@ -136,9 +136,9 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
             max_edges = request.max_degree * nodes // 2  # ICDCS'16 section IX: m = d |V| / 2
         return Budget(max_degree=request.max_degree, max_edges=max_edges)
     reference = _reference_minmaxoda(spark, lakehouse, request, ingest_id, progress)
-    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == reference[S.RUN_ID])
-    ends = edges.select(F.col(S.U).alias("n")).unionAll(edges.select(F.col(S.V).alias("n")))
-    max_degree = ends.groupBy("n").count().agg(F.max("count")).first()[0] or 0
+    # A complete design run has its metrics stored: read the max degree, do not recount it.
+    metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == reference[S.RUN_ID]).first()
+    max_degree = metrics[S.MAX_DEGREE]
     ratio = request.budget_ratio
     budget = Budget(
         max_degree=math.floor(ratio * max_degree + 1e-9),

@@ -174,8 +174,7 @@ class CandidateTable:
         self.override_rows += len(rows)
         if self.override_rows > min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8)):
             self.base = self.current().localCheckpoint(eager=True)
-            self.base_rows = self.base.count()
-            self._clear_overrides()
+            self._clear_overrides()  # base_rows stays an upper bound: compaction only removes pairs
 
     def refresh(self, exact: DataFrame) -> None:
         """Replace every bound by an exact gain (pairs of gain 0 leave)."""
