@@ -34,6 +34,16 @@ def _ratio(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'") from None
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got '{text}'") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -120,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     designer.add_argument(
         "--batch-size", type=ingest.positive_int, default=None,
         help="greedy candidates settled per round on the driver (speed only; the overlay is the same)",
+    )
+    designer.add_argument(
+        "--commit-every", type=_seconds, default=design.COMMIT_SECONDS, metavar="SECONDS",
+        help=f"commit completed greedy rounds at most this often (default {design.COMMIT_SECONDS:g}; 0: every "
+        "round); a crash loses at most that much work",
     )
     designer.add_argument("--backend", choices=("auto", "graphframes", "dataframe"), default="auto")
     designer.add_argument(
@@ -211,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "design":
             run = design.run_design(
                 spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
-                diameters=not args.skip_diameters,
+                diameters=not args.skip_diameters, commit_seconds=args.commit_every,
             )
             print(format_table([run.asDict()], DESIGN_COLUMNS))
         elif args.command == "export":

@@ -3,9 +3,10 @@
 Storage protocol (what makes a run resumable and safe to read):
 
 * the run row is inserted first with status `running` and an `attempt` token naming this process;
-* every completed round appends its edges to `overlay_edges`, then its row to `overlay_rounds`:
-  the round row is the round's commit point; edges of a round without a row are debris of a
-  crash and are deleted when the run resumes;
+* completed rounds append their edges to `overlay_edges`, then their rows to `overlay_rounds`:
+  a round row is its round's commit point; edges of a round without a row are debris of a
+  crash and are deleted when the run resumes. Rounds are committed in groups, at most
+  `COMMIT_SECONDS` apart (`--commit-every`): each Delta commit costs about a second locally;
 * at the end the job checks the engine's TCC count against the connected-components count,
   stores the quality metrics, and only then flips the run to `complete`.
 
@@ -233,7 +234,7 @@ class _Progress:
             self.bar.close()
 
 
-OWNERSHIP_CHECK_ROUNDS = 10
+COMMIT_SECONDS = 30.0
 
 
 def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> None:
@@ -241,30 +242,38 @@ def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> None:
         raise RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
 
 
-def _store_round(spark, lakehouse: Lakehouse, run_id: str, attempt: str, r: GreedyRound) -> None:
-    """Append the round's links, then its row (the commit point). Ownership is checked every
-    OWNERSHIP_CHECK_ROUNDS rounds and before completion: a Delta read per round is not free."""
-    if r.round % OWNERSHIP_CHECK_ROUNDS == 0:
-        _check_owner(lakehouse, run_id, attempt)
-    if r.edges:
-        rows = [(u, v, r.first_order + i, r.round, gain) for i, (u, v, gain) in enumerate(r.edges)]
+def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
+    """Commit completed rounds: their links in one append, then their rows in another (the commit
+    point). Each Delta commit costs about a second here, so rounds are committed in groups."""
+    _check_owner(lakehouse, run_id, attempt)
+    rows = [
+        (u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)
+    ]
+    if rows:
         frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
         lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
-    record = {
-        S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
-        S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
-        S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
-        S.FINISHED: r.finished, S.COMPUTED_AT: _now(),
-    }
     columns = [c for c in S.OVERLAY_ROUNDS.columns if c != S.RUN_ID]
-    frame = local_frame(spark, [tuple(record[c] for c in columns)], S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
+    records = []
+    for r in rounds:
+        record = {
+            S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
+            S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
+            S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
+            S.FINISHED: r.finished, S.COMPUTED_AT: _now(),
+        }
+        records.append(tuple(record[c] for c in columns))
+    frame = local_frame(spark, records, S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
     lakehouse.append_run_rows(S.OVERLAY_ROUNDS, run_id, frame)
 
 
 def _run_greedy(
-    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress, resuming: bool
+    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress,
+    resuming: bool, commit_seconds: float,
 ) -> int | None:
-    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran)."""
+    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran).
+
+    Completed rounds are committed together once `commit_seconds` have passed since the last
+    commit (0: every round), and always at the end: a crash loses at most that much work."""
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     if last is not None and last[S.FINISHED]:
         return last[S.TCC]
@@ -274,10 +283,15 @@ def _run_greedy(
     )
     bar = _Progress(run_id, params.max_edges, progress)
     tcc = last[S.TCC] if last is not None else None
+    pending: list[GreedyRound] = []
+    committed = time.monotonic()
     try:
         for r in GreedyDesign(subscriptions, params, start=start, backend=backend).rounds():
-            _store_round(spark, lakehouse, run_id, attempt, r)
+            pending.append(r)
             bar.round(r)
+            if r.finished or time.monotonic() - committed >= commit_seconds:
+                _store_rounds(spark, lakehouse, run_id, attempt, pending)
+                pending, committed = [], time.monotonic()
             tcc = r.tcc
     finally:
         bar.close()
@@ -306,6 +320,7 @@ def run_design(
     backend: Backend = "auto",
     progress: bool = True,
     diameters: bool = True,
+    commit_seconds: float = COMMIT_SECONDS,
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row."""
     request.check()
@@ -323,11 +338,11 @@ def run_design(
         return existing
     clock = time.monotonic()
     try:
-        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance).select(S.NODE_ID, S.TOPIC_ID)
+        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
         if request.algorithm in GREEDY_ALGORITHMS:
             engine_tcc = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
-                batch_size, backend, progress, resuming=existing is not None,
+                batch_size, backend, progress, resuming=existing is not None, commit_seconds=commit_seconds,
             )
         else:
             engine_tcc = None

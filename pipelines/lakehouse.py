@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.frames import local_frame
 from overlay.instance import InstanceFrames
 from overlay.instance.stats import instance_counts
 
@@ -123,9 +124,10 @@ class Lakehouse:
             )
         return rows[0]
 
-    def instance_rows(self, table: S.TableSpec, instance: str) -> DataFrame:
-        """The current version of one instance's rows in an instance table."""
-        current = self.instance_row(instance)[S.INGEST_ID]
+    def instance_rows(self, table: S.TableSpec, instance: str, ingest_id: str | None = None) -> DataFrame:
+        """The current version of one instance's rows in an instance table (or the version
+        `ingest_id`, when the caller has just read the instance row: saves a Delta read)."""
+        current = ingest_id or self.instance_row(instance)[S.INGEST_ID]
         return self.read(table).filter(
             (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == current)
         )
@@ -169,7 +171,7 @@ class Lakehouse:
             S.UNSAMPLED: tally.unsampled,
             S.CREATED_AT: datetime.now(timezone.utc).replace(tzinfo=None),
         }
-        update = self.spark.createDataFrame([Row(**{c: record[c] for c in S.INSTANCES.columns})], S.INSTANCES.schema)
+        update = local_frame(self.spark, [tuple(record[c] for c in S.INSTANCES.columns)], S.INSTANCES.schema)
         _with_retries(
             lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCES))
             .alias("t")
@@ -254,9 +256,7 @@ class Lakehouse:
     def insert_run(self, record: dict) -> bool:
         """Add a run row unless that run id exists. True when this call added it."""
         self.ensure(S.OVERLAY_RUNS)
-        row = self.spark.createDataFrame(
-            [Row(**{c: record.get(c) for c in S.OVERLAY_RUNS.columns})], S.OVERLAY_RUNS.schema
-        )
+        row = local_frame(self.spark, [tuple(record.get(c) for c in S.OVERLAY_RUNS.columns)], S.OVERLAY_RUNS.schema)
         metrics = _with_retries(
             lambda: DeltaTable.forPath(self.spark, self.path(S.OVERLAY_RUNS))
             .alias("t")

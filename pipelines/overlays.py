@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
+from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.imported import import_overlay
 from overlay.quality import (
@@ -77,7 +78,7 @@ def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id:
         raise InputError(f"run id '{run_id}' exists already; choose another --run-id")
     instance_row = lakehouse.instance_row(instance)
     started, clock = _now(), time.monotonic()
-    node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance).select(S.KEY, S.ID)
+    node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, instance_row[S.INGEST_ID]).select(S.KEY, S.ID)
     imported = import_overlay(spark, path, node_keys)
     t = imported.tally
     log.info(
@@ -135,7 +136,9 @@ def evaluate_run(
     as 0 with method "skipped"."""
     run_id = run[S.RUN_ID]
     instance = lakehouse.instance_row(run[S.INSTANCE])
-    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE]).select(S.NODE_ID, S.TOPIC_ID)
+    subscriptions = lakehouse.instance_rows(
+        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
+    ).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
     check_id_ranges(subscriptions)
     clock = time.monotonic()
@@ -173,7 +176,7 @@ def evaluate_run(
         S.DIAMETER_METHOD: diameters.method,
         S.COMPUTED_AT: _now(),
     }
-    row = spark.createDataFrame([Row(**{c: metrics[c] for c in S.OVERLAY_METRICS.columns})], S.OVERLAY_METRICS.schema)
+    row = local_frame(spark, [tuple(metrics[c] for c in S.OVERLAY_METRICS.columns)], S.OVERLAY_METRICS.schema)
     lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
     lakehouse.update_run(run_id, **{S.TCO_SUPPORT: tccs.tco_support})
     return metrics
@@ -197,7 +200,7 @@ def run_export(spark: SparkSession, lakehouse: Lakehouse, run_id: str, out: str)
         raise InputError(f"--out must end in .csv or .parquet, got '{out}'")
     _check_writable(target)
     run = complete_run(lakehouse, run_id)
-    keys = lakehouse.instance_rows(S.NODE_KEYS, run[S.INSTANCE]).select(S.KEY, S.ID)
+    keys = lakehouse.instance_rows(S.NODE_KEYS, run[S.INSTANCE], run[S.INGEST_ID]).select(S.KEY, S.ID)
     links = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id)
     for end in (S.U, S.V):
         links = links.join(

@@ -58,7 +58,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
 
     monkeypatch.setattr(lakehouse, "append_run_rows", crash_on_third_round_row)
     with pytest.raises(Crash):
-        run_design(spark, lakehouse, request, "mmo", batch_size=10, diameters=False)
+        run_design(spark, lakehouse, request, "mmo", batch_size=10, diameters=False, commit_seconds=0)
     monkeypatch.undo()
     with pytest.raises(InputError, match="not complete"):
         complete_run(lakehouse, "mmo")  # never looks complete before it is

@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from overlay import schema as S
 from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
@@ -59,6 +61,7 @@ EVIDENCE_ROWS = 2_000_000
 MAX_BATCH_GROWTH = 32
 MAX_OVERRIDE_ROWS = 1_000_000
 LOOKAHEAD_PHASES = 8
+OVERRIDE_SCHEMA = StructType([StructField(name, LongType(), False) for name in (S.U, S.V, BOUND)])
 
 
 @dataclass(frozen=True)
@@ -138,41 +141,51 @@ def instance_size(subscriptions: DataFrame) -> InstanceSize:
 
 
 class CandidateTable:
-    """Pairs with an upper bound of their gain: an immutable base plus a small table of fresher
-    bounds, so a round rewrites K rows, not the whole table. The base is rebuilt (compacted)
-    when the fresher bounds outgrow a broadcast."""
+    """Pairs with an upper bound of their gain: an immutable base plus fresher bounds, so a round
+    rewrites K rows, not the whole table.
+
+    The fresher bounds live on the driver (a pandas frame, at most `compaction_rows` rows: the
+    deliberate, bounded driver step) and reach Spark as one broadcast frame per round. When they
+    outgrow that bound, the base is rebuilt (compacted) in one Spark pass."""
 
     def __init__(self, base: DataFrame) -> None:
         self.spark = base.sparkSession
         self.base = base.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         stats = self.base.agg(F.count("*").alias("n"), F.avg(BOUND).alias("mean")).first()
         self.base_rows, self.mean_bound = stats["n"], float(stats["mean"] or 0.0)
+        self.compaction_rows = min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8))
         self._clear_overrides()
 
     def _clear_overrides(self) -> None:
-        self.overrides = local_frame(self.spark, [], f"{S.U} long, {S.V} long, {BOUND} long")
-        self.override_rows = 0
+        self.overrides = pd.DataFrame({S.U: [], S.V: [], BOUND: []}, dtype="int64")
+        self._override_frame: DataFrame | None = None
+
+    @property
+    def override_rows(self) -> int:
+        return len(self.overrides)
 
     def current(self) -> DataFrame:
         if self.override_rows == 0:
             return self.base
-        fresher = F.broadcast(self.overrides.select(S.U, S.V))
-        return self.base.join(fresher, on=[S.U, S.V], how="left_anti").unionByName(
-            self.overrides.filter(F.col(BOUND) > 0)
+        if self._override_frame is None:
+            self._override_frame = self.spark.createDataFrame(self.overrides, OVERRIDE_SCHEMA)
+        fresher = self._override_frame
+        return self.base.join(F.broadcast(fresher.select(S.U, S.V)), on=[S.U, S.V], how="left_anti").unionByName(
+            fresher.filter(F.col(BOUND) > 0)
         )
 
     def lower(self, rows: list[tuple[int, int, int]]) -> None:
         """Record fresh bounds (u, v, bound) for some pairs; 0 removes a pair for good."""
         if not rows:
             return
-        fresh = local_frame(self.spark, rows, f"{S.U} long, {S.V} long, {BOUND} long")
+        fresh = pd.DataFrame.from_records(rows, columns=[S.U, S.V, BOUND]).astype("int64")
         self.overrides = (
-            self.overrides.join(F.broadcast(fresh.select(S.U, S.V)), on=[S.U, S.V], how="left_anti")
-            .unionByName(fresh)
-            .localCheckpoint(eager=True)
+            pd.concat([self.overrides, fresh], ignore_index=True)
+            .drop_duplicates(subset=[S.U, S.V], keep="last")
+            .reset_index(drop=True)
         )
-        self.override_rows += len(rows)
-        if self.override_rows > min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8)):
+        self._override_frame = None
+        if self.override_rows > self.compaction_rows:
             self.base = self.current().localCheckpoint(eager=True)
             self._clear_overrides()  # base_rows stays an upper bound: compaction only removes pairs
 
@@ -391,7 +404,7 @@ class GreedyDesign:
                     S.NODE_ID,
                     F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
                 )
-                .localCheckpoint(eager=True)
+                .localCheckpoint(eager=False)  # materialised by the next round's first job
             )
         if accepted:
             added = local_frame(spark, [(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
@@ -399,7 +412,7 @@ class GreedyDesign:
                 degrees.unionByName(_degrees(added))
                 .groupBy(S.NODE_ID)
                 .agg(F.sum(DEGREE).alias(DEGREE))
-                .localCheckpoint(eager=True)
+                .localCheckpoint(eager=False)  # materialised by the next round's first job
             )
         return candidates, labels, degrees
 

@@ -26,6 +26,8 @@ until no node can propose.
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -33,6 +35,8 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.frames import local_frame
+
+log = logging.getLogger(__name__)
 
 GREEDY_COVERAGE = 3
 RANDOM_COVERAGE = 1
@@ -55,11 +59,14 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
     """(u, v, added_order, round) of the SpiderCastM overlay."""
     spark = subscriptions.sparkSession
     subs = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint()
-    nodes = subs.select(S.NODE_ID).distinct().localCheckpoint()
+    nodes = subs.select(S.NODE_ID).distinct().localCheckpoint(eager=True)
+    node_count = nodes.count()
     d, kg, kr = params.max_degree, params.greedy_coverage, params.random_coverage
     edges = local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ROUND} int, _prio long")
     limit = params.max_rounds or 50 * d + 50
+    started = time.monotonic()
     for round_no in range(1, limit + 1):
+        clock = time.monotonic()
         links = edges.select(F.col(S.U).alias("_p"), F.col(S.V).alias("_q")).unionAll(
             edges.select(F.col(S.V).alias("_p"), F.col(S.U).alias("_q"))
         )
@@ -128,8 +135,17 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             kept.groupBy(S.U, S.V, "_prio").agg(F.count("*").alias("_ends"))
             .filter(F.col("_ends") == 2)
             .select(S.U, S.V, F.lit(round_no).alias(S.ROUND), "_prio")
+            .limit(node_count)  # never binds (one proposal per node); see below
         )
+        # Why the limit: a checkpoint keeps the optimizer's size estimate of the plan it came from,
+        # and every round joins the previous round's edges with themselves, so the estimate would
+        # be squared round after round (at round 10 on FB 1K, Spark spent a minute multiplying
+        # BigInts in SizeInBytesOnlyStatsPlanVisitor). A limit resets it to rows x row size.
         edges = edges.unionByName(accepted).localCheckpoint()
+        log.info(
+            "SpiderCastM round %d: %d proposals, %d links so far, %.1fs (elapsed %.0fs)",
+            round_no, proposals.count(), edges.count(), time.monotonic() - clock, time.monotonic() - started,
+        )
     return edges.select(
         S.U, S.V,
         F.row_number().over(Window.orderBy(S.ROUND, "_prio", S.U, S.V)).cast("long").alias(S.ADDED_ORDER),
