@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             print(format_table([run.asDict()], IMPORT_COLUMNS))
         elif args.command == "evaluate":
             metrics = overlays.run_evaluate(
-                spark, lakehouse, args.run_id, args.backend, args.diameter_exact_limit, args.diameter_samples
+                spark, lakehouse, args.run_id, args.backend,
+                diameter_exact_limit=args.diameter_exact_limit, diameter_samples=args.diameter_samples,
             )
             print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
             print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))

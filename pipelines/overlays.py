@@ -108,17 +108,10 @@ def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id:
     return lakehouse.run_row(run_id)
 
 
-def run_evaluate(
-    spark: SparkSession,
-    lakehouse: Lakehouse,
-    run_id: str,
-    backend: Backend = "auto",
-    diameter_exact_limit: int = DIAMETER_EXACT_LIMIT,
-    diameter_samples: int = DIAMETER_SAMPLES,
-) -> dict:
-    """Compute, store and return the quality metrics of one run."""
-    run = complete_run(lakehouse, run_id)
-    return evaluate_run(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples)
+def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:
+    """Compute, store and return the quality metrics of one complete run (`options`: those of
+    `evaluate_run`)."""
+    return evaluate_run(spark, lakehouse, complete_run(lakehouse, run_id), backend, **options)
 
 
 def evaluate_run(

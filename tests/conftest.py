@@ -29,6 +29,9 @@ def settings(tmp_path_factory) -> LabSettings:
                 "spark.sql.adaptive.enabled": "false",
                 "spark.databricks.delta.snapshotPartitions": "1",
                 "spark.sql.sources.parallelPartitionDiscovery.parallelism": "1",
+                # Test tables live for seconds: a Delta checkpoint every 10 commits (~2 s each)
+                # would only slow them down.
+                "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
             },
         },
     )

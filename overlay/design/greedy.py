@@ -404,7 +404,7 @@ class GreedyDesign:
                     S.NODE_ID,
                     F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
                 )
-                .localCheckpoint(eager=False)  # materialised by the next round's first job
+                .localCheckpoint(eager=True)
             )
         if accepted:
             added = local_frame(spark, [(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
@@ -412,7 +412,7 @@ class GreedyDesign:
                 degrees.unionByName(_degrees(added))
                 .groupBy(S.NODE_ID)
                 .agg(F.sum(DEGREE).alias(DEGREE))
-                .localCheckpoint(eager=False)  # materialised by the next round's first job
+                .localCheckpoint(eager=True)
             )
         return candidates, labels, degrees
 
