@@ -8,7 +8,6 @@ import random
 import pytest
 
 from overlay import schema as S
-from overlay.design import greedy
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
 from overlay.design.pairs import shared_topic_counts
 from overlay.design.settle import Batch, settle
@@ -130,25 +129,6 @@ def test_tiny_batches_stay_exact(spark):
     edges, rounds = run_engine(spark, subscriptions, GreedyParams("gm", batch_size=4))
     assert edges == greedy_oracle(subscriptions, "gm")
     assert len(rounds) > 3
-
-
-@pytest.mark.parametrize("algorithm, budget", [("gpm", {"max_degree": 3}), ("gpa", {"max_edges": 40})])
-def test_tiers_of_the_candidate_table_stay_exact(spark, monkeypatch, algorithm, budget):
-    """Tiers forced on a small table (K = 4, tiers of 8 batches): rounds sample the tier only,
-    stop on its rest key and re-tier, and the sequence is still the oracle's."""
-    monkeypatch.setattr(greedy, "TIER_MIN_FACTOR", 1)
-    subscriptions = random_instance("unif", 30, 12, 2, 5, seed=5)
-    tiers = []
-    real_retier = greedy.CandidateTable.retier
-
-    def counting_retier(table, eligible, wanted):
-        real_retier(table, eligible, wanted)
-        tiers.append(table.floor)
-
-    monkeypatch.setattr(greedy.CandidateTable, "retier", counting_retier)
-    edges, _ = run_engine(spark, subscriptions, GreedyParams(algorithm, batch_size=4, **budget))
-    assert edges == greedy_oracle(subscriptions, algorithm, **budget)
-    assert len(tiers) >= 2 and tiers[0] > 0 and min(tiers) < tiers[0]
 
 
 @pytest.mark.slow

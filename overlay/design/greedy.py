@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,7 +44,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from overlay import schema as S
 from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
-from overlay.design.settle import Batch, ranks_before, settle
+from overlay.design.settle import Batch, settle
 from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.quality import topic_components
@@ -61,8 +61,6 @@ EVIDENCE_ROWS = 2_000_000
 MAX_BATCH_GROWTH = 32
 MAX_OVERRIDE_ROWS = 1_000_000
 LOOKAHEAD_PHASES = 8
-TIER_BATCHES = 8  # a tier holds about this many batches of eligible candidates
-TIER_MIN_FACTOR = 16  # tables under this many tiers' rows stay one tier
 OVERRIDE_SCHEMA = StructType([StructField(name, LongType(), False) for name in (S.U, S.V, BOUND)])
 
 
@@ -143,17 +141,12 @@ def instance_size(subscriptions: DataFrame) -> InstanceSize:
 
 
 class CandidateTable:
-    """Pairs with an upper bound of their gain, kept so that a round touches few rows.
+    """Pairs with an upper bound of their gain: an immutable base plus fresher bounds, so a round
+    rewrites K rows, not the whole table.
 
-    * The *tier*: the rows whose bound is at least `floor`. Rounds sample from it alone; every
-      row outside it has a bound below `floor`, so the key `(floor - 1, -1, -1)` bounds them all
-      (`rest_key`). When a tier runs dry, `retier` folds it back into the base and cuts a new
-      one at a lower floor: one pass over the whole table every few rounds instead of every
-      round. Bounds are integers ("gain levels"), so a floor is exact. Small tables are one
-      tier (floor 0): there a pass costs less than the re-tiering.
-    * Fresher bounds for tier rows live on the driver (a pandas frame, at most
-      `compaction_rows` rows: the deliberate, bounded driver step) and reach Spark as one
-      broadcast frame per round; beyond that bound they are folded into the tier."""
+    The fresher bounds live on the driver (a pandas frame, at most `compaction_rows` rows: the
+    deliberate, bounded driver step) and reach Spark as one broadcast frame per round. When they
+    outgrow that bound, the base is rebuilt (compacted) in one Spark pass."""
 
     def __init__(self, base: DataFrame) -> None:
         self.spark = base.sparkSession
@@ -161,9 +154,6 @@ class CandidateTable:
         stats = self.base.agg(F.count("*").alias("n"), F.avg(BOUND).alias("mean")).first()
         self.base_rows, self.mean_bound = stats["n"], float(stats["mean"] or 0.0)
         self.compaction_rows = min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8))
-        self.floor = 0
-        self.tier = self.base
-        self.retiers = 0
         self._clear_overrides()
 
     def _clear_overrides(self) -> None:
@@ -174,24 +164,18 @@ class CandidateTable:
     def override_rows(self) -> int:
         return len(self.overrides)
 
-    @property
-    def rest_key(self) -> tuple[int, int, int] | None:
-        """A key that ranks before every row outside the tier (None: the tier is everything)."""
-        return None if self.floor <= 0 else (self.floor - 1, -1, -1)
-
     def current(self) -> DataFrame:
-        """The tier with its fresher bounds."""
         if self.override_rows == 0:
-            return self.tier
+            return self.base
         if self._override_frame is None:
             self._override_frame = self.spark.createDataFrame(self.overrides, OVERRIDE_SCHEMA)
         fresher = self._override_frame
-        return self.tier.join(F.broadcast(fresher.select(S.U, S.V)), on=[S.U, S.V], how="left_anti").unionByName(
+        return self.base.join(F.broadcast(fresher.select(S.U, S.V)), on=[S.U, S.V], how="left_anti").unionByName(
             fresher.filter(F.col(BOUND) > 0)
         )
 
     def lower(self, rows: list[tuple[int, int, int]]) -> None:
-        """Record fresh bounds (u, v, bound) for some tier pairs; 0 removes a pair for good."""
+        """Record fresh bounds (u, v, bound) for some pairs; 0 removes a pair for good."""
         if not rows:
             return
         fresh = pd.DataFrame.from_records(rows, columns=[S.U, S.V, BOUND]).astype("int64")
@@ -202,39 +186,12 @@ class CandidateTable:
         )
         self._override_frame = None
         if self.override_rows > self.compaction_rows:
-            self._fold_overrides()
-
-    def _fold_overrides(self) -> None:
-        self.tier = self.current().localCheckpoint(eager=True)
-        if self.floor <= 0:
-            self.base = self.tier
-        self._clear_overrides()
-
-    def retier(self, eligible: Callable[[DataFrame], DataFrame], wanted: int) -> None:
-        """Fold the tier into the base and cut a new tier: the lowest floor above which at least
-        `wanted` rows are `eligible` (one histogram of the integer bounds). No tier (floor 0)
-        when the table is small."""
-        if self.base_rows < TIER_MIN_FACTOR * wanted:
-            return
-        self._fold_overrides()
-        if self.floor > 0:
-            self.base = (
-                self.base.filter(F.col(BOUND) < self.floor).unionByName(self.tier).localCheckpoint(eager=True)
-            )
-        levels = eligible(self.base).groupBy(BOUND).count().toPandas()  # bounded: one row per gain level
-        levels = levels.sort_values(BOUND, ascending=False)
-        reached = levels[levels["count"].cumsum() >= wanted]
-        floor = int(reached[BOUND].iloc[0]) if len(reached) else 0
-        self.floor = max(floor, 0)
-        self.tier = self.base if self.floor == 0 else self.base.filter(F.col(BOUND) >= self.floor).localCheckpoint(eager=True)
-        self.retiers += 1
-        log.info("candidate tier: bounds >= %d (retier %d)", self.floor, self.retiers)
+            self.base = self.current().localCheckpoint(eager=True)
+            self._clear_overrides()  # base_rows stays an upper bound: compaction only removes pairs
 
     def refresh(self, exact: DataFrame) -> None:
-        """Replace every bound by an exact gain (pairs of gain 0 leave); the tier is the table
-        until the next `retier`."""
+        """Replace every bound by an exact gain (pairs of gain 0 leave)."""
         self.base = exact.select(S.U, S.V, BOUND).filter(F.col(BOUND) > 0).localCheckpoint(eager=True)
-        self.floor, self.tier = 0, self.base
         self._clear_overrides()
 
     def auto_batch_size(self) -> int:
@@ -306,16 +263,12 @@ class GreedyDesign:
         batch_size = initial_batch
         edges_since_refresh = 0
         lookahead = 1
-        retier_needed = True
         while True:
             clock = time.monotonic()
             round_no += 1
             phase_limit = phase + lookahead - 1
             if params.max_degree is not None and params.phased:
                 phase_limit = min(phase_limit, params.max_degree)
-            if retier_needed:
-                candidates.retier(lambda frame: self._eligible(frame, degrees, phase_limit), TIER_BATCHES * batch_size)
-                retier_needed = False
             sampled, outside = self._sample(candidates, degrees, phase_limit, batch_size)
             batch = self._batch(spark, sampled, labels, outside)
             edges_left = None if params.max_edges is None else params.max_edges - edges_total
@@ -357,14 +310,11 @@ class GreedyDesign:
             edges_since_refresh += len(accepted)
             # At most one edge per node in a phase: a matching of the batch's nodes.
             possible = len({x for pair in batch.pairs for x in pair}) // 2 if params.phased else len(batch.pairs)
-            if outside is not None and outside == candidates.rest_key:
-                retier_needed = True  # the tier ran dry: the rest may hold the next best
-            elif settled.stopped_by_outside and len(accepted) < possible // 4:
+            if settled.stopped_by_outside and len(accepted) < possible // 4:
                 if edges_since_refresh > 0:
                     # Stale bounds: make every bound exact again, in one Spark pass.
                     candidates.refresh(self._exact_gains(labels))
                     edges_since_refresh = 0
-                    retier_needed = True
                 else:
                     # Exact bounds and still undecided: the batch interacts; look deeper.
                     batch_size = min(batch_size * 2, initial_batch * MAX_BATCH_GROWTH)
@@ -393,30 +343,24 @@ class GreedyDesign:
             S.U, S.V, (F.col(SHARED) - F.coalesce(F.col("_same"), F.lit(0))).alias(BOUND)
         )
 
-    def _eligible(self, frame: DataFrame, degrees: DataFrame, phase: int) -> DataFrame:
-        """`frame`'s pairs that may be added under degree limit `phase`, with their ends' degrees."""
-        if not self.params.phased:
-            return frame.withColumn("_du", F.lit(0)).withColumn("_dv", F.lit(0))
-        for end in (S.U, S.V):
-            known = F.broadcast(degrees.select(F.col(S.NODE_ID).alias(end), F.col(DEGREE).alias("_d" + end)))
-            frame = frame.join(known, on=end, how="left").fillna(0, subset=["_d" + end])
-        return frame.filter((F.col("_d" + S.U) < phase) & (F.col("_d" + S.V) < phase))
-
     def _sample(self, candidates: CandidateTable, degrees: DataFrame, phase: int, batch_size: int):
         """The `batch_size` eligible candidates of best key, with their ends' degrees, and the key
-        that bounds every other eligible candidate (None when there is none): the next tier row,
-        or the tier's `rest_key`. The bounded driver step: K + 1 rows."""
+        of the next one (None when there is none). The bounded driver step: K + 1 rows."""
+        eligible = candidates.current()
+        if self.params.phased:
+            for end in (S.U, S.V):
+                known = F.broadcast(degrees.select(F.col(S.NODE_ID).alias(end), F.col(DEGREE).alias("_d" + end)))
+                eligible = eligible.join(known, on=end, how="left").fillna(0, subset=["_d" + end])
+            eligible = eligible.filter((F.col("_d" + S.U) < phase) & (F.col("_d" + S.V) < phase))
+        else:
+            eligible = eligible.withColumn("_du", F.lit(0)).withColumn("_dv", F.lit(0))
         top = (
-            self._eligible(candidates.current(), degrees, phase)
-            .orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1)
+            eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1)
             .select(S.U, S.V, BOUND, "_du", "_dv").toPandas()
         )
         rows = list(zip(*(top[c].astype("int64").tolist() for c in (S.U, S.V, BOUND, "_du", "_dv"))))
         rest = rows[batch_size:]
         outside = (rest[0][2], rest[0][0], rest[0][1]) if rest else None
-        rest_key = candidates.rest_key
-        if rest_key is not None and (outside is None or ranks_before(*rest_key, outside)):
-            outside = rest_key
         return rows[:batch_size], outside
 
     def _batch(self, spark, sampled, labels: DataFrame, outside) -> Batch:
