@@ -148,9 +148,12 @@ class CandidateTable:
     deliberate, bounded driver step) and reach Spark as one broadcast frame per round. When they
     outgrow that bound, the base is rebuilt (compacted) in one Spark pass."""
 
-    def __init__(self, base: DataFrame) -> None:
+    def __init__(self, base: DataFrame, materialised: bool = False) -> None:
+        """`materialised`: `base` is a projection of checkpointed data (no copy needed)."""
         self.spark = base.sparkSession
-        self.base = base.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
+        self.base = base.select(S.U, S.V, BOUND)
+        if not materialised:
+            self.base = self.base.localCheckpoint(eager=True)
         stats = self.base.agg(F.count("*").alias("n"), F.avg(BOUND).alias("mean")).first()
         self.base_rows, self.mean_bound = stats["n"], float(stats["mean"] or 0.0)
         self.compaction_rows = min(MAX_OVERRIDE_ROWS, max(100_000, self.base_rows // 8))
@@ -243,7 +246,7 @@ class GreedyDesign:
             )
             degrees = _degrees(pairs)
         return (
-            CandidateTable(candidates),
+            CandidateTable(candidates, materialised=edges is None),
             labels.localCheckpoint(eager=True),
             degrees.localCheckpoint(eager=True),
         )
