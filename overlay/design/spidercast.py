@@ -123,7 +123,8 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             .withColumn("_prio", _hash(params.seed, round_no, F.col(S.U), F.col(S.V)))
             .localCheckpoint()
         )
-        if proposals.isEmpty():
+        proposed = proposals.count()  # the stopping test, and the progress line
+        if proposed == 0:
             break
         capacity = state.select(F.col("_p").alias("_n"), (d - F.col("_deg")).alias("_free"))
         ends = proposals.select(F.col(S.U).alias("_n"), S.U, S.V, "_prio").unionByName(
@@ -144,7 +145,7 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
         edges = edges.unionByName(accepted).localCheckpoint()
         log.info(
             "SpiderCastM round %d: %d proposals, %d links so far, %.1fs (elapsed %.0fs)",
-            round_no, proposals.count(), edges.count(), time.monotonic() - clock, time.monotonic() - started,
+            round_no, proposed, edges.count(), time.monotonic() - clock, time.monotonic() - started,
         )
     return edges.select(
         S.U, S.V,
