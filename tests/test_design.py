@@ -166,6 +166,14 @@ def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
+def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):
+    argv = ["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", "--algorithm", "gpm",
+            "--max-degree", "2", "--commit-every", "-1"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and "must be 0 or more seconds" in capsys.readouterr().err
+
+
 def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, tmp_path):
     with pytest.raises(UnknownInstanceError):
         run_design(spark, lakehouse, DesignRequest("nope", "gm"))
