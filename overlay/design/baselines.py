@@ -12,19 +12,26 @@ Both ignore interest entirely; they use the nodes that subscribe to something. R
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.frames import local_frame
+from overlay.instance.ids import with_dense_id
 
 _IDX = "_idx"
 
 
 def _indexed_nodes(nodes: DataFrame) -> DataFrame:
-    """(node_id, _idx) with _idx = 0..k-1 by node id (one window over the node list)."""
-    return nodes.select(S.NODE_ID).distinct().withColumn(
-        _IDX, F.row_number().over(Window.orderBy(S.NODE_ID)) - 1
+    """(node_id, _idx) with _idx = 0..k-1 by node id."""
+    return with_dense_id(nodes.select(S.NODE_ID).distinct(), [S.NODE_ID], _IDX)
+
+
+def numbered_links(links: DataFrame, order_by: list) -> DataFrame:
+    """(u, v, added_order, round) with added_order = 1, 2, ... in `order_by` order (a total
+    order), numbered without a single-partition window."""
+    return with_dense_id(links, order_by, "_n").select(
+        S.U, S.V, (F.col("_n") + 1).cast("long").alias(S.ADDED_ORDER), F.col(S.ROUND).cast("int").alias(S.ROUND)
     )
 
 
@@ -55,12 +62,10 @@ def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
         chosen.join(ends.withColumnRenamed(_IDX, "_lo").withColumnRenamed(S.NODE_ID, "_x"), on="_lo")
         .join(ends.withColumnRenamed(_IDX, "_hi").withColumnRenamed(S.NODE_ID, "_y"), on="_hi")
     )
-    return named.select(
-        F.least("_x", "_y").alias(S.U),
-        F.greatest("_x", "_y").alias(S.V),
-        F.row_number().over(Window.orderBy("_draw")).cast("long").alias(S.ADDED_ORDER),
-        F.lit(1).alias(S.ROUND),
+    links = named.select(
+        F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), "_draw", F.lit(1).alias(S.ROUND)
     )
+    return numbered_links(links, ["_draw"])
 
 
 def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | None = None) -> DataFrame:
@@ -75,12 +80,12 @@ def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | Non
         open_nodes = members.join(full, on=S.NODE_ID, how="left_anti").withColumn(
             "_h", F.xxhash64(F.lit(seed), F.lit(round_no), F.col(S.NODE_ID))
         )
-        ranked = open_nodes.withColumn("_pos", F.row_number().over(Window.orderBy("_h", S.NODE_ID)) - 1)
-        first = ranked.filter(F.col("_pos") % 2 == 0).select(
-            (F.col("_pos") / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_x"), F.col("_h")
+        ranked = with_dense_id(open_nodes, ["_h", S.NODE_ID], "_place")
+        first = ranked.filter(F.col("_place") % 2 == 0).select(
+            (F.col("_place") / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_x"), F.col("_h")
         )
-        second = ranked.filter(F.col("_pos") % 2 == 1).select(
-            ((F.col("_pos") - 1) / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_y")
+        second = ranked.filter(F.col("_place") % 2 == 1).select(
+            ((F.col("_place") - 1) / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_y")
         )
         new = (
             first.join(second, on="_slot")
@@ -91,8 +96,4 @@ def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | Non
         if new.count() == 0:
             break
         edges = edges.unionByName(new).localCheckpoint()
-    return edges.select(
-        S.U, S.V,
-        F.row_number().over(Window.orderBy(S.ROUND, "_h")).cast("long").alias(S.ADDED_ORDER),
-        S.ROUND,
-    )
+    return numbered_links(edges, [S.ROUND, "_h", S.U, S.V])

@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.baselines import numbered_links
 from overlay.frames import local_frame
 
 log = logging.getLogger(__name__)
@@ -144,11 +145,8 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
         # BigInts in SizeInBytesOnlyStatsPlanVisitor). A limit resets it to rows x row size.
         edges = edges.unionByName(accepted).localCheckpoint()
         log.info(
-            "SpiderCastM round %d: %d proposals, %d links so far, %.1fs (elapsed %.0fs)",
-            round_no, proposed, edges.count(), time.monotonic() - clock, time.monotonic() - started,
+            "SpiderCastM round %d: %d proposals, %.1fs (elapsed %.0fs)",
+            round_no, proposed, time.monotonic() - clock, time.monotonic() - started,
         )
-    return edges.select(
-        S.U, S.V,
-        F.row_number().over(Window.orderBy(S.ROUND, "_prio", S.U, S.V)).cast("long").alias(S.ADDED_ORDER),
-        S.ROUND,
-    )
+    log.info("SpiderCastM: %d links in %d rounds, %.0fs", edges.count(), round_no, time.monotonic() - started)
+    return numbered_links(edges, [S.ROUND, "_prio", S.U, S.V])

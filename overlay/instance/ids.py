@@ -50,6 +50,8 @@ def with_dense_id(frame: DataFrame, order_by: list, id_col: str) -> DataFrame:
     The sorted frame is checkpointed before numbering: recomputing a sort may sample different
     range bounds and so place rows in different partitions.
     """
+    if id_col in (_RUN, _POS):
+        raise ValueError(f"id column {id_col!r} clashes with a working column of with_dense_id")
     ordered = (
         frame.orderBy(*order_by)
         .withColumn(_RUN, F.spark_partition_id())
