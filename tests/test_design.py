@@ -188,8 +188,9 @@ def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, tmp_path
 
 
 def test_a_run_id_reused_with_other_settings_is_refused(spark, lakehouse, instance):
+    run_design(spark, lakehouse, DesignRequest("z", "random-a", max_edges=2), "reused", diameters=False)
     with pytest.raises(InputError, match="exists with other settings"):
-        run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), "gpm-2")
+        run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), "reused")
     assert design.DesignRequest("z", "gpm", max_degree=3).default_run_id() == "z.gpm.d3.s1"
 
 
