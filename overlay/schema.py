@@ -185,6 +185,9 @@ CANDIDATES = "candidates"
 REEVALUATIONS = "reevaluations"
 NEXT_PHASE = "next_phase"
 FINISHED = "finished"
+POSITION = "position"
+FINGER = "finger"
+CHOSEN_BY = "chosen_by"
 
 RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
 
@@ -314,10 +317,42 @@ OVERLAY_METRICS = TableSpec(
     ),
 )
 
+RING = TableSpec(
+    name="ring",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (NODE_ID, LongType(), False),
+        (POSITION, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "The ring of a small-world run: every node's position 0..n-1, its small-world id "
+        "(BeaConvey section 3.1)."
+    ),
+)
+
+FINGERS = TableSpec(
+    name="fingers",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (NODE_ID, LongType(), False),
+        (PHASE, IntegerType(), False),
+        (FINGER, LongType(), False),
+        (CHOSEN_BY, StringType(), True),
+    ),
+    partition_by=(),
+    description=(
+        "The directed fingers of a small-world run: node_id's finger in phase i (clockwise distance "
+        "in [2^i, 2^(i+1))), k = ceil(log2 n) per node; phase 0 is the ring successor. `chosen_by` "
+        "says which rule picked it (ring, gswico, chord, random, fill)."
+    ),
+)
+
 OVERLAY_TABLES = (
     OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
 )
-ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES)
+SMALL_WORLD_TABLES = (RING, FINGERS)
+ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES)
 
 # The shape of each instance table as the library produces it, before the job stamps
 # `instance` and `ingest_id` onto the rows.
@@ -325,6 +360,8 @@ SUBSCRIPTION_COLUMNS = (NODE_ID, TOPIC_ID)
 KEY_COLUMNS = (KEY, ID)
 REJECTED_COLUMNS = (RECORD, REASON, SOURCE_FILE, LINE)
 EDGE_COLUMNS = (U, V, ADDED_ORDER, ROUND, GAIN)
+RING_COLUMNS = (NODE_ID, POSITION)
+FINGER_COLUMNS = (NODE_ID, PHASE, FINGER, CHOSEN_BY)
 
 
 def frame_schema(table: TableSpec, columns: tuple[str, ...]) -> StructType:

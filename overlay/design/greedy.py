@@ -331,20 +331,7 @@ class GreedyDesign:
         return params.max_degree is not None and params.phased and phase > params.max_degree
 
     def _exact_gains(self, labels: DataFrame) -> DataFrame:
-        """(u, v, bound) with bound = the exact gain: shared topics minus those where u and v are
-        already in one component. The second term is a self-join of the components, not of the
-        topics: sum |C|^2 over the current TCCs, small while components are small."""
-        sizes = labels.groupBy(S.TOPIC_ID, COMP).agg(F.count("*").alias("_size")).filter(F.col("_size") > 1)
-        members = labels.join(sizes.select(S.TOPIC_ID, COMP), on=[S.TOPIC_ID, COMP])
-        left = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.U))
-        right = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.V))
-        same = (
-            left.join(right, on=[S.TOPIC_ID, COMP]).filter(F.col(S.U) < F.col(S.V))
-            .groupBy(S.U, S.V).agg(F.count("*").alias("_same"))
-        )
-        return self._counts.join(same, on=[S.U, S.V], how="left").select(
-            S.U, S.V, (F.col(SHARED) - F.coalesce(F.col("_same"), F.lit(0))).alias(BOUND)
-        )
+        return exact_gains(self._counts, labels)
 
     def _sample(self, candidates: CandidateTable, degrees: DataFrame, phase: int, batch_size: int):
         """The `batch_size` eligible candidates of best key, with their ends' degrees, and the key
@@ -357,58 +344,14 @@ class GreedyDesign:
             eligible = eligible.filter((F.col("_d" + S.U) < phase) & (F.col("_d" + S.V) < phase))
         else:
             eligible = eligible.withColumn("_du", F.lit(0)).withColumn("_dv", F.lit(0))
-        top = (
-            eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1)
-            .select(S.U, S.V, BOUND, "_du", "_dv").toPandas()
-        )
-        rows = list(zip(*(top[c].astype("int64").tolist() for c in (S.U, S.V, BOUND, "_du", "_dv"))))
-        rest = rows[batch_size:]
-        outside = (rest[0][2], rest[0][0], rest[0][1]) if rest else None
-        return rows[:batch_size], outside
+        return top_candidates(eligible, batch_size)
 
     def _batch(self, spark, sampled, labels: DataFrame, outside) -> Batch:
-        pairs = [(u, v) for u, v, _, _, _ in sampled]
-        if not pairs:
-            return Batch.from_lists([], [], outside=outside)
-        index = local_frame(spark, [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long")
-        n = self.size.nodes
-        at_u = labels.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID, F.col(COMP).alias("_cu"))
-        at_v = labels.select(F.col(S.NODE_ID).alias(S.V), S.TOPIC_ID, F.col(COMP).alias("_cv"))
-        evidence = (
-            F.broadcast(index).join(at_u, on=S.U)
-            .join(at_v, on=[S.V, S.TOPIC_ID])
-            .filter(F.col("_cu") != F.col("_cv"))
-            .select(
-                "_i",
-                (F.col(S.TOPIC_ID) * n + F.col("_cu")).alias("_a"),
-                (F.col(S.TOPIC_ID) * n + F.col("_cv")).alias("_b"),
-            )
-            .toPandas()  # bounded: K pairs times their shared topics
-        )
-        ids = evidence["_i"].to_numpy()
-        order = np.argsort(ids, kind="stable")
-        starts = np.searchsorted(ids[order], np.arange(len(pairs) + 1)).astype(np.int64)
-        a = evidence["_a"].to_numpy().astype(np.int64)[order]
-        b = evidence["_b"].to_numpy().astype(np.int64)[order]
-        degrees = {u: du for u, _, _, du, _ in sampled} | {v: dv for _, v, _, _, dv in sampled}
-        return Batch(pairs=pairs, starts=starts, a=a, b=b, degrees=degrees, outside=outside)
+        return gather_batch(spark, sampled, labels, outside, self.size.nodes)
 
     def _write_back(self, spark, candidates, labels, degrees, batch: Batch, gains, relabel, accepted):
         candidates.lower([(u, v, g) for (u, v), g in zip(batch.pairs, gains)])
-        if relabel:
-            n = self.size.nodes
-            mapping = local_frame(spark, list(relabel.items()), "_old long, _new long")
-            key = F.col(S.TOPIC_ID) * n + F.col(COMP)
-            labels = (
-                labels.withColumn("_old", key)
-                .join(F.broadcast(mapping), on="_old", how="left")
-                .select(
-                    S.TOPIC_ID,
-                    S.NODE_ID,
-                    F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
-                )
-                .localCheckpoint(eager=True)
-            )
+        labels = merge_components(spark, labels, relabel, self.size.nodes)
         if accepted:
             added = local_frame(spark, [(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
             degrees = (
@@ -423,3 +366,84 @@ class GreedyDesign:
 def _degrees(pairs: DataFrame) -> DataFrame:
     ends = pairs.select(F.col(S.U).alias(S.NODE_ID)).unionAll(pairs.select(F.col(S.V).alias(S.NODE_ID)))
     return ends.groupBy(S.NODE_ID).agg(F.count("*").alias(DEGREE))
+
+
+def top_candidates(eligible: DataFrame, batch_size: int):
+    """The `batch_size` rows (u, v, bound, _du, _dv) of best key (bound desc, u, v) and the key of
+    the next one (None when there is none). The bounded driver step: K + 1 rows."""
+    top = (
+        eligible.orderBy(F.desc(BOUND), S.U, S.V).limit(batch_size + 1)
+        .select(S.U, S.V, BOUND, "_du", "_dv").toPandas()
+    )
+    rows = list(zip(*(top[c].astype("int64").tolist() for c in (S.U, S.V, BOUND, "_du", "_dv"))))
+    rest = rows[batch_size:]
+    outside = (rest[0][2], rest[0][0], rest[0][1]) if rest else None
+    return rows[:batch_size], outside
+
+
+def exact_gains(counts: DataFrame, labels: DataFrame) -> DataFrame:
+    """(u, v, bound) with bound = the exact gain: shared topics (`counts`: u, v, shared) minus
+    those where u and v are already in one component (`labels`: topic, node, comp). The second
+    term is a self-join of the components, not of the topics: sum |C|^2 over the current TCCs,
+    small while components are small."""
+    sizes = labels.groupBy(S.TOPIC_ID, COMP).agg(F.count("*").alias("_size")).filter(F.col("_size") > 1)
+    members = labels.join(sizes.select(S.TOPIC_ID, COMP), on=[S.TOPIC_ID, COMP])
+    left = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.U))
+    right = members.select(S.TOPIC_ID, COMP, F.col(S.NODE_ID).alias(S.V))
+    same = (
+        left.join(right, on=[S.TOPIC_ID, COMP]).filter(F.col(S.U) < F.col(S.V))
+        .groupBy(S.U, S.V).agg(F.count("*").alias("_same"))
+    )
+    return counts.join(same, on=[S.U, S.V], how="left").select(
+        S.U, S.V, (F.col(SHARED) - F.coalesce(F.col("_same"), F.lit(0))).alias(BOUND)
+    )
+
+
+def gather_batch(spark, sampled: list[tuple[int, int, int, int, int]], labels: DataFrame, outside, nodes: int) -> Batch:
+    """The driver's batch for sampled (u, v, bound, degree u, degree v) rows: each pair's evidence,
+    one (component key of u, component key of v) per shared topic where they differ. Bounded: K
+    pairs times their shared topics."""
+    pairs = [(u, v) for u, v, _, _, _ in sampled]
+    if not pairs:
+        return Batch.from_lists([], [], outside=outside)
+    index = local_frame(spark, [(i, u, v) for i, (u, v) in enumerate(pairs)], f"_i int, {S.U} long, {S.V} long")
+    n = nodes
+    at_u = labels.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID, F.col(COMP).alias("_cu"))
+    at_v = labels.select(F.col(S.NODE_ID).alias(S.V), S.TOPIC_ID, F.col(COMP).alias("_cv"))
+    evidence = (
+        F.broadcast(index).join(at_u, on=S.U)
+        .join(at_v, on=[S.V, S.TOPIC_ID])
+        .filter(F.col("_cu") != F.col("_cv"))
+        .select(
+            "_i",
+            (F.col(S.TOPIC_ID) * n + F.col("_cu")).alias("_a"),
+            (F.col(S.TOPIC_ID) * n + F.col("_cv")).alias("_b"),
+        )
+        .toPandas()  # bounded: K pairs times their shared topics
+    )
+    ids = evidence["_i"].to_numpy()
+    order = np.argsort(ids, kind="stable")
+    starts = np.searchsorted(ids[order], np.arange(len(pairs) + 1)).astype(np.int64)
+    a = evidence["_a"].to_numpy().astype(np.int64)[order]
+    b = evidence["_b"].to_numpy().astype(np.int64)[order]
+    degrees = {u: du for u, _, _, du, _ in sampled} | {v: dv for _, v, _, _, dv in sampled}
+    return Batch(pairs=pairs, starts=starts, a=a, b=b, degrees=degrees, outside=outside)
+
+
+def merge_components(spark, labels: DataFrame, relabel: dict[int, int], nodes: int) -> DataFrame:
+    """`labels` (topic, node, comp) after the merges of a round (component key -> new key)."""
+    if not relabel:
+        return labels
+    n = nodes
+    mapping = local_frame(spark, list(relabel.items()), "_old long, _new long")
+    key = F.col(S.TOPIC_ID) * n + F.col(COMP)
+    return (
+        labels.withColumn("_old", key)
+        .join(F.broadcast(mapping), on="_old", how="left")
+        .select(
+            S.TOPIC_ID,
+            S.NODE_ID,
+            F.coalesce(F.col("_new") - F.col(S.TOPIC_ID) * n, F.col(COMP)).alias(COMP),
+        )
+        .localCheckpoint(eager=True)
+    )

@@ -24,10 +24,21 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 Key = tuple[int, int, int]  # (gain or bound, u, v)
+
+
+class EligibilityRule(Protocol):
+    """A constraint on which pairs may still be added, kept on the driver (for instance the ring
+    of GSwicoS, or the finger slots of GSwicoL). Eligibility may only shrink as edges are added:
+    that is what keeps the `outside` bound of a batch valid through the round."""
+
+    def allows(self, u: int, v: int) -> bool: ...
+
+    def accept(self, u: int, v: int) -> None: ...
 
 
 def ranks_before(gain: int, u: int, v: int, other: Key) -> bool:
@@ -94,14 +105,21 @@ class _ComponentForest:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def settle(batch: Batch, max_degree: int | None, edges_left: int | None, last_phase: int | None = None) -> Settled:
+def settle(
+    batch: Batch,
+    max_degree: int | None,
+    edges_left: int | None,
+    last_phase: int | None = None,
+    rule: EligibilityRule | None = None,
+) -> Settled:
     """Accept edges from `batch` while each is provably the best eligible edge overall.
 
     `max_degree`: the phase's degree limit D (an edge is eligible while both ends have degree
     below D), or None. `edges_left`: how many more edges the budget allows, or None.
     `last_phase`: when the batch holds every candidate eligible under that degree limit (no
     `outside`), a phase that runs dry moves on to the next one, up to `last_phase`, in the same
-    round: late MinMaxODA phases add a few edges each.
+    round: late MinMaxODA phases add a few edges each. `rule`: a further constraint, told of
+    every accepted edge.
     """
     forest = _ComponentForest()
     degrees = dict(batch.degrees)
@@ -119,6 +137,8 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None, last_ph
         return sum(1 for a, b in evidence(i) if find(a) != find(b))
 
     def eligible(u: int, v: int) -> bool:
+        if rule is not None and not rule.allows(u, v):
+            return False
         if phase is None:
             return True
         return degrees.get(u, 0) < phase and degrees.get(v, 0) < phase
@@ -153,6 +173,8 @@ def settle(batch: Batch, max_degree: int | None, edges_left: int | None, last_ph
                 forest.union(a, b)
             degrees[u] = degrees.get(u, 0) + 1
             degrees[v] = degrees.get(v, 0) + 1
+            if rule is not None:
+                rule.accept(u, v)
             accepted.append((u, v, gain))
             accepted_index.append(i)
             version += 1
