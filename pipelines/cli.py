@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget-ratio", type=_ratio,
         help="beta in (0, 1]: m and d as that share of MinMaxODA's overlay (ICDCS'16 eq. 36), computed or reused",
     )
+    designer.add_argument(
+        "--short", help="swico: the ring, gswico (GSwicoS, default) or random (RandomS)",
+    )
+    designer.add_argument(
+        "--long", help="swico: the long fingers, gswico (GSwicoL, default), chord or random (RandomL)",
+    )
     designer.add_argument("--seed", type=_int, default=1, help="random baselines and SpiderCastM (default 1)")
     designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
     designer.add_argument(
@@ -192,7 +198,7 @@ def _design_request(args: argparse.Namespace) -> design.DesignRequest:
     """The design request, checked before Spark starts (bad input costs no JVM)."""
     request = design.DesignRequest(
         instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
-        max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed,
+        max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short, long=args.long,
     )
     request.check()
     if args.run_id is not None:

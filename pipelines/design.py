@@ -36,15 +36,17 @@ from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.graph import Backend
+from overlay.smallworld.fingers import property_1_violation
+from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, evaluate_run
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m")
+ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico")
 EDGE_BUDGETED = ("gpa", "random-a")
 DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
-UNBUDGETED = ("gm", "minmaxoda")
+UNBUDGETED = ("gm", "minmaxoda", "swico")
 
 
 class DesignError(RuntimeError):
@@ -63,11 +65,25 @@ class DesignRequest:
     max_edges: int | None = None
     budget_ratio: float | None = None
     seed: int = 1
+    short: str | None = None  # swico: how the ring is built (gswico, random)
+    long: str | None = None  # swico: how the long fingers are chosen (gswico, chord, random)
+
+    def __post_init__(self) -> None:
+        if self.algorithm == "swico":
+            object.__setattr__(self, "short", self.short or "gswico")
+            object.__setattr__(self, "long", self.long or "gswico")
 
     def check(self) -> None:
         """Every check that needs no Spark: runs before anything is written."""
         if self.algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm '{self.algorithm}'; choose one of {', '.join(ALGORITHMS)}")
+        if self.algorithm != "swico" and (self.short or self.long):
+            raise InputError("--short and --long choose the parts of a small-world overlay: only with --algorithm swico")
+        if self.algorithm == "swico":
+            if self.short not in SHORT_KINDS:
+                raise InputError(f"--short must be one of {', '.join(SHORT_KINDS)}, got '{self.short}'")
+            if self.long not in LONG_KINDS:
+                raise InputError(f"--long must be one of {', '.join(LONG_KINDS)}, got '{self.long}'")
         given = [name for name in ("max_degree", "max_edges", "budget_ratio") if getattr(self, name) is not None]
         if len(given) > 1:
             raise InputError("give one budget: --max-degree, --max-edges or --budget-ratio")
@@ -78,6 +94,8 @@ class DesignRequest:
         ratio = self.budget_ratio
         if ratio is not None and not (0 < ratio <= 1) or (ratio is not None and math.isnan(ratio)):
             raise InputError(f"--budget-ratio must lie in (0, 1], got {ratio}")
+        if self.algorithm == "swico" and given:
+            raise InputError("swico's degrees are fixed by Property 1 (ceil(log2 |V|) fingers per node): it takes no budget")
         if self.algorithm in UNBUDGETED and given:
             raise InputError(f"{self.algorithm} builds a complete TCO and takes no budget")
         if self.algorithm not in UNBUDGETED and not given:
@@ -86,6 +104,8 @@ class DesignRequest:
             raise InputError(f"{self.algorithm} bounds the maximum degree: give --max-degree or --budget-ratio")
 
     def default_run_id(self) -> str:
+        if self.algorithm == "swico":
+            return f"{self.instance}.swico.{self.short}-{self.long}.s{self.seed}"
         budget = (
             f"d{self.max_degree}" if self.max_degree is not None
             else f"m{self.max_edges}" if self.max_edges is not None
@@ -105,7 +125,11 @@ class Budget:
 
 
 def _params_json(request: DesignRequest) -> str:
-    return json.dumps({k: v for k, v in asdict(request).items() if k != "instance"}, sort_keys=True)
+    fields = {k: v for k, v in asdict(request).items() if k != "instance"}
+    for name in ("short", "long"):  # swico only: other runs' params stay as they were
+        if fields[name] is None:
+            del fields[name]
+    return json.dumps(fields, sort_keys=True)
 
 
 def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, progress: bool) -> Row:
@@ -298,6 +322,21 @@ def _run_greedy(
     return tcc
 
 
+def _run_small_world(spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, backend) -> None:
+    """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
+    scratch on resume (deterministic). Property 1 is checked before anything is stored."""
+    overlay = small_world_overlay(
+        subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size, backend=backend,
+    )
+    violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
+    if violation is not None:
+        raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
+    _check_owner(lakehouse, run_id, attempt)
+    lakehouse.write_run_rows(S.RING, run_id, overlay.ring)
+    lakehouse.write_run_rows(S.FINGERS, run_id, overlay.fingers)
+    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, overlay.links)
+
+
 def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, backend) -> None:
     """Baselines are cheap and seeded: a resumed run recomputes them from scratch."""
     nodes = subscriptions.select(S.NODE_ID).distinct()
@@ -343,6 +382,11 @@ def run_design(
             engine_tcc = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, backend, progress, resuming=existing is not None, commit_seconds=commit_seconds,
+            )
+        elif request.algorithm == "swico":
+            engine_tcc = None
+            _run_small_world(
+                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, backend
             )
         else:
             engine_tcc = None

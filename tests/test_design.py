@@ -160,6 +160,9 @@ def stored_edges_count(lakehouse, run_id):
     (["--algorithm", "gpm", "--budget-ratio", "0"], "must lie in (0, 1]"),
     (["--algorithm", "gpm"], "needs a budget"),
     (["--algorithm", "gm", "--max-edges", "3"], "takes no budget"),
+    (["--algorithm", "swico", "--max-degree", "3"], "fixed by Property 1"),
+    (["--algorithm", "swico", "--long", "kleinberg"], "--long must be one of gswico, chord, random"),
+    (["--algorithm", "gpm", "--max-degree", "2", "--short", "random"], "only with --algorithm swico"),
 ])
 def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv]) == 2
@@ -241,3 +244,36 @@ def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeyp
         run_design(spark, lakehouse, DesignRequest("z", "gpa", max_edges=3), "mismatch", diameters=False)
     run = lakehouse.run_row("mismatch")
     assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]
+
+
+def test_a_small_world_run_stores_ring_fingers_and_links(spark, lakehouse, instance):
+    from overlay.smallworld.fingers import property_1_violation, undirected_links
+
+    run = run_design(spark, lakehouse, DesignRequest("z", "swico", short="gswico", long="random", seed=2), diameters=False)
+    assert run[S.RUN_ID] == "z.swico.gswico-random.s2" and run[S.STATUS] == S.COMPLETE
+    n = lakehouse.instance_row("z")[S.NODES]
+    ring = lakehouse.read(S.RING).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+    fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+    assert ring.count() == n and fingers.count() == n * 5  # k = ceil(log2 24) = 5
+    assert property_1_violation(ring, fingers, n) is None
+    links = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+    assert sorted(links.select(S.U, S.V).collect()) == sorted(undirected_links(fingers).collect())
+    assert run[S.EDGES] == links.count()
+    assert {r[S.CHOSEN_BY] for r in fingers.collect()} == {"gswico", "random"}
+
+
+def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkeypatch):
+    real = design.small_world_overlay
+
+    def dropping_a_finger(*args, **kwargs):
+        overlay = real(*args, **kwargs)
+        overlay.fingers = overlay.fingers.filter(~((F.col(S.NODE_ID) == 4) & (F.col(S.PHASE) == 3)))
+        return overlay
+
+    monkeypatch.setattr(design, "small_world_overlay", dropping_a_finger)
+    request = DesignRequest("z", "swico", short="random", long="chord")
+    with pytest.raises(design.DesignError, match="node 4 has 0 fingers in phase 3"):
+        run_design(spark, lakehouse, request, "broken-sw", diameters=False)
+    run = lakehouse.run_row("broken-sw")
+    assert run[S.STATUS] == S.FAILED and "Property 1" in run[S.MESSAGE]
+    assert not lakehouse.exists(S.FINGERS) or lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == "broken-sw").count() == 0
