@@ -348,11 +348,139 @@ FINGERS = TableSpec(
     ),
 )
 
+# Routing ----------------------------------------------------------------------------------
+
+ROUTING_RUN_ID = "routing_run_id"
+PROTOCOL = "protocol"
+PUBLICATIONS = "publications"
+SEED = "seed"
+PUB_ID = "pub_id"
+PUBLISHER = "publisher"
+RENDEZVOUS = "rendezvous"
+HOPS = "hops"
+RECEIVED = "received"
+PURE_FORWARDS = "pure_forwards"
+DELIVERED = "delivered"
+DELIVERIES = "deliveries"
+EXPECTED_DELIVERIES = "expected_deliveries"
+MISSING_DELIVERIES = "missing_deliveries"
+DUPLICATE_DELIVERIES = "duplicate_deliveries"
+ROUTING_OVERHEAD = "routing_overhead"
+AVG_PATH_LENGTH = "avg_path_length"
+MAX_PATH_LENGTH = "max_path_length"
+DELIVERY_RATIO = "delivery_ratio"
+MESSAGES = "messages"
+SUPERSTEPS = "supersteps"
+COUNTER_EXAMPLE = "counter_example"
+OVERLAY_TYPE = "overlay_type"
+
+ROUTING_RUNS = TableSpec(
+    name="routing_runs",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (RUN_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (PROTOCOL, StringType(), False),
+        (PUBLICATIONS, LongType(), False),
+        (SEED, LongType(), False),
+        (PARAMS, StringType(), False),
+        (STATUS, StringType(), False),
+        (STARTED_AT, TimestampType(), False),
+        (FINISHED_AT, TimestampType(), True),
+        (SECONDS, DoubleType(), True),
+        (SUPERSTEPS, LongType(), True),
+        (MESSAGES, LongType(), True),
+        (MESSAGE, StringType(), True),
+        (COUNTER_EXAMPLE, StringType(), True),
+    ),
+    partition_by=(),
+    description=(
+        "One row per routing simulation: the overlay run it routes on, the protocol, the workload "
+        "(publications, seed), status (running / complete / failed), supersteps and messages; a "
+        "run whose deliveries are not exactly once is failed with its first counter-example."
+    ),
+)
+
+ROUTING_PUBLICATIONS = TableSpec(
+    name="routing_publications",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (PUB_ID, LongType(), False),
+        (TOPIC_ID, LongType(), False),
+        (PUBLISHER, LongType(), False),
+        (RECEIVED, LongType(), False),
+        (PURE_FORWARDS, LongType(), False),
+        (DELIVERIES, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "The workload of a routing run, one row per publication: its topic and publisher (a "
+        "subscriber of it), and the messages it caused: received, pure forwards, deliveries."
+    ),
+)
+
+ROUTING_DELIVERIES = TableSpec(
+    name="routing_deliveries",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (PUB_ID, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (HOPS, IntegerType(), False),
+    ),
+    partition_by=(),
+    description="Every delivery of a publication to a subscriber (not its publisher) and its path length in hops.",
+)
+
+ROUTING_LOAD = TableSpec(
+    name="routing_load",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (NODE_ID, LongType(), False),
+        (RECEIVED, LongType(), False),
+        (PURE_FORWARDS, LongType(), False),
+        (DELIVERED, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per node: messages received, those on topics it does not subscribe to (pure forwards), "
+        "and publications delivered to it."
+    ),
+)
+
+ROUTING_METRICS = TableSpec(
+    name="routing_metrics",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (RUN_ID, StringType(), False),
+        (PROTOCOL, StringType(), False),
+        (PUBLICATIONS, LongType(), False),
+        (ROUTING_OVERHEAD, LongType(), False),
+        (AVG_PATH_LENGTH, DoubleType(), True),
+        (MAX_PATH_LENGTH, LongType(), True),
+        (DELIVERY_RATIO, DoubleType(), False),
+        (DUPLICATE_DELIVERIES, LongType(), False),
+        (MISSING_DELIVERIES, LongType(), False),
+        (DELIVERIES, LongType(), False),
+        (EXPECTED_DELIVERIES, LongType(), False),
+        (MESSAGES, LongType(), False),
+        (SUPERSTEPS, LongType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Routing quality (BeaConvey section 4.2): routing overhead = messages received by nodes not "
+        "subscribed to the topic; path lengths over deliveries; delivery ratio = distinct deliveries "
+        "over (publication, subscriber other than the publisher) pairs; duplicates and misses."
+    ),
+)
+
+ROUTING_TABLES = (ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS)
+
 OVERLAY_TABLES = (
     OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
-ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES)
+ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)
 
 # The shape of each instance table as the library produces it, before the job stamps
 # `instance` and `ingest_id` onto the rows.

@@ -1,5 +1,2 @@
-"""Routing library: publication routing over overlays as Pregel-style message passing.
-
-Filled by the routing issue; like `overlay`, it holds pure functions over DataFrames and never
-imports `pipelines`.
-"""
+"""Routing on small-world overlays (BeaConvey, DEBS'18 sections 4-5): Po, Pa1, Pie, Scribe and
+iScribe, simulated as Pregel-style supersteps over DataFrames."""

@@ -1,0 +1,128 @@
+"""From arrivals to what a routing run reports: deliveries, per-node load, per-publication
+counts, the metrics of BeaConvey section 4.2, and the exactly-once check.
+
+* A node *receives* every message that arrives at it.
+* A *pure forward* is a message received by a node not subscribed to its topic: their sum is
+  the routing overhead.
+* A *delivery* is a message addressed to a subscriber (see `routing.simulate`), other than the
+  publication's own publisher. A subscriber that relays a message addressed further on does not
+  deliver it then.
+* Expected deliveries: every (publication, subscriber of its topic except the publisher).
+  Every protocol here must deliver each exactly once; the first pair that does not is the run's
+  counter-example.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from routing.network import AT, HOPS, SUBS, TARGET, Network
+from routing.simulate import Simulation
+
+
+@dataclass
+class Outcome:
+    deliveries: DataFrame  # (pub_id, node_id, hops)
+    load: DataFrame  # (node_id, received, pure_forwards, delivered)
+    per_publication: DataFrame  # (pub_id, topic_id, publisher, received, pure_forwards, deliveries)
+    metrics: dict
+    counter_example: str | None
+
+
+def summarise(simulation: Simulation, network: Network, publications: DataFrame) -> Outcome:
+    """publications: (pub_id, topic_id, publisher) with the publisher as a ring position."""
+    subscribed = network.subscribed.withColumn("_sub", F.lit(True))
+    arrivals = (
+        simulation.arrivals.join(subscribed, on=[S.TOPIC_ID, AT], how="left")
+        .withColumn("_sub", F.coalesce(F.col("_sub"), F.lit(False)))
+        .withColumn("_delivered", F.col(TARGET) & F.col("_sub") & (F.col(AT) != F.col(S.PUBLISHER)))
+        .withColumn("_pure", ~F.col("_sub"))
+        .select(S.PUB_ID, S.TOPIC_ID, AT, HOPS, "_delivered", "_pure")
+        .localCheckpoint(eager=True)
+    )
+    node_of = network.positions  # (node_id, at)
+    delivered = arrivals.filter("_delivered")
+    deliveries = delivered.join(node_of, on=AT).select(S.PUB_ID, S.NODE_ID, F.col(HOPS).cast("int").alias(HOPS))
+    per_node = arrivals.groupBy(AT).agg(
+        F.count("*").alias(S.RECEIVED),
+        F.sum(F.col("_pure").cast("long")).alias(S.PURE_FORWARDS),
+        F.sum(F.col("_delivered").cast("long")).alias(S.DELIVERED),
+    )
+    load = (
+        node_of.join(per_node, on=AT, how="left")
+        .select(S.NODE_ID, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERED)])
+    )
+    per_pub_counts = arrivals.groupBy(S.PUB_ID).agg(
+        F.count("*").alias(S.RECEIVED),
+        F.sum(F.col("_pure").cast("long")).alias(S.PURE_FORWARDS),
+        F.sum(F.col("_delivered").cast("long")).alias(S.DELIVERIES),
+    )
+    publisher_node = node_of.select(F.col(AT).alias(S.PUBLISHER), F.col(S.NODE_ID).alias("_publisher"))
+    per_publication = (
+        publications.join(per_pub_counts, on=S.PUB_ID, how="left")
+        .join(publisher_node, on=S.PUBLISHER)
+        .select(
+            S.PUB_ID, S.TOPIC_ID, F.col("_publisher").alias(S.PUBLISHER),
+            *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERIES)],
+        )
+    )
+    expected = (
+        publications.join(network.topics, on=S.TOPIC_ID)
+        .select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, F.explode(SUBS).alias(AT))
+        .filter(F.col(AT) != F.col(S.PUBLISHER))
+        .withColumn("_expected", F.lit(True))
+    )
+    counts = delivered.groupBy(S.PUB_ID, AT).agg(F.count("*").alias("_times"))
+    check = (
+        expected.join(counts, on=[S.PUB_ID, AT], how="full")
+        .withColumn("_times", F.coalesce(F.col("_times"), F.lit(0)))
+        .localCheckpoint(eager=True)
+    )
+    totals = check.agg(
+        F.sum(F.col("_expected").isNotNull().cast("long")).alias("expected"),
+        F.sum("_times").alias("deliveries"),
+        F.sum((F.col("_times") > 0).cast("long")).alias("distinct"),
+        F.sum(((F.col("_times") == 0) & F.col("_expected").isNotNull()).cast("long")).alias("missing"),
+    ).first()
+    paths = delivered.agg(F.avg(HOPS).alias("avg"), F.max(HOPS).alias("max")).first()
+    overhead = arrivals.agg(F.sum(F.col("_pure").cast("long")).alias("pure")).first()["pure"] or 0
+    expected_total = int(totals["expected"] or 0)
+    deliveries_total = int(totals["deliveries"] or 0)
+    distinct_total = int(totals["distinct"] or 0)
+    metrics = {
+        S.PUBLICATIONS: publications.count(),
+        S.ROUTING_OVERHEAD: int(overhead),
+        S.AVG_PATH_LENGTH: None if paths["avg"] is None else float(paths["avg"]),
+        S.MAX_PATH_LENGTH: None if paths["max"] is None else int(paths["max"]),
+        S.DELIVERY_RATIO: 1.0 if expected_total == 0 else distinct_total / expected_total,
+        S.DUPLICATE_DELIVERIES: deliveries_total - distinct_total,
+        S.MISSING_DELIVERIES: int(totals["missing"] or 0),
+        S.DELIVERIES: deliveries_total,
+        S.EXPECTED_DELIVERIES: expected_total,
+        S.MESSAGES: simulation.messages,
+        S.SUPERSTEPS: simulation.supersteps,
+    }
+    return Outcome(deliveries, load, per_publication, metrics, _counter_example(check, node_of))
+
+
+def _counter_example(check: DataFrame, node_of: DataFrame) -> str | None:
+    """The first (publication, node) not delivered exactly once, in words."""
+    wrong = check.filter((F.col("_times") != 1) | F.col("_expected").isNull()).orderBy(S.PUB_ID, AT).limit(1).collect()
+    if not wrong:
+        return None
+    row = wrong[0]
+    nodes = dict(
+        (r[AT], r[S.NODE_ID])
+        for r in node_of.filter(F.col(AT).isin([row[AT], row[S.PUBLISHER]] if row[S.PUBLISHER] is not None else [row[AT]])).collect()
+    )
+    node = nodes.get(row[AT])
+    if row["_expected"] is None:
+        return f"publication {row[S.PUB_ID]}: node {node} was delivered it {row['_times']} times but does not subscribe"
+    return (
+        f"publication {row[S.PUB_ID]} (topic {row[S.TOPIC_ID]}, published by node {nodes.get(row[S.PUBLISHER])}): "
+        f"subscriber node {node} received it {row['_times']} times, not once"
+    )

@@ -1,0 +1,126 @@
+"""Scribe and iScribe multicast trees (BeaConvey section 5.1), one per published topic.
+
+The rendezvous node RP(t) sits where the topic hashes onto the ring: Knuth's multiplicative hash
+of the dense topic id scaled to the ring,
+
+    RP(t) = floor(((t * 2654435761) mod 2^32) * |V| / 2^32),
+
+so every tool (and the tests' oracle) places it the same way.
+
+* Scribe routes from every subscriber to RP(t) with greedy unicast routing; the union of those
+  routes is a tree (each node's next hop towards RP(t) is unique), and RP(t) multicasts down it.
+* iScribe routes from RP(t) to every subscriber. Routes to different subscribers can part and
+  meet again, so the tree is the trie of the routes: a tree node is a route prefix (the key, an
+  array of positions from RP(t)), and routes share a message exactly while their prefixes agree.
+  A subscriber delivers at the node that ends its own route.
+
+Tree edges: (topic_id, key, child_key, child_at, target) with keys arrays of positions; `target`
+marks a child that delivers there (Scribe: every node, each appears once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from routing.network import AT, FDIST, KEY, LOW, SUBS, TARGET, Network
+from routing.protocols import greedy_step
+
+KNUTH = 2654435761
+CHILD_KEY, CHILD_AT = "child_key", "child_at"
+
+
+def rendezvous(topic: Column, n: int) -> Column:
+    """RP(t) as a Spark column (see the module docstring)."""
+    hashed = F.pmod(topic * F.lit(KNUTH), F.lit(1 << 32))
+    return F.shiftright(hashed * F.lit(n), 32)
+
+
+def rendezvous_of(topic: int, n: int) -> int:
+    return ((topic * KNUTH) % (1 << 32)) * n >> 32
+
+
+def _route_all(
+    network: Network, start: DataFrame, max_steps: int, on_step: Callable[[int], None] | None
+) -> list[DataFrame]:
+    """Walk every route (topic_id, _s, at, low = destination, key) to its destination, one hop a
+    step; the list of each step's moves (topic_id, key, child_key, child_at, target)."""
+    n = network.n
+    moves = []
+    active = start.filter(F.col(AT) != F.col(LOW))
+    for step in range(1, max_steps + 1):
+        stepped = (
+            active.join(network.fingers, on=AT)
+            .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.pmod(F.col(LOW) - F.col(AT), F.lit(n))), F.lit(n)))
+            .select(
+                S.TOPIC_ID, "_s", F.col("_next").alias(AT), LOW, F.col(KEY).alias("_parent"),
+                F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY),
+            )
+            .localCheckpoint(eager=True)
+        )
+        moves.append(stepped)
+        if on_step is not None:
+            on_step(step)
+        active = stepped.filter(F.col(AT) != F.col(LOW)).select(S.TOPIC_ID, "_s", AT, LOW, KEY)
+        if active.isEmpty():
+            return moves
+    raise RuntimeError(f"tree routes still moving after {max_steps} hops: the fingers do not route")
+
+
+def _routes(network: Network, topics: DataFrame) -> DataFrame:
+    """(topic_id, _s, _rp) for every subscriber of the given topics."""
+    return (
+        network.topics.join(topics, on=S.TOPIC_ID)
+        .select(S.TOPIC_ID, F.explode(SUBS).alias("_s"), rendezvous(F.col(S.TOPIC_ID), network.n).alias("_rp"))
+    )
+
+
+def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
+    """Scribe's tree edges: the reversed routes from the subscribers to RP(t)."""
+    routes = _routes(network, topics)
+    start = routes.select(S.TOPIC_ID, "_s", F.col("_s").alias(AT), F.col("_rp").alias(LOW), F.array(F.col("_s")).alias(KEY))
+    moves = _route_all(network, start, max_steps, on_step)
+    if not moves:
+        return _empty_tree(network)
+    steps = moves[0]
+    for more in moves[1:]:
+        steps = steps.unionByName(more)
+    # A move parent -> next on the way to RP(t) is the tree edge next -> parent.
+    return (
+        steps.select(
+            S.TOPIC_ID,
+            F.array(F.col(AT)).alias(KEY),
+            F.array(F.try_element_at(F.col("_parent"), F.lit(-1))).alias(CHILD_KEY),
+            F.try_element_at(F.col("_parent"), F.lit(-1)).alias(CHILD_AT),
+            F.lit(True).alias(TARGET),
+        )
+        .distinct()
+        .localCheckpoint(eager=True)
+    )
+
+
+def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
+    """iScribe's tree edges: the trie of the routes from RP(t) to the subscribers."""
+    routes = _routes(network, topics)
+    start = routes.select(S.TOPIC_ID, "_s", F.col("_rp").alias(AT), F.col("_s").alias(LOW), F.array(F.col("_rp")).alias(KEY))
+    moves = _route_all(network, start, max_steps, on_step)
+    if not moves:
+        return _empty_tree(network)
+    steps = moves[0]
+    for more in moves[1:]:
+        steps = steps.unionByName(more)
+    return (
+        steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY))
+        .agg(F.first(AT).alias(CHILD_AT), F.max(F.col(AT) == F.col(LOW)).alias(TARGET))
+        .localCheckpoint(eager=True)
+    )
+
+
+def _empty_tree(network: Network) -> DataFrame:
+    spark = network.topics.sparkSession
+    return spark.createDataFrame(
+        [], f"{S.TOPIC_ID} long, {KEY} array<bigint>, {CHILD_KEY} array<bigint>, {CHILD_AT} bigint, {TARGET} boolean"
+    )

@@ -1,0 +1,150 @@
+"""Routing: Protocol 5 on the paper's example, the Spark simulator against the message-level
+oracle, the exactly-once check, the workload, and Chord's hop count."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import pytest
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.frames import local_frame
+from overlay.smallworld.gswico import small_world_overlay
+from routing.network import AT, FDIST, SUBS, build_network
+from routing.outcome import summarise
+from routing.protocols import next_hops, range_span
+from routing.simulate import Simulation, simulate
+from routing.workload import publications
+from tests import routing_oracle as oracle
+
+SUBSCRIPTION_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
+
+
+@pytest.mark.parametrize("protocol,fingers,expected", [
+    ("po", [1, 2, 6, 8], [3, 6]),  # Fig. 2(a): node 1's fingers 2, 3, 7, 9; X = {4, 7}
+    ("po", [1, 2, 4, 8], [3]),  # Fig. 2(b): finger 5 instead of 7; X = {4}
+    ("pa1", [1, 2, 4, 8], [3, 8]),  # Fig. 2(c): pivot 9, a finger in the distant range [6, 11)
+    ("pie", [1, 2, 4, 8], [3, 8]),
+    ("pa1", [1, 2, 4, 12], [3, 5]),  # Fig. 2(d): no distant finger; Pa1 pivots at 6, the range's start
+    ("pie", [1, 2, 4, 12], [3]),  # ... and Pie goes without
+])
+def test_next_hops_follow_the_papers_example(spark, protocol, fingers, expected):
+    """BeaConvey Fig. 2: 16 nodes, V(t) = {1, 4, 7, 10, 12, 14}, node 1 holds msg [1, 11)."""
+    row = spark.range(1).select(
+        F.lit(1).cast("long").alias(AT),
+        F.array(*[F.lit(d).cast("long") for d in fingers]).alias(FDIST),
+        F.array(*[F.lit(p).cast("long") for p in (1, 4, 7, 10, 12, 14)]).alias(SUBS),
+    )
+    span = range_span(F.lit(1), F.lit(11), 16)
+    got = row.select(next_hops(protocol, F.col(AT), span, F.col(FDIST), F.col(SUBS), 16).alias("x")).first()["x"]
+    assert got == expected
+    assert oracle.next_hops(protocol, {1: fingers}, {1, 4, 7, 10, 12, 14}, 1, 1, 11, 16) == expected
+
+
+def _instance(rng, n, topics, per_node):
+    return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(1, per_node))})
+
+
+@pytest.fixture(scope="module")
+def small_overlays(spark):
+    """Two small instances with a greedy (SL) and a data-oblivious (-) overlay each."""
+    cases = []
+    for trial, (short, long) in enumerate([("gswico", "gswico"), ("random", "random")]):
+        rng = random.Random(20 + trial)
+        n = rng.randint(13, 22)
+        subscriptions = _instance(rng, n, topics=7, per_node=3)
+        frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
+        overlay = small_world_overlay(frame, n, short, long, seed=trial + 1)
+        cases.append((n, subscriptions, frame, overlay))
+    return cases
+
+
+def _python_network(overlay, subscriptions):
+    position = {r[S.NODE_ID]: r[S.POSITION] for r in overlay.ring.collect()}
+    n = len(position)
+    fingers = {}
+    for r in overlay.fingers.collect():
+        fingers.setdefault(position[r[S.NODE_ID]], set()).add((position[r[S.FINGER]] - position[r[S.NODE_ID]]) % n)
+    subs = {}
+    for node, topic in subscriptions:
+        subs.setdefault(topic, set()).add(position[node])
+    return position, {v: sorted(ds) for v, ds in fingers.items()}, subs
+
+
+@pytest.mark.parametrize("protocol", ["po", "pa1", "pie", "scribe", "iscribe"])
+def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_overlays, protocol):
+    for n, subscriptions, frame, overlay in small_overlays:
+        position, fingers, subs = _python_network(overlay, subscriptions)
+        network = build_network(overlay.ring, overlay.fingers, frame, n)
+        pubs = publications(frame, 12, seed=5)
+        placed = pubs.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER).select(
+            S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)
+        )
+        outcome = summarise(simulate(network, placed, protocol), network, placed)
+        node_at = {p: node for node, p in position.items()}
+        expected_deliveries, expected_received = set(), Counter()
+        for row in placed.collect():
+            routed = oracle.route_publication(protocol, fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n)
+            topic_subs = subs[row[S.TOPIC_ID]]
+            for at, hops in routed.deliveries(topic_subs, row[S.PUBLISHER]):
+                expected_deliveries.add((row[S.PUB_ID], node_at[at], hops))
+            for at, times in routed.received().items():
+                expected_received[node_at[at]] += times
+            got = outcome.per_publication.filter(F.col(S.PUB_ID) == row[S.PUB_ID]).first()
+            assert got[S.RECEIVED] == len(routed.arrivals), (protocol, row)
+            assert got[S.PURE_FORWARDS] == routed.pure_forwards(topic_subs), (protocol, row)
+        got_deliveries = {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in outcome.deliveries.collect()}
+        assert got_deliveries == expected_deliveries
+        assert {r[S.NODE_ID]: r[S.RECEIVED] for r in outcome.load.collect() if r[S.RECEIVED]} == dict(expected_received)
+        assert outcome.counter_example is None
+        assert outcome.metrics[S.DELIVERY_RATIO] == 1.0 and outcome.metrics[S.DUPLICATE_DELIVERIES] == 0
+        assert outcome.metrics[S.DELIVERIES] == outcome.metrics[S.EXPECTED_DELIVERIES] == len(expected_deliveries)
+
+
+def test_a_lost_delivery_is_the_counter_example(spark, small_overlays):
+    n, _, frame, overlay = small_overlays[0]
+    network = build_network(overlay.ring, overlay.fingers, frame, n)
+    pubs = publications(frame, 5, seed=1).join(
+        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
+    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+    routed = simulate(network, pubs, "pie")
+    first = summarise(routed, network, pubs).deliveries.orderBy(S.PUB_ID, S.NODE_ID).first()
+    lost_at = network.positions.filter(F.col(S.NODE_ID) == first[S.NODE_ID]).first()[AT]
+    dropped = routed.arrivals.filter(~((F.col(S.PUB_ID) == first[S.PUB_ID]) & (F.col(AT) == lost_at) & F.col("target")))
+    broken = summarise(Simulation(dropped, routed.supersteps, routed.messages, []), network, pubs)
+    assert broken.counter_example.startswith(f"publication {first[S.PUB_ID]} ")
+    assert f"subscriber node {first[S.NODE_ID]} received it 0 times" in broken.counter_example
+    assert broken.metrics[S.MISSING_DELIVERIES] == 1 and broken.metrics[S.DELIVERY_RATIO] < 1
+
+
+def test_publications_pick_topics_uniformly_and_publishers_among_subscribers(spark):
+    subscriptions = [(node, topic) for topic in range(4) for node in range(topic * 3, topic * 3 + 2 + topic)]
+    frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
+    pubs = publications(frame, 4000, seed=7).collect()
+    assert sorted(r[S.PUB_ID] for r in pubs) == list(range(4000))
+    assert all((r[S.PUBLISHER], r[S.TOPIC_ID]) in set(subscriptions) for r in pubs)
+    per_topic = Counter(r[S.TOPIC_ID] for r in pubs)
+    assert all(abs(count - 1000) < 120 for count in per_topic.values())
+    publishers = Counter(r[S.PUBLISHER] for r in pubs if r[S.TOPIC_ID] == 3)
+    assert len(publishers) == 5 and all(abs(c - per_topic[3] / 5) < 70 for c in publishers.values())
+    assert publications(frame, 50, seed=7).collect() == publications(frame, 50, seed=7).collect()
+
+
+def test_greedy_unicast_on_chord_takes_half_log_n_hops(spark):
+    """On Chord, greedy routing takes one hop per set bit of the distance: 0.5 log2 |V| on average."""
+    from routing.simulate import unicast_hops
+
+    n = 1024
+    nodes = spark.range(n).select(F.col("id").alias(S.NODE_ID))
+    overlay = small_world_overlay(nodes.select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n, "random", "chord")
+    network = build_network(overlay.ring, overlay.fingers, nodes.limit(0).select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n)
+    rng = random.Random(3)
+    pairs = [(i, rng.randrange(n), rng.randrange(n)) for i in range(3000)]
+    hops = unicast_hops(network, local_frame(spark, pairs, "pair long, source long, target long"))
+    mean = hops.agg(F.avg("hops")).first()[0]
+    assert abs(mean - 0.5 * math.log2(n)) < 0.15, mean
+    expected = sum(bin((t - s) % n).count("1") for _, s, t in pairs) / len(pairs)
+    assert mean == pytest.approx(expected)
