@@ -13,9 +13,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import design, ingest, logs, overlays
+from pipelines import design, ingest, logs, overlays, route
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
@@ -25,6 +27,10 @@ log = logging.getLogger(__name__)
 
 IMPORT_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.ROWS_READ, S.EDGES, S.REJECTED, S.DUPLICATES)
 DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
+ROUTE_COLUMNS = (
+    S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.DELIVERY_RATIO, S.DUPLICATE_DELIVERIES,
+    S.MISSING_DELIVERIES, S.DELIVERIES, S.MESSAGES, S.SUPERSTEPS,
+)
 
 
 def _ratio(text: str) -> float:
@@ -147,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip-diameters", action="store_true",
         help="store the run's metrics without topic diameters (evaluate can add them later)",
     )
+    router = commands.add_parser(
+        "route", parents=[after], help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
+    )
+    router.add_argument("--run-id", required=True, help="a complete swico run (it has a ring and fingers)")
+    router.add_argument("--protocol", required=True, help=f"one of {', '.join(route.PROTOCOLS)}")
+    router.add_argument("--publications", type=ingest.positive_int, required=True, help="how many publications, all routed at once")
+    router.add_argument("--seed", type=_int, default=1, help="the workload's seed (default 1)")
+    router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED; the same command reuses a complete one")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     commands.add_parser(
         "main", parents=[after],
@@ -213,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         spec = ingest.source_spec(args, settings) if args.command == "ingest" else None
         request = _design_request(args) if args.command == "design" else None
+        if args.command == "route":
+            request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
+            request.check()
+            if args.routing_run_id is not None:
+                overlays.check_run_id(args.routing_run_id)
         spark = get_spark(settings)
         lakehouse = Lakehouse(spark, settings.lakehouse_path())
         if args.command == "ingest":
@@ -236,6 +255,14 @@ def main(argv: list[str] | None = None) -> int:
                 diameters=not args.skip_diameters, commit_seconds=args.commit_every,
             )
             print(format_table([run.asDict()], DESIGN_COLUMNS))
+        elif args.command == "route":
+            done = route.run_route(spark, lakehouse, request, args.routing_run_id)
+            metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()
+            print(f"Routing run {done[S.ROUTING_RUN_ID]} ({done[S.PROTOCOL]} on {done[S.RUN_ID]}): {done[S.STATUS]}")
+            print(format_table([{"metric": c, "value": metrics[c]} for c in ROUTE_COLUMNS], ["metric", "value"]))
+            if done[S.STATUS] != S.COMPLETE:
+                print(f"error: {done[S.MESSAGE]}: {done[S.COUNTER_EXAMPLE]}", file=sys.stderr)
+                return 1
         elif args.command == "export":
             links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
             print(f"wrote {links:,} links of run {args.run_id} to {args.out}")

@@ -31,7 +31,13 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.baselines import random_a, random_m
-from overlay.design.greedy import GREEDY_ALGORITHMS, GreedyDesign, GreedyParams, GreedyRound, GreedyStart
+from overlay.design.greedy import (
+    GREEDY_ALGORITHMS,
+    GreedyDesign,
+    GreedyParams,
+    GreedyRound,
+    GreedyStart,
+)
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
 from overlay.frames import local_frame

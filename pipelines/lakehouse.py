@@ -198,14 +198,16 @@ class Lakehouse:
             )
         return current
 
-    # Overlay runs --------------------------------------------------------------------------
+    # Run tables --------------------------------------------------------------------------
+    # Tables keyed by a run: overlay runs (run_id) and routing runs (routing_run_id).
 
-    def run_row(self, run_id: str) -> Row:
-        rows = self.read(S.OVERLAY_RUNS).filter(F.col(S.RUN_ID) == run_id).collect()
+    def run_row(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID) -> Row:
+        rows = self.read(table).filter(F.col(key) == run_id).collect()
         if not rows:
+            how = "route" if table is S.ROUTING_RUNS else "import-overlay (or design)"
             raise UnknownRunError(
-                f"unknown run '{run_id}'. List runs with SELECT run_id, instance, status FROM "
-                f"delta.`{self.path(S.OVERLAY_RUNS)}`; create one with import-overlay (or design)."
+                f"unknown {'routing run' if table is S.ROUTING_RUNS else 'run'} '{run_id}'. List them with SELECT {key}, status FROM "
+                f"delta.`{self.path(table)}`; create one with {how}."
             )
         return rows[0]
 
@@ -213,21 +215,21 @@ class Lakehouse:
         return self.read(S.OVERLAY_RUNS).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
 
     @staticmethod
-    def _conform(table: S.TableSpec, run_id: str, frame: DataFrame) -> DataFrame:
+    def _conform(table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID) -> DataFrame:
         """`frame` stamped with the run id, in the table's column order; absent nullable columns null."""
-        rows = frame.withColumn(S.RUN_ID, F.lit(run_id))
+        rows = frame.withColumn(key, F.lit(run_id))
         return rows.select(*[
             (F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
             for f in table.schema.fields
         ])
 
-    def write_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
+    def write_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID) -> None:
         """Replace one run's rows in a run table, atomically (one Delta commit)."""
         self.ensure(table)
-        rows = self._conform(table, run_id, frame)
+        rows = self._conform(table, run_id, frame, key)
         _with_retries(
             lambda: rows.write.format("delta").mode("overwrite")
-            .option("replaceWhere", f"{S.RUN_ID} = '{run_id}'")
+            .option("replaceWhere", f"{key} = '{run_id}'")
             .save(self.path(table)),
             f"write {table.name} of run {run_id}",
         )
@@ -253,26 +255,24 @@ class Lakehouse:
             f"delete {table.name} rows of run {run_id}",
         )
 
-    def insert_run(self, record: dict) -> bool:
+    def insert_run(self, record: dict, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID) -> bool:
         """Add a run row unless that run id exists. True when this call added it."""
-        self.ensure(S.OVERLAY_RUNS)
-        row = local_frame(self.spark, [tuple(record.get(c) for c in S.OVERLAY_RUNS.columns)], S.OVERLAY_RUNS.schema)
+        self.ensure(table)
+        row = local_frame(self.spark, [tuple(record.get(c) for c in table.columns)], table.schema)
         metrics = _with_retries(
-            lambda: DeltaTable.forPath(self.spark, self.path(S.OVERLAY_RUNS))
+            lambda: DeltaTable.forPath(self.spark, self.path(table))
             .alias("t")
-            .merge(row.alias("s"), f"t.{S.RUN_ID} = s.{S.RUN_ID}")
+            .merge(row.alias("s"), f"t.{key} = s.{key}")
             .whenNotMatchedInsertAll()
             .execute(),
-            f"insert run {record[S.RUN_ID]}",
+            f"insert run {record[key]}",
         )
         return int(metrics.first()["num_inserted_rows"]) == 1
 
-    def update_run(self, run_id: str, **values: object) -> None:
+    def update_run(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object) -> None:
         """Set some columns of one run row."""
         assignments = {name: F.lit(value) for name, value in values.items()}
         _with_retries(
-            lambda: DeltaTable.forPath(self.spark, self.path(S.OVERLAY_RUNS)).update(
-                F.col(S.RUN_ID) == run_id, assignments
-            ),
+            lambda: DeltaTable.forPath(self.spark, self.path(table)).update(F.col(key) == run_id, assignments),
             f"update run {run_id}",
         )

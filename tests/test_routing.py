@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from dataclasses import dataclass
 
 import pytest
 from pyspark.sql import functions as F
@@ -48,9 +49,20 @@ def _instance(rng, n, topics, per_node):
     return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(1, per_node))})
 
 
+@dataclass
+class Case:
+    n: int
+    subscriptions: list
+    frame: object
+    overlay: object
+    network: object
+    publications: object  # (pub_id, topic_id, publisher position)
+
+
 @pytest.fixture(scope="module")
 def small_overlays(spark):
-    """Two small instances with a greedy (SL) and a data-oblivious (-) overlay each."""
+    """Two small instances with a greedy (SL) and a data-oblivious (-) overlay each, their
+    routing tables and 12 publications."""
     cases = []
     for trial, (short, long) in enumerate([("gswico", "gswico"), ("random", "random")]):
         rng = random.Random(20 + trial)
@@ -58,7 +70,11 @@ def small_overlays(spark):
         subscriptions = _instance(rng, n, topics=7, per_node=3)
         frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
         overlay = small_world_overlay(frame, n, short, long, seed=trial + 1)
-        cases.append((n, subscriptions, frame, overlay))
+        network = build_network(overlay.ring, overlay.fingers, frame, n)
+        placed = publications(frame, 12, seed=5).join(
+            network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
+        ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
+        cases.append(Case(n, subscriptions, frame, overlay, network, placed))
     return cases
 
 
@@ -76,15 +92,12 @@ def _python_network(overlay, subscriptions):
 
 @pytest.mark.parametrize("protocol", ["po", "pa1", "pie", "scribe", "iscribe"])
 def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_overlays, protocol):
-    for n, subscriptions, frame, overlay in small_overlays:
-        position, fingers, subs = _python_network(overlay, subscriptions)
-        network = build_network(overlay.ring, overlay.fingers, frame, n)
-        pubs = publications(frame, 12, seed=5)
-        placed = pubs.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER).select(
-            S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)
-        )
+    for case in small_overlays:
+        n, network, placed = case.n, case.network, case.publications
+        position, fingers, subs = _python_network(case.overlay, case.subscriptions)
         outcome = summarise(simulate(network, placed, protocol), network, placed)
         node_at = {p: node for node, p in position.items()}
+        per_publication = {r[S.PUB_ID]: r for r in outcome.per_publication.collect()}
         expected_deliveries, expected_received = set(), Counter()
         for row in placed.collect():
             routed = oracle.route_publication(protocol, fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n)
@@ -93,7 +106,7 @@ def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_ov
                 expected_deliveries.add((row[S.PUB_ID], node_at[at], hops))
             for at, times in routed.received().items():
                 expected_received[node_at[at]] += times
-            got = outcome.per_publication.filter(F.col(S.PUB_ID) == row[S.PUB_ID]).first()
+            got = per_publication[row[S.PUB_ID]]
             assert got[S.RECEIVED] == len(routed.arrivals), (protocol, row)
             assert got[S.PURE_FORWARDS] == routed.pure_forwards(topic_subs), (protocol, row)
         got_deliveries = {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in outcome.deliveries.collect()}
@@ -105,11 +118,7 @@ def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_ov
 
 
 def test_a_lost_delivery_is_the_counter_example(spark, small_overlays):
-    n, _, frame, overlay = small_overlays[0]
-    network = build_network(overlay.ring, overlay.fingers, frame, n)
-    pubs = publications(frame, 5, seed=1).join(
-        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
-    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+    network, pubs = small_overlays[0].network, small_overlays[0].publications
     routed = simulate(network, pubs, "pie")
     first = summarise(routed, network, pubs).deliveries.orderBy(S.PUB_ID, S.NODE_ID).first()
     lost_at = network.positions.filter(F.col(S.NODE_ID) == first[S.NODE_ID]).first()[AT]

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.baselines import numbered_links
 from overlay.design.greedy import (
     BOUND,
     COMP,
@@ -42,14 +43,24 @@ from overlay.design.greedy import (
     top_candidates,
 )
 from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
-from overlay.design.baselines import numbered_links
 from overlay.design.settle import settle
 from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.quality import topic_components
-from overlay.smallworld.baselines import chord_fingers, random_fingers, random_ring, successor_fingers
+from overlay.smallworld.baselines import (
+    chord_fingers,
+    random_fingers,
+    random_ring,
+    successor_fingers,
+)
 from overlay.smallworld.fingers import undirected_links
-from overlay.smallworld.geometry import clockwise_column, phase_column, phase_count, phase_of, power_of_two
+from overlay.smallworld.geometry import (
+    clockwise_column,
+    phase_column,
+    phase_count,
+    phase_of,
+    power_of_two,
+)
 
 log = logging.getLogger(__name__)
 
