@@ -1,0 +1,95 @@
+"""The route job end to end: tables, reuse, a failed exactly-once check, bad input."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec
+from pipelines import route
+from pipelines.cli import main
+from pipelines.design import DesignRequest, run_design
+from pipelines.route import RouteRequest, run_route
+from tests.conftest import store_instance
+
+SPEC = SyntheticSpec(dist="zipf", nodes=20, topics=12, min_subs=1, max_subs=4, seed=5)
+
+
+@pytest.fixture(scope="module")
+def lakehouse(module_lakehouse):
+    return module_lakehouse
+
+
+@pytest.fixture(scope="module")
+def small_world(spark, lakehouse):
+    """Instance 'r' and a RandomS + Chord overlay on it."""
+    store_instance(spark, lakehouse, "r", SPEC)
+    return run_design(spark, lakehouse, DesignRequest("r", "swico", short="random", long="chord"), diameters=False)
+
+
+def rows_of(lakehouse, table, routing_run_id):
+    return lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).collect()
+
+
+def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, capsys):
+    argv = ["--lakehouse", lakehouse.root, "route", "--run-id", small_world[S.RUN_ID], "--protocol", "iscribe",
+            "--publications", "30", "--seed", "4"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    routing_run_id = f"{small_world[S.RUN_ID]}.iscribe.p30.s4"
+    assert f"Routing run {routing_run_id}" in out and "complete" in out
+    (run,) = rows_of(lakehouse, S.ROUTING_RUNS, routing_run_id)
+    (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, routing_run_id)
+    pubs = rows_of(lakehouse, S.ROUTING_PUBLICATIONS, routing_run_id)
+    deliveries = rows_of(lakehouse, S.ROUTING_DELIVERIES, routing_run_id)
+    load = rows_of(lakehouse, S.ROUTING_LOAD, routing_run_id)
+    assert run[S.STATUS] == S.COMPLETE and run[S.SUPERSTEPS] == metrics[S.SUPERSTEPS] > 0
+    assert len(pubs) == 30 and len(load) == SPEC.nodes
+    assert metrics[S.DELIVERIES] == len(deliveries) == sum(r[S.DELIVERED] for r in load) == sum(r[S.DELIVERIES] for r in pubs)
+    assert metrics[S.MESSAGES] == run[S.MESSAGES] == sum(r[S.RECEIVED] for r in load) == sum(r[S.RECEIVED] for r in pubs)
+    assert metrics[S.ROUTING_OVERHEAD] == sum(r[S.PURE_FORWARDS] for r in load)
+    assert metrics[S.DELIVERY_RATIO] == 1.0 and metrics[S.DUPLICATE_DELIVERIES] == 0
+    assert metrics[S.MAX_PATH_LENGTH] == max(r[S.HOPS] for r in deliveries)
+    subscribed = {(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "r").collect()}
+    assert all((r[S.PUBLISHER], r[S.TOPIC_ID]) in subscribed for r in pubs)
+    again = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "iscribe", 30, 4))
+    assert again[S.STARTED_AT] == run[S.STARTED_AT]  # reused, not recomputed
+
+
+def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small_world, monkeypatch, capsys):
+    real = route.summarise
+
+    def losing_one(simulation, network, placed):
+        first = simulation.arrivals.filter("target").orderBy(S.PUB_ID, "at").first()
+        simulation.arrivals = simulation.arrivals.filter(
+            ~((F.col(S.PUB_ID) == first[S.PUB_ID]) & (F.col("at") == first["at"]) & F.col("target"))
+        )
+        return real(simulation, network, placed)
+
+    monkeypatch.setattr(route, "summarise", losing_one)
+    argv = ["--lakehouse", lakehouse.root, "route", "--run-id", small_world[S.RUN_ID], "--protocol", "pa1",
+            "--publications", "10", "--routing-run-id", "lossy"]
+    assert main(argv) == 1
+    assert "not exactly once" in capsys.readouterr().err
+    (run,) = rows_of(lakehouse, S.ROUTING_RUNS, "lossy")
+    assert run[S.STATUS] == S.FAILED and "received it 0 times, not once" in run[S.COUNTER_EXAMPLE]
+    assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
+
+
+def test_routing_needs_a_small_world_run(spark, lakehouse, small_world):
+    run_design(spark, lakehouse, DesignRequest("r", "random-m", max_degree=2), "plain", diameters=False)
+    with pytest.raises(InputError, match="has no ring"):
+        run_route(spark, lakehouse, RouteRequest("plain", "pie", 5))
+    with pytest.raises(InputError, match="exists with other settings"):
+        run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "po", 7), "lossy")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--protocol", "flood", "--publications", "3"], "unknown protocol 'flood'"),
+    (["--protocol", "pie", "--publications", "3", "--routing-run-id", "bad id"], "is not allowed"),
+])
+def test_bad_route_requests_fail_before_spark(argv, message, capsys, tmp_path):
+    assert main(["--lakehouse", str(tmp_path / "none"), "route", "--run-id", "x", *argv]) == 2
+    assert message in capsys.readouterr().err
