@@ -474,7 +474,44 @@ ROUTING_METRICS = TableSpec(
     ),
 )
 
-ROUTING_TABLES = (ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS)
+COMPARISON_ID = "comparison_id"
+SYSTEM = "system"
+OVERHEAD_RATIO = "overhead_ratio"
+PATH_RATIO = "path_ratio"
+PAPER_COLUMN = "paper_column"
+PAPER_OVERHEAD_RATIO = "paper_overhead_ratio"
+PAPER_PATH_RATIO = "paper_path_ratio"
+
+ROUTING_COMPARISON = TableSpec(
+    name="routing_comparison",
+    schema=_fields(
+        (COMPARISON_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (SYSTEM, StringType(), False),
+        (OVERLAY_TYPE, StringType(), False),
+        (PROTOCOL, StringType(), False),
+        (ROUTING_RUN_ID, StringType(), False),
+        (TCO_SUPPORT, DoubleType(), True),
+        (ROUTING_OVERHEAD, LongType(), False),
+        (AVG_PATH_LENGTH, DoubleType(), True),
+        (MAX_PATH_LENGTH, LongType(), True),
+        (OVERHEAD_RATIO, DoubleType(), True),
+        (PATH_RATIO, DoubleType(), True),
+        (PAPER_COLUMN, StringType(), True),
+        (PAPER_OVERHEAD_RATIO, DoubleType(), True),
+        (PAPER_PATH_RATIO, DoubleType(), True),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "The BeaConvey comparison (DEBS'18 Tables 3-5) on one instance: every system's routing "
+        "overhead and average path length, as ratios against Scribe(-), next to the paper's."
+    ),
+)
+
+ROUTING_TABLES = (
+    ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
+)
 
 OVERLAY_TABLES = (
     OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,

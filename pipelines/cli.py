@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import design, ingest, logs, overlays, route
+from pipelines import compare, design, ingest, logs, overlays, route
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
@@ -161,6 +161,18 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--publications", type=ingest.positive_int, required=True, help="how many publications, all routed at once")
     router.add_argument("--seed", type=_int, default=1, help="the workload's seed (default 1)")
     router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED; the same command reuses a complete one")
+    comparer = commands.add_parser(
+        "compare", parents=[after],
+        help="BeaConvey Tables 3-5 on one instance: four overlays, 14 systems, ratios against Scribe(-)",
+    )
+    comparer.add_argument("--instance", required=True)
+    comparer.add_argument("--publications", type=ingest.positive_int, default=2000, help="per system (default 2000)")
+    comparer.add_argument("--seed", type=_int, default=1, help="overlays' and workload's seed (default 1)")
+    comparer.add_argument(
+        "--long-baseline", choices=compare.LONG_BASELINES, default="chord",
+        help="data-oblivious long fingers of the S and - overlays (default chord)",
+    )
+    comparer.add_argument("--paper", choices=tuple(compare.PAPER), help="the paper's column to show next to ours")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     commands.add_parser(
         "main", parents=[after],
@@ -227,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         spec = ingest.source_spec(args, settings) if args.command == "ingest" else None
         request = _design_request(args) if args.command == "design" else None
+        if args.command == "compare":
+            request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
+            request.check()
         if args.command == "route":
             request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
             request.check()
@@ -263,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             if done[S.STATUS] != S.COMPLETE:
                 print(f"error: {done[S.MESSAGE]}: {done[S.COUNTER_EXAMPLE]}", file=sys.stderr)
                 return 1
+        elif args.command == "compare":
+            rows = compare.run_compare(spark, lakehouse, request).collect()  # 14 rows
+            print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
+            print(compare.markdown(rows))
         elif args.command == "export":
             links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
             print(f"wrote {links:,} links of run {args.run_id} to {args.out}")

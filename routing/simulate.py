@@ -52,45 +52,61 @@ def default_max_supersteps(n: int) -> int:
     return 4 * n + 64
 
 
-def _forward(messages: DataFrame, network: Network) -> DataFrame:
-    """`send`: one hop towards `low` along the nearest finger (RANGE and UNICAST messages)."""
-    n = network.n
-    distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
-    return (
-        messages.join(network.fingers, on=AT)
-        .withColumn(AT, F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n)))
-        .withColumn(TARGET, F.col(AT) == F.col(LOW))
-    )
+class _Step:
+    """The column expressions of one superstep, built once per simulation: every F.* call is a
+    round trip to the JVM, and a hop's expressions take hundreds of them."""
 
+    def __init__(self, network: Network, protocol: str) -> None:
+        n = network.n
+        self.network = network
+        distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
+        after = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n))
+        others = [c for c in MESSAGE_COLUMNS if c not in (AT, TARGET)]
+        self.forward = [*others, after.alias(AT), (after == F.col(LOW)).alias(TARGET)]
+        self.kept = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, HOPS, KIND, KEY)
+        self.span = range_span(F.col(LOW), F.col(HIGH), n).alias("_span")
+        self.hops = next_hops(protocol, F.col(AT), F.col("_span"), F.col(FDIST), F.col(SUBS), n).alias("_x")
+        upper = F.coalesce(F.try_element_at(F.col("_x"), F.col("_j") + 2), F.col("_span"))
+        low = F.pmod(F.col(AT) + F.col("_d"), F.lit(n))
+        after_spread = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n))
+        self.spread = [
+            *self.kept, after_spread.alias(AT), low.alias(LOW), F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH),
+            (after_spread == low).alias(TARGET),
+        ]
+        others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, TARGET)]
+        self.multicast = [*others, F.col(CHILD_AT).alias(AT), F.col(CHILD_KEY).alias(KEY), F.col("tree_target").alias(TARGET)]
+        self.enter_tree = [
+            F.array(F.col(AT)).alias(KEY) if c == KEY else F.lit(TREE).alias(KIND) if c == KIND else F.col(c)
+            for c in MESSAGE_COLUMNS
+        ]
+        self.next_hop = [(F.col(HOPS) + 1).alias(HOPS) if c == HOPS else F.col(c) for c in MESSAGE_COLUMNS]
+        self.moving = F.col(AT) != F.col(LOW)
+        self.unicast_or_range = F.col(KIND) != TREE
+        self.arrived_range = (F.col(KIND) == RANGE) & ~self.moving
+        self.in_tree = (F.col(KIND) == TREE) | ((F.col(KIND) == UNICAST) & ~self.moving)
 
-def _spread(messages: DataFrame, network: Network, protocol: str) -> DataFrame:
-    """Protocol 4 at the node v = low: one message per next hop X_j, sent on at once."""
-    n = network.n
-    span = range_span(F.col(LOW), F.col(HIGH), n)
-    chosen = (
-        messages.join(network.fingers, on=AT)
-        .join(network.topics, on=S.TOPIC_ID)
-        .withColumn("_span", span)
-        .withColumn("_x", next_hops(protocol, F.col(AT), F.col("_span"), F.col(FDIST), F.col(SUBS), n))
-        .select("*", F.posexplode("_x").alias("_j", "_d"))
-    )
-    upper = F.coalesce(F.try_element_at(F.col("_x"), F.col("_j") + 2), F.col("_span"))
-    return (
-        chosen.withColumn(LOW, F.pmod(F.col(AT) + F.col("_d"), F.lit(n)))
-        .withColumn(HIGH, F.pmod(F.col(AT) + upper, F.lit(n)))
-        .withColumn(AT, F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n)))
-        .withColumn(TARGET, F.col(AT) == F.col(LOW))
-    )
+    def forward_all(self, messages: DataFrame) -> DataFrame:
+        """`send`: one hop towards `low` along the nearest finger (RANGE and UNICAST messages)."""
+        return messages.filter(self.unicast_or_range & self.moving).join(self.network.fingers, on=AT).select(*self.forward)
 
+    def spread_all(self, messages: DataFrame) -> DataFrame:
+        """Protocol 4 at the node v = low: one message per next hop X_j, sent on at once."""
+        kept = self.kept
+        return (
+            messages.filter(self.arrived_range)
+            .join(self.network.fingers, on=AT)
+            .join(self.network.topics, on=S.TOPIC_ID)
+            .select(*kept, AT, FDIST, self.span, SUBS)
+            .select(*kept, AT, FDIST, "_span", self.hops)
+            .select(*kept, AT, FDIST, "_span", "_x", F.posexplode("_x").alias("_j", "_d"))
+            .select(*self.spread)
+        )
 
-def _multicast(messages: DataFrame, tree: DataFrame) -> DataFrame:
-    """A copy to every tree child of the message's tree node."""
-    return (
-        messages.join(tree, on=[S.TOPIC_ID, KEY])
-        .withColumn(AT, F.col(CHILD_AT))
-        .withColumn(KEY, F.col(CHILD_KEY))
-        .withColumn(TARGET, F.col("tree_target"))
-    )
+    def multicast_all(self, messages: DataFrame, tree: DataFrame) -> DataFrame:
+        """A copy to every tree child of the message's tree node; a unicast message at RP(t)
+        enters the tree at its root, [RP(t)]."""
+        in_tree = messages.filter(self.in_tree).select(*self.enter_tree)
+        return in_tree.join(tree, on=[S.TOPIC_ID, KEY]).select(*self.multicast)
 
 
 def initial_messages(publications: DataFrame, protocol: str, n: int) -> DataFrame:
@@ -112,20 +128,13 @@ def initial_messages(publications: DataFrame, protocol: str, n: int) -> DataFram
     )
 
 
-def superstep(messages: DataFrame, network: Network, protocol: str, tree: DataFrame | None) -> DataFrame:
+def superstep(messages: DataFrame, step: _Step, protocol: str, tree: DataFrame | None) -> DataFrame:
     """The messages one hop later."""
-    moving = F.col(AT) != F.col(LOW)
-    parts = [_forward(messages.filter((F.col(KIND) != TREE) & moving), network)]
-    if protocol in BEACONVEY:
-        parts.append(_spread(messages.filter((F.col(KIND) == RANGE) & ~moving), network, protocol))
-    else:
-        arrived = messages.filter((F.col(KIND) == UNICAST) & ~moving).withColumn(KEY, F.array(F.col(AT)))
-        in_tree = messages.filter(F.col(KIND) == TREE).unionByName(arrived)
-        parts.append(_multicast(in_tree, tree).withColumn(KIND, F.lit(TREE)))
-    out = parts[0].select(*MESSAGE_COLUMNS)
-    for part in parts[1:]:
-        out = out.unionByName(part.select(*MESSAGE_COLUMNS))
-    return out.withColumn(HOPS, F.col(HOPS) + 1)
+    second = step.spread_all(messages) if protocol in BEACONVEY else step.multicast_all(messages, tree)
+    out = step.forward_all(messages).select(*MESSAGE_COLUMNS).unionByName(second.select(*MESSAGE_COLUMNS))
+    # A union adds up its inputs' partitions: without this they would double every superstep.
+    partitions = int(messages.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return out.select(*step.next_hop).coalesce(partitions)
 
 
 def simulate(
@@ -149,12 +158,13 @@ def simulate(
         log.info("%s trees: %d edges in %.1fs", protocol, tree.count(), time.monotonic() - clock)
     tree_seconds = time.monotonic() - clock
     messages = initial_messages(publications, protocol, network.n).localCheckpoint(eager=True)
+    step_columns = _Step(network, protocol)
     arrivals: list[DataFrame] = []
     seconds: list[float] = []
     total = 0
     for step in range(1, limit + 1):
         clock = time.monotonic()
-        messages = superstep(messages, network, protocol, tree).localCheckpoint(eager=True)
+        messages = superstep(messages, step_columns, protocol, tree).localCheckpoint(eager=True)
         count = messages.count()
         if count == 0:
             break
@@ -182,13 +192,17 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
     """Plain greedy unicast (Protocol 4's `send`) for (pair, source, target) ring positions:
     (pair, hops), one superstep per hop for all pairs at once."""
     limit = max_supersteps or default_max_supersteps(network.n)
+    step = _Step(network, "po")
     moving = pairs.select("pair", F.col("source").alias(AT), F.col("target").alias(LOW), F.lit(0).alias(HOPS))
     done = [moving.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS)]
     moving = moving.filter(F.col(AT) != F.col(LOW)).localCheckpoint(eager=True)
     for _ in range(limit):
         if moving.isEmpty():
             break
-        stepped = _forward(moving, network).select("pair", AT, LOW, (F.col(HOPS) + 1).alias(HOPS)).localCheckpoint(eager=True)
+        stepped = (
+            moving.join(network.fingers, on=AT).select("pair", step.forward[-2], LOW, (F.col(HOPS) + 1).alias(HOPS))
+            .localCheckpoint(eager=True)
+        )
         done.append(stepped.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS))
         moving = stepped.filter(F.col(AT) != F.col(LOW))
     else:

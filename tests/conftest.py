@@ -32,6 +32,7 @@ def settings(tmp_path_factory) -> LabSettings:
                 # Test tables live for seconds: a Delta checkpoint every 10 commits (~2 s each)
                 # would only slow them down.
                 "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
+                "spark.sql.codegen.wholeStage": "false",
             },
         },
     )
