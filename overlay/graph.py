@@ -103,11 +103,18 @@ def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
         .localCheckpoint(eager=True)
     )
     rounds = 0
+    rows = current.count()
+    touched = 2 * rows  # vertices with an edge: at most two per edge, and rounds never add one
     while not _is_star_forest(current):
         rounds += 1
         if rounds > MAX_ROUNDS:
             raise RuntimeError(f"connected components did not converge in {MAX_ROUNDS} rounds")
-        current = _small_star(_large_star(current)).localCheckpoint(eager=True)
+        # A checkpoint keeps the size estimate of the plan it came from, and a round joins its
+        # input with itself: the estimate grew tenfold per round, and with it planning time.
+        # The limit never binds (a large-star round keeps at most one edge per edge; a small-star
+        # round adds at most one per vertex) and resets the estimate to the real row count.
+        current = _small_star(_large_star(current)).limit(rows + touched).localCheckpoint(eager=True)
+        rows = current.count()
     log.debug("connected components: %d large/small-star rounds", rounds)
     # Stars: every non-centre vertex has one edge, to its centre (the component's minimum).
     centre = current.select(F.col(SRC).alias(ID), F.col(DST).alias(COMPONENT))

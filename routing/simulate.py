@@ -61,22 +61,23 @@ class _Step:
         self.network = network
         distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
         after = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n))
+        # `target` is computed in a second projection: one higher-order-function column used
+        # twice in a projection shares its lambda variable, and Spark then returned nulls.
         others = [c for c in MESSAGE_COLUMNS if c not in (AT, TARGET)]
-        self.forward = [*others, after.alias(AT), (after == F.col(LOW)).alias(TARGET)]
+        self.forward = [*others, after.alias(AT)]
+        self.mark_target = [*[c for c in MESSAGE_COLUMNS if c != TARGET], (F.col(AT) == F.col(LOW)).alias(TARGET)]
         self.kept = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, HOPS, KIND, KEY)
         self.span = range_span(F.col(LOW), F.col(HIGH), n).alias("_span")
         self.hops = next_hops(protocol, F.col(AT), F.col("_span"), F.col(FDIST), F.col(SUBS), n).alias("_x")
         upper = F.coalesce(F.try_element_at(F.col("_x"), F.col("_j") + 2), F.col("_span"))
         low = F.pmod(F.col(AT) + F.col("_d"), F.lit(n))
         after_spread = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n))
-        self.spread = [
-            *self.kept, after_spread.alias(AT), low.alias(LOW), F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH),
-            (after_spread == low).alias(TARGET),
-        ]
+        self.spread = [*self.kept, after_spread.alias(AT), low.alias(LOW), F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH)]
         others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, TARGET)]
         self.multicast = [*others, F.col(CHILD_AT).alias(AT), F.col(CHILD_KEY).alias(KEY), F.col("tree_target").alias(TARGET)]
         self.enter_tree = [
-            F.array(F.col(AT)).alias(KEY) if c == KEY else F.lit(TREE).alias(KIND) if c == KIND else F.col(c)
+            F.when(F.col(KIND) == UNICAST, F.array(F.col(AT))).otherwise(F.col(KEY)).alias(KEY) if c == KEY
+            else F.lit(TREE).alias(KIND) if c == KIND else F.col(c)
             for c in MESSAGE_COLUMNS
         ]
         self.next_hop = [(F.col(HOPS) + 1).alias(HOPS) if c == HOPS else F.col(c) for c in MESSAGE_COLUMNS]
@@ -87,7 +88,10 @@ class _Step:
 
     def forward_all(self, messages: DataFrame) -> DataFrame:
         """`send`: one hop towards `low` along the nearest finger (RANGE and UNICAST messages)."""
-        return messages.filter(self.unicast_or_range & self.moving).join(self.network.fingers, on=AT).select(*self.forward)
+        return (
+            messages.filter(self.unicast_or_range & self.moving).join(self.network.fingers, on=AT)
+            .select(*self.forward).select(*self.mark_target)
+        )
 
     def spread_all(self, messages: DataFrame) -> DataFrame:
         """Protocol 4 at the node v = low: one message per next hop X_j, sent on at once."""
@@ -100,6 +104,7 @@ class _Step:
             .select(*kept, AT, FDIST, "_span", self.hops)
             .select(*kept, AT, FDIST, "_span", "_x", F.posexplode("_x").alias("_j", "_d"))
             .select(*self.spread)
+            .select(*self.mark_target)
         )
 
     def multicast_all(self, messages: DataFrame, tree: DataFrame) -> DataFrame:
@@ -200,7 +205,7 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
         if moving.isEmpty():
             break
         stepped = (
-            moving.join(network.fingers, on=AT).select("pair", step.forward[-2], LOW, (F.col(HOPS) + 1).alias(HOPS))
+            moving.join(network.fingers, on=AT).select("pair", step.forward[-1], LOW, (F.col(HOPS) + 1).alias(HOPS))
             .localCheckpoint(eager=True)
         )
         done.append(stepped.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS))

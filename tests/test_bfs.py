@@ -74,6 +74,7 @@ def test_sample_is_a_bfs_ball_cut_in_its_last_level(spark, trial):
     assert n >= len(visited)
 
 
+@pytest.mark.slow  # the real-graph check; BFS correctness is covered on synthetic graphs above
 def test_facebook_sample_keeps_all_edges_among_visited_nodes(spark):
     edges = read_edges(FACEBOOK)
     frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=1000, seed=1))

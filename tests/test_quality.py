@@ -45,6 +45,7 @@ def test_tcc_matches_the_oracle_on_synthetic_instances(spark, dist):
         check_against_oracle(spark, subscriptions, random_overlay(rng, 40, count))
 
 
+@pytest.mark.slow  # the real-graph check; TCC counting is covered on synthetic instances
 def test_tcc_matches_the_oracle_on_the_facebook_sample(spark):
     frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=150, seed=2))
     subscriptions = [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in frames.subscriptions.collect()]

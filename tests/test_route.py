@@ -78,8 +78,10 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
 
 
-def test_routing_needs_a_small_world_run(spark, lakehouse, small_world):
-    run_design(spark, lakehouse, DesignRequest("r", "random-m", max_degree=2), "plain", diameters=False)
+def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_text):
+    from pipelines.overlays import run_import
+
+    run_import(spark, lakehouse, "r", "plain", write_text("plain.csv", "u,v\nn1,n2\n"))
     with pytest.raises(InputError, match="has no ring"):
         run_route(spark, lakehouse, RouteRequest("plain", "pie", 5))
     with pytest.raises(InputError, match="exists with other settings"):

@@ -89,7 +89,7 @@ def _random_subscriptions(rng, n, topics, per_node):
     return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(0, per_node))})
 
 
-@pytest.mark.parametrize("trial", range(2))
+@pytest.mark.parametrize("trial", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_gswico_matches_the_oracle(spark, trial):
     rng = random.Random(50 + trial)
     n = rng.randint(9, 18)
