@@ -78,16 +78,28 @@ def _routes(network: Network, topics: DataFrame) -> DataFrame:
     )
 
 
-def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
-    """Scribe's tree edges: the reversed routes from the subscribers to RP(t)."""
+def _moves(network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: int, on_step) -> DataFrame | None:
+    """Every hop of every route between a subscriber and RP(t), towards RP(t) (Scribe) or away
+    from it (iScribe): (topic_id, _s, at, low, _parent, key); None when no route has a hop."""
     routes = _routes(network, topics)
-    start = routes.select(S.TOPIC_ID, "_s", F.col("_s").alias(AT), F.col("_rp").alias(LOW), F.array(F.col("_s")).alias(KEY))
+    source, target = ("_s", "_rp") if to_rendezvous else ("_rp", "_s")
+    start = routes.select(
+        S.TOPIC_ID, "_s", F.col(source).alias(AT), F.col(target).alias(LOW), F.array(F.col(source)).alias(KEY)
+    )
     moves = _route_all(network, start, max_steps, on_step)
     if not moves:
-        return _empty_tree(network)
+        return None
     steps = moves[0]
     for more in moves[1:]:
         steps = steps.unionByName(more)
+    return steps
+
+
+def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
+    """Scribe's tree edges: the reversed routes from the subscribers to RP(t)."""
+    steps = _moves(network, topics, True, max_steps, on_step)
+    if steps is None:
+        return _empty_tree(network)
     # A move parent -> next on the way to RP(t) is the tree edge next -> parent.
     return (
         steps.select(
@@ -104,14 +116,9 @@ def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=Non
 
 def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
     """iScribe's tree edges: the trie of the routes from RP(t) to the subscribers."""
-    routes = _routes(network, topics)
-    start = routes.select(S.TOPIC_ID, "_s", F.col("_rp").alias(AT), F.col("_s").alias(LOW), F.array(F.col("_rp")).alias(KEY))
-    moves = _route_all(network, start, max_steps, on_step)
-    if not moves:
+    steps = _moves(network, topics, False, max_steps, on_step)
+    if steps is None:
         return _empty_tree(network)
-    steps = moves[0]
-    for more in moves[1:]:
-        steps = steps.unionByName(more)
     return (
         steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY))
         .agg(F.first(AT).alias(CHILD_AT), F.max(F.col(AT) == F.col(LOW)).alias(TARGET))

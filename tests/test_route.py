@@ -95,3 +95,25 @@ def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_te
 def test_bad_route_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "route", "--run-id", "x", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_comparison_lists_tables_3_to_5():
+    from pipelines.compare import PAPER, SYSTEMS, system_name
+
+    names = [system_name(*system) for system in SYSTEMS]
+    assert len(names) == len(set(names)) == 14
+    for column in PAPER.values():
+        assert set(column) == set(names) and column["Scribe(-)"] == (1.0, 1.0)
+
+
+@pytest.mark.slow  # 4 designs and 14 routing runs
+def test_compare_runs_every_system_against_scribe(spark, lakehouse, small_world):
+    from pipelines.compare import CompareRequest, markdown, run_compare
+
+    rows = run_compare(spark, lakehouse, CompareRequest("r", publications=8, paper="TW1K")).collect()
+    assert len(rows) == 14
+    by_system = {r[S.SYSTEM]: r for r in rows}
+    assert by_system["Scribe(-)"][S.OVERHEAD_RATIO] == 1.0 and by_system["Scribe(-)"][S.PATH_RATIO] == 1.0
+    assert by_system["BeaConvey(SL, Pie)"][S.PAPER_OVERHEAD_RATIO] == 0.573
+    table = markdown(rows)
+    assert table.count("\n") == 15 and "| BeaConvey(SL, Po) |" in table
