@@ -85,7 +85,7 @@ def main() -> None:
     print(f"design {run_id}: {seconds:.0f}s (0 when reused)")
     n, position, fingers, subs = python_network(lakehouse, run_id, instance)
     node_at = {p: node for node, p in position.items()}
-    print(f"| protocol | supersteps | messages | seconds/superstep (mean, max) | route job | oracle | ratio | deliveries | max hops |")
+    print("| protocol | supersteps | messages | seconds/superstep (mean, max) | route job | oracle | ratio | deliveries | max hops |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for protocol in args.protocols.split(","):
         seconds, log = cli(lakehouse, "route", "--run-id", run_id, "--protocol", protocol,
