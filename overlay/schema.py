@@ -536,3 +536,11 @@ def frame_schema(table: TableSpec, columns: tuple[str, ...]) -> StructType:
 
 
 REJECTED_FRAME_SCHEMA = frame_schema(REJECTED_SUBSCRIPTIONS, REJECTED_COLUMNS)
+
+
+def table_named(name: str) -> TableSpec:
+    """The table of that name; the error lists the tables there are."""
+    for table in ALL_TABLES:
+        if table.name == name:
+            return table
+    raise KeyError(f"no table '{name}'; the tables are {', '.join(t.name for t in ALL_TABLES)}")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
-from importlib.resources import files
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,21 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, ingest, logs, overlays, route
+from pipelines import compare, design, ingest, logs, overlays, report, route
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
-from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
+from pipelines.jars import PROJECT_ROOT
+from pipelines.lakehouse import (
+    Lakehouse,
+    UnknownInstanceError,
+    UnknownRunError,
+    UnknownTableError,
+)
 from pipelines.spark import get_spark, stack_report
+from pipelines.workflow import bundle
+from pipelines.workflow.complete import outputs_complete
+from pipelines.workflow.runner import StepActions, WorkflowFailed, run_workflow
+from pipelines.workflow.spec import Step, Workflow, load_workflow
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +66,7 @@ def _int(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got '{text}'") from None
-FACEBOOK_GRAPH = files("pipelines") / "datasets" / "facebook_combined.txt.gz"
+DEFAULT_WORKFLOW = PROJECT_ROOT / "conf" / "workflows" / "overlay_refresh.yaml"
 
 
 def _spark_conf_pair(text: str) -> tuple[str, str]:
@@ -63,6 +74,9 @@ def _spark_conf_pair(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
     return key.strip(), value
+
+
+SETTINGS_FLAGS = ("--lakehouse", "--config", "--master", "--shuffle-partitions", "--driver-memory", "--spark-conf")
 
 
 def _global_flags(suppress: bool) -> argparse.ArgumentParser:
@@ -83,8 +97,23 @@ def _global_flags(suppress: bool) -> argparse.ArgumentParser:
     return flags
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class StepArgumentError(InputError):
+    """A workflow step's arguments do not parse as a CLI command."""
+
+
+class _StepParser(argparse.ArgumentParser):
+    """Parses a workflow step: errors raise instead of printing usage and exiting, and flags are
+    spelled out (no abbreviations: a step file is read for years)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def error(self, message: str):
+        raise StepArgumentError(message)
+
+
+def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog="python -m pipelines",
         description="Overlay lab: pub/sub instances, overlays and routing on Spark + Delta.",
         parents=[_global_flags(suppress=False)],
@@ -173,11 +202,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="data-oblivious long fingers of the S and - overlays (default chord)",
     )
     comparer.add_argument("--paper", choices=tuple(compare.PAPER), help="the paper's column to show next to ours")
-    commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
-    commands.add_parser(
-        "main", parents=[after],
-        help="the main job: ingest a Zipf instance and a Facebook BFS sample, print the instances",
+    reporter = commands.add_parser(
+        "report", parents=[after], help="write PNG figures and a markdown summary of the lakehouse's current runs",
     )
+    reporter.add_argument("--out", required=True, help="folder for report.md, the figures and report.json")
+    reporter.add_argument(
+        "--degree-ratio", type=_ratio, default=0.2,
+        help="degree distributions show, per algorithm, the run with the budget ratio nearest this (default 0.2)",
+    )
+    for name, helptext in (
+        ("workflow", "run a workflow file (conf/workflows/*.yaml) here: steps in order, complete ones skipped"),
+        ("main", f"the main job: the workflow {DEFAULT_WORKFLOW.relative_to(PROJECT_ROOT)}, then its summary"),
+    ):
+        runner = commands.add_parser(name, parents=[after], help=helptext)
+        if name == "workflow":
+            runner.add_argument("file", help="the workflow YAML")
+        runner.add_argument(
+            "--param", type=_spark_conf_pair, action="append", default=[], metavar="NAME=VALUE",
+            help="override a workflow parameter (repeatable)",
+        )
+        runner.add_argument("--force", action="store_true", help="run every step, complete or not")
+    bundler = commands.add_parser(
+        "bundle", parents=[after], help="render the Databricks bundle's job from its workflow file (or --check it)",
+    )
+    bundler.add_argument("--workflow", default=str(DEFAULT_WORKFLOW), help="default: the main workflow")
+    bundler.add_argument("--out", help="default: resources/<workflow name>.job.yml")
+    bundler.add_argument("--check", action="store_true", help="exit 1 when the file differs from the rendering")
+    commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     return parser
 
 
@@ -204,22 +255,6 @@ def print_instances(lakehouse: Lakehouse, names: list[str] | None = None) -> Non
     print(format_table(rows, ingest.SUMMARY_COLUMNS))
 
 
-def run_main_job(spark, lakehouse: Lakehouse, settings: LabSettings) -> None:
-    """The embedded-default demo: a paper-sized Zipf instance and FB 1K."""
-    parser = build_parser()
-    jobs = [
-        ["ingest", "--instance", "zipf-1k", "--source", "synthetic", "--dist", "zipf", "--nodes", "1000",
-         "--topics", "1000", "--min-subs", "20", "--max-subs", "600", "--seed", "1"],
-        ["ingest", "--instance", "fb-1k", "--source", "social", "--path", str(FACEBOOK_GRAPH),
-         "--sample-bfs", "1000", "--seed", "1"],
-    ]
-    for argv in jobs:
-        args = parser.parse_args(argv)
-        ingest.run(spark, lakehouse, args.instance, ingest.source_spec(args, settings))
-    print(f"\nInstances in {lakehouse.root}:")
-    print_instances(lakehouse)
-
-
 def _design_request(args: argparse.Namespace) -> design.DesignRequest:
     """The design request, checked before Spark starts (bad input costs no JVM)."""
     request = design.DesignRequest(
@@ -232,66 +267,195 @@ def _design_request(args: argparse.Namespace) -> design.DesignRequest:
     return request
 
 
+def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
+    """Every check that needs no Spark, for one command: its validated request (or None)."""
+    if args.command == "ingest":
+        return ingest.source_spec(args, settings)
+    if args.command == "design":
+        return _design_request(args)
+    if args.command == "compare":
+        request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
+        request.check()
+        return request
+    if args.command == "route":
+        request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
+        request.check()
+        if args.routing_run_id is not None:
+            overlays.check_run_id(args.routing_run_id)
+        return request
+    if args.command in ("workflow", "main"):
+        path = Path(args.file) if args.command == "workflow" else DEFAULT_WORKFLOW
+        return plan_workflow(load_workflow(path).with_parameters(dict(args.param)), settings)
+    return None
+
+
+def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehouse) -> int:
+    """Run one prepared command on a session and lakehouse; its exit code."""
+    if args.command == "ingest":
+        row = ingest.run(spark, lakehouse, args.instance, request)
+        print_instances(lakehouse, [row[S.INSTANCE]])
+    elif args.command == "instances":
+        print_instances(lakehouse)
+    elif args.command == "import-overlay":
+        run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path)
+        print(format_table([run.asDict()], IMPORT_COLUMNS))
+    elif args.command == "evaluate":
+        metrics = overlays.run_evaluate(
+            spark, lakehouse, args.run_id, args.backend,
+            diameter_exact_limit=args.diameter_exact_limit, diameter_samples=args.diameter_samples,
+        )
+        print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
+        print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
+    elif args.command == "design":
+        run = design.run_design(
+            spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
+            diameters=not args.skip_diameters, commit_seconds=args.commit_every,
+        )
+        print(format_table([run.asDict()], DESIGN_COLUMNS))
+    elif args.command == "route":
+        done = route.run_route(spark, lakehouse, request, args.routing_run_id)
+        metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()
+        print(f"Routing run {done[S.ROUTING_RUN_ID]} ({done[S.PROTOCOL]} on {done[S.RUN_ID]}): {done[S.STATUS]}")
+        print(format_table([{"metric": c, "value": metrics[c]} for c in ROUTE_COLUMNS], ["metric", "value"]))
+        if done[S.STATUS] != S.COMPLETE:
+            print(f"error: {done[S.MESSAGE]}: {done[S.COUNTER_EXAMPLE]}", file=sys.stderr)
+            return 1
+    elif args.command == "compare":
+        rows = compare.run_compare(spark, lakehouse, request).collect()  # 14 rows
+        print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
+        print(compare.markdown(rows))
+    elif args.command == "report":
+        data = report.run_report(spark, lakehouse, args.out, args.degree_ratio)
+        print(f"Report: {Path(args.out) / report.SUMMARY} ({len(data.files)} figures)")
+    elif args.command == "export":
+        links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
+        print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
+    elif args.command == "info":
+        info = stack_report(spark)
+        info["lakehouse"] = lakehouse.root
+        print(format_table([{"piece": k, "version / state": v} for k, v in info.items()], ["piece", "version / state"]))
+    elif args.command in ("workflow", "main"):
+        return execute_workflow(request, spark, lakehouse, force=args.force)
+    return 0
+
+
+# Workflows --------------------------------------------------------------------------------
+
+
+def parse_step(step: Step, workflow: Workflow) -> argparse.Namespace:
+    """A step's arguments parsed as a CLI command; settings flags belong to the workflow."""
+    argv = list(step.resolved(workflow.parameters))
+    flags = [a for a in argv if a.split("=", 1)[0] in SETTINGS_FLAGS]
+    if flags:
+        raise StepArgumentError(
+            f"step '{step.name}' sets {flags[0]}: steps share the workflow's lakehouse and Spark; "
+            "give settings flags to the workflow command instead"
+        )
+    try:
+        return build_parser(_StepParser).parse_args(argv)
+    except StepArgumentError as error:
+        raise StepArgumentError(f"{workflow.source}: step '{step.name}' ({shlex.join(argv)}): {error}") from None
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    args: argparse.Namespace
+    request: object
+
+
+@dataclass(frozen=True)
+class WorkflowPlan:
+    workflow: Workflow
+    steps: dict[str, PlannedStep]
+
+
+def plan_workflow(workflow: Workflow, settings: LabSettings) -> WorkflowPlan:
+    """Parse and check every step before anything runs: a typo fails in a second, not an hour in."""
+    planned = {}
+    for step in workflow.steps:
+        args = parse_step(step, workflow)
+        try:
+            planned[step.name] = PlannedStep(args, prepare(args, settings))
+        except InputError as error:
+            raise InputError(f"{workflow.source}: step '{step.name}': {error}") from None
+    return WorkflowPlan(workflow, planned)
+
+
+def execute_workflow(plan: WorkflowPlan, spark, lakehouse: Lakehouse, force: bool = False) -> int:
+    """Run a planned workflow in this process (one Spark session); print what each step did and,
+    when it wrote a report, the results and where the report is."""
+
+    def run(step: Step) -> int:
+        planned = plan.steps[step.name]
+        return execute(planned.args, planned.request, spark, lakehouse)
+
+    def complete(step: Step) -> str | None:
+        planned = plan.steps[step.name]
+        return outputs_complete(lakehouse, planned.args, planned.request)
+
+    try:
+        outcomes = run_workflow(plan.workflow, StepActions(complete=complete, run=run), force=force)
+        code = 0
+    except WorkflowFailed as failure:
+        outcomes, code = failure.outcomes, 1
+        print(f"error: {failure}", file=sys.stderr)
+    rows = [{"step": o.step, "status": o.status, "seconds": round(o.seconds, 1), "detail": o.detail} for o in outcomes]
+    print(f"\nWorkflow {plan.workflow.name}:")
+    print(format_table(rows, ["step", "status", "seconds", "detail"]))
+    if code == 0:
+        print_summary(plan)
+    return code
+
+
+def print_summary(plan: WorkflowPlan) -> None:
+    """The results of a workflow that ends in a report: designs and routing runs, and where the
+    report is."""
+    reports = [p.args.out for p in plan.steps.values() if p.args.command == "report"]
+    if not reports:
+        return
+    out = Path(reports[-1])
+    data = report.read_back(out)
+    print("\nOverlay designs:")
+    print(format_table(data["designs"], report.markdown.DESIGN_COLUMNS))
+    if data["routing"]:
+        print("\nRouting (ratios against Scribe(-) on the same workload):")
+        print(format_table(data["routing"], report.markdown.ROUTING_COLUMNS))
+    print(f"\nReport: {(out / report.SUMMARY).resolve()} (figures next to it)")
+
+
+def run_bundle(args: argparse.Namespace) -> int:
+    """Write (or --check) the Databricks job resource rendered from a workflow file."""
+    path = Path(args.workflow).resolve()
+    workflow = load_workflow(path)
+    out = Path(args.out) if args.out else PROJECT_ROOT / "resources" / f"{workflow.name}.job.yml"
+    source = path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else str(path)
+    text = bundle.render(workflow, source)
+    if args.check:
+        if not out.is_file() or out.read_text() != text:
+            print(f"error: {out} is not the rendering of {source}; run `python -m pipelines bundle`", file=sys.stderr)
+            return 1
+        print(f"{out} matches {source}")
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out} from {source} ({len(workflow.steps)} tasks)")
+    return 0
+
+
+USER_ERRORS = (InputError, ConfigError, UnknownInstanceError, UnknownRunError, UnknownTableError, design.RunTakenOver)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.configure(-1 if args.quiet else args.verbose)
     try:
         settings = settings_from(args)
-        spec = ingest.source_spec(args, settings) if args.command == "ingest" else None
-        request = _design_request(args) if args.command == "design" else None
-        if args.command == "compare":
-            request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
-            request.check()
-        if args.command == "route":
-            request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
-            request.check()
-            if args.routing_run_id is not None:
-                overlays.check_run_id(args.routing_run_id)
+        if args.command == "bundle":
+            return run_bundle(args)
+        request = prepare(args, settings)
         spark = get_spark(settings)
-        lakehouse = Lakehouse(spark, settings.lakehouse_path())
-        if args.command == "ingest":
-            row = ingest.run(spark, lakehouse, args.instance, spec)
-            print_instances(lakehouse, [row[S.INSTANCE]])
-        elif args.command == "instances":
-            print_instances(lakehouse)
-        elif args.command == "import-overlay":
-            run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path)
-            print(format_table([run.asDict()], IMPORT_COLUMNS))
-        elif args.command == "evaluate":
-            metrics = overlays.run_evaluate(
-                spark, lakehouse, args.run_id, args.backend,
-                diameter_exact_limit=args.diameter_exact_limit, diameter_samples=args.diameter_samples,
-            )
-            print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
-            print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
-        elif args.command == "design":
-            run = design.run_design(
-                spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
-                diameters=not args.skip_diameters, commit_seconds=args.commit_every,
-            )
-            print(format_table([run.asDict()], DESIGN_COLUMNS))
-        elif args.command == "route":
-            done = route.run_route(spark, lakehouse, request, args.routing_run_id)
-            metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()
-            print(f"Routing run {done[S.ROUTING_RUN_ID]} ({done[S.PROTOCOL]} on {done[S.RUN_ID]}): {done[S.STATUS]}")
-            print(format_table([{"metric": c, "value": metrics[c]} for c in ROUTE_COLUMNS], ["metric", "value"]))
-            if done[S.STATUS] != S.COMPLETE:
-                print(f"error: {done[S.MESSAGE]}: {done[S.COUNTER_EXAMPLE]}", file=sys.stderr)
-                return 1
-        elif args.command == "compare":
-            rows = compare.run_compare(spark, lakehouse, request).collect()  # 14 rows
-            print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
-            print(compare.markdown(rows))
-        elif args.command == "export":
-            links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
-            print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
-        elif args.command == "info":
-            report = stack_report(spark)
-            report["lakehouse"] = lakehouse.root
-            print(format_table([{"piece": k, "version / state": v} for k, v in report.items()], ["piece", "version / state"]))
-        elif args.command == "main":
-            run_main_job(spark, lakehouse, settings)
-    except (InputError, ConfigError, UnknownInstanceError, UnknownRunError, design.RunTakenOver) as error:
+        lakehouse = Lakehouse(spark, settings.lakehouse_location())
+        return execute(args, request, spark, lakehouse)
+    except USER_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return 0

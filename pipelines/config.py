@@ -9,6 +9,7 @@ default. Command-line flags override the file (`apply_overrides`).
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,6 +55,12 @@ class LabSettings(_Strict):
 
     def lakehouse_path(self) -> Path:
         return Path(self.lakehouse).expanduser().resolve()
+
+    def lakehouse_location(self) -> str:
+        """Where the tables are: a URI as given (dbfs:/, s3://, abfss://...), else an absolute path."""
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", self.lakehouse):
+            return self.lakehouse
+        return str(self.lakehouse_path())
 
     def checkpoint_path(self) -> Path:
         if self.spark.checkpoint_dir:

@@ -6,6 +6,7 @@ import argparse
 import logging
 import re
 import time
+from importlib.resources import files as package_files
 
 from pyspark.sql import Row, SparkSession
 
@@ -21,6 +22,18 @@ from pipelines.lakehouse import Lakehouse
 log = logging.getLogger(__name__)
 SOURCES = ("synthetic", "social", "subscriptions")
 INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+# Graphs shipped inside the package (so a wheel task on a cluster has them too), with their
+# orientation: Facebook friendships are undirected; in the Twitter file `a b` means b follows a.
+DATASETS = {
+    "facebook": ("facebook_combined.txt.gz", False, False),
+    "twitter": ("twitter_bofa_careers.edges.gz", True, True),
+}
+
+
+def dataset_path(name: str) -> str:
+    return str(package_files("pipelines") / "datasets" / DATASETS[name][0])
+
 
 SUMMARY_COLUMNS = (
     S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.ROWS_READ, S.ROWS_ACCEPTED,
@@ -64,6 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     files = parser.add_argument_group("--source social / subscriptions")
     files.add_argument("--path", help="input file (social: edge list, .gz or .mtx; subscriptions: CSV or Parquet)")
+    files.add_argument(
+        "--dataset", choices=tuple(DATASETS),
+        help="social: a graph shipped with the lab instead of --path (facebook: friendships; twitter: followers)",
+    )
     files.add_argument("--directed", action="store_true", help="social: a line 'a b' means a follows b")
     files.add_argument("--reverse", action="store_true", help="social, directed: a line 'a b' means b follows a")
     files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
@@ -99,7 +116,7 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
     check_instance_name(args.instance)
     if args.source == "synthetic":
         _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
-        _reject_unused(args, "synthetic", "path", "directed", "reverse", "sample_bfs")
+        _reject_unused(args, "synthetic", "path", "dataset", "directed", "reverse", "sample_bfs")
         if args.dist != "zipf" and args.alpha != 2.0:
             raise InputError("--alpha only applies to --dist zipf")
         if args.dist != "expo" and args.expo_rate != 10.0:
@@ -109,19 +126,25 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             max_subs=args.max_subs, seed=args.seed, alpha=args.alpha, expo_rate=args.expo_rate,
         )
     elif args.source == "social":
-        _require(args, "social", "path")
         _reject_unused(args, "social", "dist", "nodes", "topics", "min_subs", "max_subs")
+        path, directed, reverse = args.path, args.directed, args.reverse
+        if args.dataset is not None:
+            if path is not None or directed or reverse:
+                raise InputError("--dataset names a shipped graph with its orientation: give no --path, --directed or --reverse")
+            path, (_, directed, reverse) = dataset_path(args.dataset), DATASETS[args.dataset]
+        if path is None:
+            raise InputError("--source social needs --path or --dataset")
         if args.sample_bfs is not None and args.seed is None:
             raise InputError("--sample-bfs needs --seed (the sample depends on it)")
         spec = SocialSpec(
-            path=args.path, directed=args.directed, reverse=args.reverse,
+            path=path, directed=directed, reverse=reverse,
             sample_bfs=args.sample_bfs, seed=args.seed or 0,
             bfs_seed_count=settings.ingest.bfs_seed_count,
         )
     else:
         _require(args, "subscriptions", "path")
         _reject_unused(
-            args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs",
+            args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs", "dataset",
             "directed", "reverse", "sample_bfs", "seed",
         )
         spec = SubscriptionsFileSpec(path=args.path)

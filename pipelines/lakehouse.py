@@ -20,16 +20,18 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import delta.exceptions as delta_errors
+import pandas as pd
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance import InstanceFrames
 from overlay.instance.stats import instance_counts
@@ -43,6 +45,10 @@ COMMIT_CONFLICTS = tuple(getattr(delta_errors, name) for name in delta_errors.__
 
 class UnknownInstanceError(LookupError):
     """No instance of that name in the lakehouse; the message lists the known ones."""
+
+
+class UnknownTableError(LookupError):
+    """The table has not been written yet in this lakehouse."""
 
 
 class UnknownRunError(LookupError):
@@ -64,7 +70,7 @@ def _with_retries(action: Callable[[], T], what: str) -> T:
 
 def new_ingest_id() -> str:
     """Sortable by start time, unique across processes."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
 
 
 class Lakehouse:
@@ -111,6 +117,38 @@ class Lakehouse:
         if not self.exists(table):
             return self.spark.createDataFrame([], table.schema)
         return self.spark.read.format("delta").load(self.path(table))
+
+    def version(self, table: S.TableSpec) -> int | None:
+        """The table's latest Delta version (None when it does not exist yet)."""
+        if not self.exists(table):
+            return None
+        return int(DeltaTable.forPath(self.spark, self.path(table)).history(1).select("version").first()[0])
+
+    def history(self, table: S.TableSpec, limit: int | None = None) -> DataFrame:
+        """The table's Delta history, newest first: version, timestamp, operation and its metrics."""
+        if not self.exists(table):
+            raise UnknownTableError(f"table {table.name} does not exist yet in {self.root}")
+        return DeltaTable.forPath(self.spark, self.path(table)).history(limit)
+
+    def read_version(self, table: S.TableSpec, version: int) -> DataFrame:
+        """The table as it was at one Delta version (time travel)."""
+        return self.spark.read.format("delta").option("versionAsOf", version).load(self.path(table))
+
+    def rows_by_version(self, table: S.TableSpec, versions: int, run_id: str | None = None) -> pd.DataFrame:
+        """Row counts of the table at each of its latest `versions` versions (time travel), with
+        each commit's time and operation; only one run's rows when `run_id` is given (matched on
+        the table's key: run_id, routing_run_id, comparison_id or instance)."""
+        commits = self.history(table, versions).select("version", "timestamp", "operation").collect()  # `versions` rows
+        key = next((c for c in (S.RUN_ID, S.ROUTING_RUN_ID, S.COMPARISON_ID, S.INSTANCE) if c in table.columns), None)
+        if run_id is not None and key is None:
+            raise InputError(f"table {table.name} has no run or instance column to pick '{run_id}' by")
+        rows = []
+        for commit in sorted(commits, key=lambda c: c["version"]):
+            frame = self.read_version(table, commit["version"])
+            if run_id is not None:
+                frame = frame.filter(F.col(key) == run_id)
+            rows.append({**commit.asDict(), "rows": frame.count()})
+        return pd.DataFrame(rows, columns=["version", "timestamp", "operation", "rows"])
 
     # Instances ---------------------------------------------------------------------------
 
@@ -169,7 +207,7 @@ class Lakehouse:
             S.REJECTED: tally.rejected,
             S.DUPLICATES: tally.duplicates,
             S.UNSAMPLED: tally.unsampled,
-            S.CREATED_AT: datetime.now(timezone.utc).replace(tzinfo=None),
+            S.CREATED_AT: datetime.now(UTC).replace(tzinfo=None),
         }
         update = local_frame(self.spark, [tuple(record[c] for c in S.INSTANCES.columns)], S.INSTANCES.schema)
         _with_retries(

@@ -1,0 +1,176 @@
+"""The report job: read the Delta tables, write PNG figures and a markdown summary to a folder.
+
+The folder gets `report.md`, one PNG per figure that has data, and `report.json`, the manifest
+written last: the Delta version of every table the report read. A report is current while those
+versions are the tables' versions now (`is_current`), which is how a workflow rerun skips it.
+
+Only current runs are reported: complete, and built on the instance version stored now.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.summaries import (
+    BUDGET,
+    BUDGET_RATIO,
+    RUN_LABEL,
+    current_runs,
+    degree_distribution,
+    run_quality,
+)
+from pipelines.lakehouse import Lakehouse
+from pipelines.report import figures
+from pipelines.report.markdown import design_rows, render, routing_rows
+from routing.summaries import load_percentiles, routing_summary
+
+log = logging.getLogger(__name__)
+
+TABLES = (
+    S.INSTANCES, S.OVERLAY_RUNS, S.OVERLAY_METRICS, S.OVERLAY_EDGES, S.ROUTING_RUNS, S.ROUTING_METRICS,
+    S.ROUTING_LOAD, S.ROUTING_COMPARISON,
+)
+MANIFEST = "report.json"
+SUMMARY = "report.md"
+DEGREE_RUNS_PER_INSTANCE = 8
+PROTOCOL_NAMES = {"po": "Po", "pa1": "Pa1", "pie": "Pie", "scribe": "Scribe", "iscribe": "iScribe"}
+
+
+@dataclass
+class ReportData:
+    """What the report shows, as small pandas frames (sized by runs, not by instances)."""
+
+    instances: pd.DataFrame
+    quality: pd.DataFrame
+    degrees: pd.DataFrame
+    routing: pd.DataFrame
+    load: pd.DataFrame
+    comparisons: pd.DataFrame
+    files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
+
+
+def table_versions(lakehouse: Lakehouse) -> dict[str, int | None]:
+    return {table.name: lakehouse.version(table) for table in TABLES}
+
+
+def is_current(lakehouse: Lakehouse, out: Path) -> bool:
+    manifest = out / MANIFEST
+    if not manifest.is_file() or not (out / SUMMARY).is_file():
+        return False
+    try:
+        stored = json.loads(manifest.read_text())["tables"]
+    except (ValueError, KeyError):
+        return False
+    return stored == table_versions(lakehouse)
+
+
+def read_back(out: Path) -> dict:
+    """The manifest of a written report: table versions, files, and the design and routing rows."""
+    return json.loads((Path(out) / MANIFEST).read_text())
+
+
+def design_label(algorithm: str, budget: str) -> str:
+    return f"{figures.ALGORITHM_NAMES.get(algorithm, algorithm)} ({budget})"
+
+
+def _degree_runs(quality: pd.DataFrame, target_ratio: float) -> pd.DataFrame:
+    """Per instance and algorithm: the run whose budget ratio is nearest `target_ratio`, and every
+    unbudgeted run; at most DEGREE_RUNS_PER_INSTANCE per instance."""
+    if quality.empty:
+        return quality
+    distance = (quality[BUDGET_RATIO] - target_ratio).abs().fillna(-1.0)
+    ranked = quality.assign(_distance=distance).sort_values([S.INSTANCE, S.ALGORITHM, "_distance", S.RUN_ID])
+    budgeted = ranked[ranked[BUDGET_RATIO].notna()].groupby([S.INSTANCE, S.ALGORITHM]).head(1)
+    chosen = pd.concat([budgeted, ranked[ranked[BUDGET_RATIO].isna()]])
+    chosen = chosen.sort_values([S.INSTANCE, S.ALGORITHM], key=lambda c: c.map(figures._algorithm_key) if c.name == S.ALGORITHM else c)
+    return chosen.groupby(S.INSTANCE).head(DEGREE_RUNS_PER_INSTANCE).drop(columns="_distance")
+
+
+def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2) -> ReportData:
+    """Read the tables and compute every summary the report shows."""
+    instances = lakehouse.read(S.INSTANCES)
+    runs = current_runs(lakehouse.read(S.OVERLAY_RUNS), instances).cache()
+    quality = run_quality(runs, lakehouse.read(S.OVERLAY_METRICS)).toPandas()  # one row per run
+    quality[RUN_LABEL] = [design_label(a, b) for a, b in zip(quality[S.ALGORITHM], quality[BUDGET])]
+    chosen = _degree_runs(quality, degree_ratio)
+    if chosen.empty:
+        degrees = pd.DataFrame(columns=[S.RUN_ID, "degree", "nodes_at_least", S.INSTANCE, RUN_LABEL])
+    else:
+        ids = chosen[S.RUN_ID].tolist()  # at most DEGREE_RUNS_PER_INSTANCE per instance
+        edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.U, S.V)
+        nodes = spark.createDataFrame(chosen[[S.RUN_ID, S.NODES]])
+        degrees = degree_distribution(edges, nodes).toPandas().merge(
+            chosen[[S.RUN_ID, S.INSTANCE, RUN_LABEL]], on=S.RUN_ID
+        )
+    routing = routing_summary(
+        lakehouse.read(S.ROUTING_RUNS), lakehouse.read(S.ROUTING_METRICS), runs
+    ).toPandas()  # one row per routing run
+    routing[RUN_LABEL] = [
+        f"{PROTOCOL_NAMES.get(p, p)} on {o} ({r})" for p, o, r in zip(routing[S.PROTOCOL], routing[S.OVERLAY_TYPE], routing[S.RUN_ID])
+    ]
+    ids = routing[S.ROUTING_RUN_ID].tolist()
+    load = load_percentiles(lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID).isin(ids))).toPandas()
+    load = load.merge(routing[[S.ROUTING_RUN_ID, RUN_LABEL]], on=S.ROUTING_RUN_ID)
+    comparisons = (
+        lakehouse.read(S.ROUTING_COMPARISON).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).toPandas()
+        if ids else pd.DataFrame(columns=S.ROUTING_COMPARISON.columns)
+    )  # 14 rows per comparison
+    listed = instances.select(
+        S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT
+    ).orderBy(S.INSTANCE).toPandas()  # one row per instance
+    runs.unpersist()
+    return ReportData(listed, quality, degrees, routing, load, comparisons)
+
+
+def _save(figure, path: Path) -> None:
+    figure.savefig(path, dpi=110)
+
+
+def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degree_ratio: float = 0.2) -> ReportData:
+    """Write the report of everything current in the lakehouse to the folder `out`."""
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    versions = table_versions(lakehouse)  # read first: a later commit makes the report stale
+    data = gather(spark, lakehouse, degree_ratio)
+    drawn = {
+        "quality_vs_budget.png": (figures.quality_vs_budget(data.quality), "TcoSuppR against budget ratio"),
+        "degree_distribution.png": (
+            figures.degree_distribution(data.degrees, dict(zip(data.quality[S.RUN_ID], data.quality[S.NODES]))),
+            f"Degree distributions (per algorithm, the budget ratio nearest {degree_ratio:g})",
+        ),
+        "routing_ratios.png": (figures.routing_ratios(data.routing), "Routing overhead and path length against Scribe(-)"),
+        "routing_load.png": (figures.load_profile(data.load), "Per-node load"),
+    }
+    for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
+        name = f"comparison_{comparison_id}.png".replace("/", "_")
+        drawn[name] = (figures.comparison(rows.reset_index(drop=True)), f"BeaConvey comparison {comparison_id}")
+    for stale in out.glob("*.png"):
+        stale.unlink()
+    for name, (figure, caption) in drawn.items():
+        if figure is not None:
+            _save(figure, out / name)
+            data.files[name] = caption
+    (out / SUMMARY).write_text(render(data, lakehouse.root))
+    manifest = {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "lakehouse": lakehouse.root,
+        "tables": versions,
+        "files": sorted([SUMMARY, *data.files]),
+        "designs": design_rows(data),
+        "routing": routing_rows(data),
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    log.info("report: %d figures and %s in %s", len(data.files), SUMMARY, out)
+    return data

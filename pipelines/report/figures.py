@@ -1,0 +1,156 @@
+"""The report's figures, drawn with matplotlib's object API (no pyplot state, no display needed):
+each function takes a small pandas frame and returns a `Figure`, or None when there is nothing
+to draw. Notebooks show the same figures (`display(fig)` on Databricks)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
+
+from overlay import schema as S
+from overlay.summaries import BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL
+from routing.summaries import PERCENTILE
+
+ALGORITHM_ORDER = ("gpa", "gpm", "spidercast-m", "random-m", "random-a", "gm", "minmaxoda", "swico", "imported")
+ALGORITHM_NAMES = {
+    "gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-m": "RandomM", "random-a": "RandomA",
+    "gm": "GM", "minmaxoda": "MinMaxODA", "swico": "small world", "imported": "imported",
+}
+MARKERS = "osD^vP*X"
+
+
+def _grid(panels: int, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
+    columns = min(panels, 3)
+    rows = math.ceil(panels / columns)
+    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for unused in axes[panels:]:
+        unused.set_visible(False)
+    return figure, axes[:panels]
+
+
+def _algorithm_key(name: str) -> int:
+    return ALGORITHM_ORDER.index(name) if name in ALGORITHM_ORDER else len(ALGORITHM_ORDER)
+
+
+def quality_vs_budget(quality: pd.DataFrame) -> Figure | None:
+    """TcoSuppR against budget ratio, one line per algorithm, one panel per instance (the shape
+    of ICDCS'16 Fig. 4 and Fig. 9). `quality`: rows of `overlay.summaries.run_quality`."""
+    swept = quality[quality[BUDGET_RATIO].notna()]
+    if swept.empty:
+        return None
+    instances = sorted(swept[S.INSTANCE].unique())
+    figure, axes = _grid(len(instances))
+    for ax, instance in zip(axes, instances):
+        rows = swept[swept[S.INSTANCE] == instance]
+        for i, algorithm in enumerate(sorted(rows[S.ALGORITHM].unique(), key=_algorithm_key)):
+            line = rows[rows[S.ALGORITHM] == algorithm].sort_values(BUDGET_RATIO)
+            ax.plot(
+                line[BUDGET_RATIO], line[S.TCO_SUPPORT], marker=MARKERS[i % len(MARKERS)],
+                label=ALGORITHM_NAMES.get(algorithm, algorithm),
+            )
+        ax.set_title(instance)
+        ax.set_xlabel("budget ratio (share of MinMaxODA's links and max degree)")
+        ax.set_ylabel("TcoSuppR")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize="small")
+    figure.suptitle("Topic-connectivity support against the degree budget")
+    return figure
+
+
+def degree_distribution(distribution: pd.DataFrame, nodes: dict[str, int]) -> Figure | None:
+    """Share of nodes with degree at least k, one line per run, one panel per instance.
+    `distribution`: instance, run_label and the rows of `overlay.summaries.degree_distribution`;
+    `nodes`: the node count of each run."""
+    if distribution.empty:
+        return None
+    instances = sorted(distribution[S.INSTANCE].unique())
+    figure, axes = _grid(len(instances))
+    for ax, instance in zip(axes, instances):
+        rows = distribution[(distribution[S.INSTANCE] == instance) & (distribution[DEGREE] > 0)]
+        for label in sorted(rows[RUN_LABEL].unique()):
+            run = rows[rows[RUN_LABEL] == label].sort_values(DEGREE)
+            share = run[NODES_AT_LEAST] / nodes[run[S.RUN_ID].iloc[0]]
+            ax.step(run[DEGREE], share, where="post", label=label)
+        ax.set_xscale("log")
+        ax.set_title(instance)
+        ax.set_xlabel("degree k")
+        ax.set_ylabel("share of nodes with degree >= k")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small")
+    figure.suptitle("Degree distributions of the overlays")
+    return figure
+
+
+def routing_ratios(summary: pd.DataFrame) -> Figure | None:
+    """Routing overhead and average path length of every routing run, as ratios against Scribe(-)
+    on the same workload. `summary`: rows of `routing.summaries.routing_summary` with a label."""
+    rows = summary[summary[S.OVERHEAD_RATIO].notna()].sort_values([S.INSTANCE, RUN_LABEL])
+    if rows.empty:
+        return None
+    labels = [f"{r[RUN_LABEL]}  [{r[S.INSTANCE]}]" for _, r in rows.iterrows()]
+    figure = Figure(figsize=(11, 1.2 + 0.38 * len(rows)), layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
+    for ax, column, title in (
+        (axes[0], S.OVERHEAD_RATIO, "routing overhead / Scribe(-)'s"),
+        (axes[1], S.PATH_RATIO, "average path length / Scribe(-)'s"),
+    ):
+        ax.barh(range(len(rows)), rows[column], color="tab:blue")
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel(title)
+        ax.grid(axis="x", alpha=0.3)
+        for y, value in enumerate(rows[column]):
+            ax.annotate(f"{value:.2f}", (value, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+    axes[0].set_yticks(range(len(rows)), labels)
+    axes[0].invert_yaxis()
+    figure.suptitle("Routing cost against Scribe on a data-oblivious overlay (lower is better)")
+    return figure
+
+
+def comparison(rows: pd.DataFrame) -> Figure | None:
+    """One BeaConvey comparison (Tables 3-5): our ratios as bars, the paper's as diamonds."""
+    if rows.empty:
+        return None
+    figure = Figure(figsize=(11, 1.2 + 0.38 * len(rows)), layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
+    for ax, ours, theirs, title in (
+        (axes[0], S.OVERHEAD_RATIO, S.PAPER_OVERHEAD_RATIO, "routing overhead / Scribe(-)'s"),
+        (axes[1], S.PATH_RATIO, S.PAPER_PATH_RATIO, "average path length / Scribe(-)'s"),
+    ):
+        ax.barh(range(len(rows)), rows[ours], color="tab:blue", label="this lab")
+        if rows[theirs].notna().any():
+            ax.scatter(rows[theirs], range(len(rows)), marker="D", color="black", zorder=3, label="paper")
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel(title)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize="small", loc="lower right")
+    axes[0].set_yticks(range(len(rows)), rows[S.SYSTEM])
+    axes[0].invert_yaxis()
+    paper = rows[S.PAPER_COLUMN].dropna()
+    name = rows[S.COMPARISON_ID].iloc[0]
+    figure.suptitle(f"BeaConvey comparison {name}" + (f" against the paper's {paper.iloc[0]}" if len(paper) else ""))
+    return figure
+
+
+def load_profile(percentiles: pd.DataFrame) -> Figure | None:
+    """Messages received per node, nodes ranked from least to most loaded, one line per routing
+    run. `percentiles`: rows of `routing.summaries.load_percentiles` with a label."""
+    if percentiles.empty:
+        return None
+    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = figure.subplots()
+    for label in sorted(percentiles[RUN_LABEL].unique()):
+        run = percentiles[percentiles[RUN_LABEL] == label].sort_values(PERCENTILE)
+        ax.plot(run[PERCENTILE] * 100, run[S.RECEIVED], label=label)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("nodes, least to most loaded (percentile)")
+    ax.set_ylabel("messages received")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    ax.set_title("Per-node load of each routing run")
+    return figure

@@ -1,0 +1,106 @@
+"""The report's markdown summary, and the same tables for the terminal."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from overlay import schema as S
+from overlay.summaries import BUDGET, RUN_LABEL
+from pipelines import compare
+
+if TYPE_CHECKING:
+    from pipelines.report import ReportData
+
+DESIGN_COLUMNS = (
+    S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, S.EDGES, S.AVG_DEGREE, S.MAX_DEGREE, S.TCO_SUPPORT,
+    S.DIAMETER_AVG, S.DIAMETER_METHOD,
+)
+ROUTING_COLUMNS = (
+    S.INSTANCE, RUN_LABEL, S.PUBLICATIONS, S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH,
+    S.DELIVERY_RATIO, S.OVERHEAD_RATIO, S.PATH_RATIO,
+)
+INSTANCE_COLUMNS = (S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS)
+
+
+def _plain(value: object) -> object:
+    """numpy scalars and NaN as plain Python values (None for missing)."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def records(frame, columns: Sequence[str]) -> list[dict]:
+    return [{c: _plain(row[c]) for c in columns} for _, row in frame.iterrows()]
+
+
+def design_rows(data: ReportData) -> list[dict]:
+    quality = data.quality.sort_values([S.INSTANCE, S.ALGORITHM, S.RUN_ID])
+    return records(quality, DESIGN_COLUMNS)
+
+
+def routing_rows(data: ReportData) -> list[dict]:
+    return records(data.routing.sort_values([S.INSTANCE, RUN_LABEL]), ROUTING_COLUMNS)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|")
+
+
+def table(rows: list[dict], columns: Sequence[str]) -> str:
+    if not rows:
+        return "_none_"
+    numeric = [all(isinstance(r[c], (int, float)) or r[c] is None for r in rows) for c in columns]
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
+    lines += ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render(data: ReportData, lakehouse: str) -> str:
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "# Overlay lab report",
+        (
+            f"Generated {now} from the lakehouse `{lakehouse}`. Only current runs are shown: complete, "
+            "and built on the instance version stored now."
+        ),
+        "## Instances",
+        table(records(data.instances, INSTANCE_COLUMNS), INSTANCE_COLUMNS),
+        "## Overlay designs",
+        (
+            "TcoSuppR is 1 for a topic-connected overlay. `diameter_method` says whether the average "
+            "topic diameter is exact or a sampled lower bound (`skipped`: not computed; `evaluate` adds it)."
+        ),
+        table(design_rows(data), DESIGN_COLUMNS),
+        "## Routing",
+        (
+            "Routing overhead counts messages received by nodes not subscribed to the topic. Ratios are "
+            "against Scribe(-) (Scribe on a random ring with data-oblivious fingers) on the same "
+            "instance and workload; `—` when there is no such run."
+        ),
+        table(routing_rows(data), ROUTING_COLUMNS),
+    ]
+    for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
+        parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
+    if data.files:
+        parts.append("## Figures")
+        for name, caption in data.files.items():
+            parts += [f"### {caption}", f"![{caption}]({name})"]
+    else:
+        parts.append("_No figures: the lakehouse has no complete design or routing runs yet._")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,109 @@
+"""When is a step's output complete? One check per command, read from the lakehouse.
+
+A check answers with the reason the step can be skipped, or None when it must run. Each check
+asks the same question the job itself would: is the row that marks the job's commit point there,
+made from the inputs this step names, on the instance version stored now?
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from pipelines import compare, report
+from pipelines.lakehouse import Lakehouse
+
+
+def _row(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> Row | None:
+    if not lakehouse.exists(table):
+        return None
+    return lakehouse.read(table).filter(F.col(key) == value).first()
+
+
+def _current_run(lakehouse: Lakehouse, run_id: str) -> Row | None:
+    """The run row when the run is complete and built on the instance version stored now."""
+    run = _row(lakehouse, S.OVERLAY_RUNS, S.RUN_ID, run_id)
+    if run is None or run[S.STATUS] != S.COMPLETE:
+        return None
+    instance = _row(lakehouse, S.INSTANCES, S.INSTANCE, run[S.INSTANCE])
+    return run if instance is not None and instance[S.INGEST_ID] == run[S.INGEST_ID] else None
+
+
+def _same_source(params: dict) -> dict:
+    """Source settings with the input path made absolute (an instance stored from a relative path
+    is the same instance)."""
+    if params.get("path"):
+        return {**params, "path": os.path.realpath(params["path"])}
+    return params
+
+
+def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, spec) -> str | None:
+    stored = _row(lakehouse, S.INSTANCES, S.INSTANCE, args.instance)
+    if stored is not None and _same_source(json.loads(stored[S.PARAMS])) == _same_source(asdict(spec)):
+        return f"instance {args.instance} is stored from these settings"
+    return None
+
+
+def _design(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
+    run_id = args.run_id or request.default_run_id()
+    return f"run {run_id} is complete" if _current_run(lakehouse, run_id) is not None else None
+
+
+def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
+    run = _current_run(lakehouse, args.run_id)
+    metrics = _row(lakehouse, S.OVERLAY_METRICS, S.RUN_ID, args.run_id) if run is not None else None
+    if metrics is None or metrics[S.DIAMETER_METHOD] == "skipped" or metrics[S.COMPUTED_AT] < run[S.STARTED_AT]:
+        return None
+    return f"run {args.run_id} has its metrics with diameters ({metrics[S.DIAMETER_METHOD]})"
+
+
+def _route(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
+    routing_run_id = args.routing_run_id or request.default_routing_run_id()
+    routed = _row(lakehouse, S.ROUTING_RUNS, S.ROUTING_RUN_ID, routing_run_id)
+    if routed is None or routed[S.STATUS] != S.COMPLETE or _current_run(lakehouse, request.run_id) is None:
+        return None
+    return f"routing run {routing_run_id} is complete"
+
+
+def _compare(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | None:
+    if not lakehouse.exists(S.ROUTING_COMPARISON):
+        return None
+    rows = lakehouse.read(S.ROUTING_COMPARISON).filter(F.col(S.COMPARISON_ID) == request.comparison_id)
+    if rows.filter(F.col(S.PAPER_COLUMN).eqNullSafe(request.paper)).count() < len(compare.SYSTEMS):
+        return None
+    return f"comparison {request.comparison_id} is stored"
+
+
+def _report(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
+    if report.is_current(lakehouse, Path(args.out)):
+        return f"the report in {args.out} is up to date with the tables"
+    return None
+
+
+def _imported(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
+    return f"run {args.run_id} is imported" if _current_run(lakehouse, args.run_id) is not None else None
+
+
+CHECKS = {
+    "ingest": _ingest,
+    "design": _design,
+    "evaluate": _evaluate,
+    "route": _route,
+    "compare": _compare,
+    "report": _report,
+    "import-overlay": _imported,
+}
+
+
+def outputs_complete(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
+    """Why this command's outputs are complete already; None when it must run (or always runs:
+    `export` and `instances` are cheap and write outside the tables)."""
+    check = CHECKS.get(args.command)
+    return None if check is None else check(lakehouse, args, request)

@@ -1,0 +1,97 @@
+"""The Databricks bundle: it parses, it is scheduled in UTC with dev and prod targets, its job is
+the rendering of its workflow file, and every task calls a real CLI command of the wheel."""
+
+import re
+import tomllib
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from pipelines.cli import _StepParser, build_parser, main
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
+DYNAMIC = {"job.start_time.iso_date": date(2026, 11, 26).isoformat()}
+
+
+def bundle() -> dict:
+    """databricks.yml with the resources it includes merged in."""
+    root = yaml.safe_load((ROOT / "databricks.yml").read_text())
+    for pattern in root.get("include", []):
+        for path in sorted(ROOT.glob(pattern)):
+            for kind, items in yaml.safe_load(path.read_text())["resources"].items():
+                root.setdefault("resources", {}).setdefault(kind, {}).update(items)
+    return root
+
+
+def resolve(text: str, job_parameters: dict, variables: dict) -> str:
+    """What a task parameter becomes at run time: job parameters, bundle variables, dynamic values."""
+    for _ in range(3):  # a job parameter's default may itself hold variables and dynamic values
+        text = re.sub(r"\{\{job\.parameters\.(\w+)\}\}", lambda m: job_parameters[m.group(1)], text)
+        text = re.sub(r"\$\{var\.(\w+)\}", lambda m: str(variables[m.group(1)]), text)
+        text = re.sub(r"\{\{([\w.]+)\}\}", lambda m: DYNAMIC[m.group(1)], text)
+    assert "{{" not in text and "${" not in text, text
+    return text
+
+
+def test_bundle_parses_with_daily_utc_schedule_and_targets():
+    config = bundle()
+    assert config["bundle"]["name"] == "overlay_lab"
+    assert set(config["targets"]) == {"dev", "prod"}
+    assert config["targets"]["dev"]["mode"] == "development" and config["targets"]["dev"]["default"] is True
+    assert config["targets"]["prod"]["mode"] == "production"
+    job = config["resources"]["jobs"]["overlay_refresh"]
+    schedule = job["schedule"]
+    assert schedule["timezone_id"] == "UTC"
+    _seconds, _minutes, hours, day_of_month, month, day_of_week = schedule["quartz_cron_expression"].split()[:6]
+    assert (day_of_month, month, day_of_week) == ("*", "*", "?") and hours.isdigit()  # once a day
+    assert "pip wheel" in config["artifacts"]["overlay_lab"]["build"]
+
+
+def test_job_runs_ingest_design_evaluate_route_report_in_order():
+    job = bundle()["resources"]["jobs"]["overlay_refresh"]
+    tasks = {t["task_key"]: t for t in job["tasks"]}
+    commands = {key: t["python_wheel_task"]["parameters"][2] for key, t in tasks.items()}
+    position = {key: i for i, key in enumerate(tasks)}
+    for key, task in tasks.items():
+        for needed in task.get("depends_on", []):
+            assert needed["task_key"] in tasks and position[needed["task_key"]] < position[key]
+    order = ["ingest", "design", "evaluate", "route", "report"]
+    for key, command in commands.items():
+        for dependency in tasks[key].get("depends_on", []):
+            assert order.index(commands[dependency["task_key"]]) < order.index(command), (key, dependency)
+    assert sorted(set(commands.values()), key=order.index) == order
+    assert sum(c == "design" for c in commands.values()) >= 3  # several algorithms
+
+
+def test_every_task_resolves_to_a_real_cli_command():
+    config = bundle()
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"].replace("-", "_")
+    variables = {name: spec["default"] for name, spec in config["variables"].items()}
+    job = config["resources"]["jobs"]["overlay_refresh"]
+    job_parameters = {p["name"]: p["default"] for p in job["parameters"]}
+    cluster_keys = {c["job_cluster_key"] for c in job["job_clusters"]}
+    commands = set(build_parser()._subparsers._group_actions[0].choices)
+    for task in job["tasks"]:
+        wheel = task["python_wheel_task"]
+        assert wheel["package_name"] == package
+        assert scripts[wheel["entry_point"]] == "pipelines.cli:main"
+        assert task["job_cluster_key"] in cluster_keys
+        argv = [resolve(p, job_parameters, variables) for p in wheel["parameters"]]
+        args = build_parser(_StepParser).parse_args(argv)  # raises on an unknown command or flag
+        assert args.command in commands and args.command not in ("workflow", "main", "bundle")
+        assert args.lakehouse == variables["lakehouse"]
+
+
+def test_bundle_job_is_the_rendering_of_its_workflow(capsys):
+    assert main(["bundle", "--check"]) == 0, capsys.readouterr().err
+    assert "matches conf/workflows/overlay_refresh.yaml" in capsys.readouterr().out
+
+
+def test_bundle_check_fails_on_a_hand_edit(tmp_path, capsys):
+    edited = tmp_path / "job.yml"
+    edited.write_text((ROOT / "resources" / "overlay_refresh.job.yml").read_text().replace("pie", "po"))
+    assert main(["bundle", "--check", "--out", str(edited)]) == 1
+    assert "is not the rendering of conf/workflows/overlay_refresh.yaml" in capsys.readouterr().err

@@ -1,0 +1,122 @@
+"""Workflow files: parsing, matrix expansion, ordering, and the runner's skip / stop behaviour
+(no Spark: the runner is driven with fake step actions)."""
+
+import pytest
+
+from overlay.errors import InputError
+from pipelines.cli import StepArgumentError, parse_step, plan_workflow
+from pipelines.config import ConfigError, LabSettings
+from pipelines.workflow.runner import (
+    FAILED,
+    NOT_RUN,
+    RAN,
+    SKIPPED,
+    StepActions,
+    WorkflowFailed,
+    run_workflow,
+)
+from pipelines.workflow.spec import load_workflow, parse_workflow
+from tests.test_bundle import WORKFLOWS
+
+
+def workflow(steps, parameters=None, **extra):
+    return parse_workflow({"name": "w", "description": "d", "parameters": parameters or {}, "steps": steps, **extra}, "w.yaml")
+
+
+def test_matrix_expands_names_arguments_and_dependencies():
+    w = workflow(
+        [
+            {"name": "ingest", "run": ["ingest", "--instance", "${instance}"]},
+            {"name": "design_${algorithm}_${ratio}", "matrix": {"algorithm": ["gpm", "gpa"], "ratio": [0.1, 0.5]},
+             "after": ["ingest"], "run": ["design", "--algorithm", "${algorithm}", "--budget-ratio", "${ratio}"]},
+            {"name": "evaluate_${algorithm}", "matrix": {"algorithm": ["gpm"]},
+             "after": ["design_${algorithm}_0_1"], "run": ["evaluate", "--run-id", "r.${algorithm}"]},
+            {"name": "report", "after": ["design_${algorithm}_${ratio}", "evaluate_gpm"], "run": ["report", "--out", "o"]},
+        ],
+        parameters={"instance": "fb-1k"},
+    )
+    names = [s.name for s in w.steps]
+    assert names == ["ingest", "design_gpm_0_1", "design_gpm_0_5", "design_gpa_0_1", "design_gpa_0_5", "evaluate_gpm", "report"]
+    assert w.step("design_gpa_0_5").argv == ("design", "--algorithm", "gpa", "--budget-ratio", "0.5")
+    assert w.step("evaluate_gpm").after == ("design_gpm_0_1",)
+    assert w.step("report").after == ("design_gpm_0_1", "design_gpm_0_5", "design_gpa_0_1", "design_gpa_0_5", "evaluate_gpm")
+    assert w.step("ingest").resolved(w.parameters) == ("ingest", "--instance", "fb-1k")
+    assert w.with_parameters({"instance": "tw-1k"}).step("ingest").resolved({"instance": "tw-1k"})[-1] == "tw-1k"
+
+
+@pytest.mark.parametrize(
+    "steps, fragment",
+    [
+        ([{"name": "a", "run": ["design", "${nope}"]}], "uses ${nope}, which is not a parameter"),
+        ([{"name": "a", "after": ["b"], "run": ["report"]}, {"name": "b", "after": ["a"], "run": ["report"]}], "cycle"),
+        ([{"name": "a", "after": ["zzz"], "run": ["report"]}], "runs after 'zzz', which is not a step"),
+        ([{"name": "a", "run": ["report"]}, {"name": "a", "run": ["report"]}], "two steps are named 'a'"),
+        ([{"name": "a", "run": ["workflow", "x.yaml"]}], "a step runs one of"),
+        ([{"name": "d", "matrix": {"x": [1, 2]}, "run": ["report"]}], "its name does not use ${x}"),
+        ([{"name": "a", "run": ["report"], "retries": 3}], "'steps.0.retries': Extra inputs are not permitted"),
+    ],
+    ids=["unknown-parameter", "cycle", "unknown-after", "duplicate", "nested-workflow", "matrix-name", "unknown-key"],
+)
+def test_bad_workflows_are_clear_errors(steps, fragment):
+    with pytest.raises(ConfigError, match="w.yaml") as error:
+        workflow(steps)
+    assert fragment in str(error.value)
+
+
+def test_unknown_parameter_override_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        workflow([{"name": "a", "run": ["report", "--out", "x"]}], {"out": "x"}).with_parameters({"oot": "y"})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_workflow(tmp_path / "none.yaml")
+
+
+def test_steps_are_checked_as_cli_commands_before_anything_runs():
+    settings = LabSettings()
+    bad_flag = workflow([{"name": "a", "run": ["design", "--instance", "x", "--algorithm", "gpm", "--max-degre", "3"]}])
+    with pytest.raises(StepArgumentError, match="step 'a'.*unrecognized arguments: --max-degre"):
+        plan_workflow(bad_flag, settings)
+    bad_request = workflow([{"name": "b", "run": ["design", "--instance", "x", "--algorithm", "gpm"]}])
+    with pytest.raises(InputError, match="step .b.: gpm needs a budget"):
+        plan_workflow(bad_request, settings)
+    own_lakehouse = workflow([{"name": "c", "run": ["report", "--out", "o", "--lakehouse", "elsewhere"]}])
+    with pytest.raises(StepArgumentError, match="step 'c' sets --lakehouse"):
+        parse_step(own_lakehouse.steps[0], own_lakehouse)
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.stem for p in WORKFLOWS])
+def test_shipped_workflows_plan(path):
+    plan = plan_workflow(load_workflow(path), LabSettings())
+    assert plan.steps and all(p.args.command for p in plan.steps.values())
+
+
+def test_runner_skips_complete_steps_and_stops_at_a_failure():
+    w = workflow([
+        {"name": "one", "run": ["report", "--out", "a"]},
+        {"name": "two", "after": ["one"], "run": ["report", "--out", "b"]},
+        {"name": "three", "after": ["two"], "run": ["report", "--out", "c"]},
+        {"name": "four", "after": ["three"], "run": ["report", "--out", "d"]},
+    ])
+    ran, said = [], []
+
+    def run(step):
+        ran.append(step.name)
+        if step.name == "three":
+            raise RuntimeError("disk full")
+        return 0
+
+    actions = StepActions(complete=lambda s: "done before" if s.name == "one" else None, run=run)
+    with pytest.raises(WorkflowFailed) as failure:
+        run_workflow(w, actions, say=said.append)
+    assert ran == ["two", "three"]
+    message = str(failure.value)
+    assert "step 'three' failed (RuntimeError: disk full)" in message and "Not run: four" in message
+    assert [(o.step, o.status) for o in failure.value.outcomes] == [
+        ("one", SKIPPED), ("two", RAN), ("three", FAILED), ("four", NOT_RUN)
+    ]
+    assert said[1] == "[1/4] one: skipped, done before" and said[2] == "[2/4] two: report --out b"
+    assert any(line.startswith("[3/4] three: FAILED") for line in said)
+    # A non-zero exit code is a failure too; --force runs complete steps again.
+    ran.clear()
+    with pytest.raises(WorkflowFailed, match="step 'one' failed \\(exit code 1\\)"):
+        run_workflow(w, StepActions(complete=lambda s: "done", run=lambda s: ran.append(s.name) or 1), force=True, say=said.append)
+    assert ran == ["one"]
