@@ -416,7 +416,7 @@ def print_summary(plan: WorkflowPlan) -> None:
     out = Path(reports[-1])
     data = report.read_back(out)
     print("\nOverlay designs:")
-    print(format_table(data["designs"], report.markdown.DESIGN_COLUMNS))
+    print(format_table(data["designs"], report.markdown.CONSOLE_DESIGN_COLUMNS))
     if data["routing"]:
         print("\nRouting (ratios against Scribe(-) on the same workload):")
         print(format_table(data["routing"], report.markdown.ROUTING_COLUMNS))

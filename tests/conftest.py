@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,32 @@ def store_instance(spark, lakehouse: Lakehouse, name: str, spec) -> list[tuple[i
 def module_lakehouse(spark, tmp_path_factory, request) -> Lakehouse:
     """One lakehouse for a whole test module (its tests use distinct run ids): an ingest costs ~10 s."""
     return Lakehouse(spark, tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "lakehouse")
+
+
+TINY_WORKFLOW = Path(__file__).resolve().parent / "workflows" / "tiny_refresh.yaml"
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """`python -m pipelines ARGV` in this process: exit code, stdout, stderr."""
+    from pipelines.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def refreshed(spark, tmp_path_factory) -> dict:
+    """A small lakehouse made by running `tests/workflows/tiny_refresh.yaml` (every kind of step),
+    then the same command again at once (everything complete). Shared by the modules that need
+    stored designs and routing runs: building one costs about two minutes."""
+    root = tmp_path_factory.mktemp("refreshed")
+    lakehouse = root / "lakehouse"
+    argv = ["--lakehouse", str(lakehouse), "workflow", str(TINY_WORKFLOW), "--param", f"report_dir={root / 'report'}"]
+    first = run_cli(*argv)
+    assert first[0] == 0, first[2][-3000:]
+    return {
+        "root": root, "argv": argv, "first": first, "rerun": run_cli(*argv),
+        "lakehouse": Lakehouse(spark, lakehouse), "report": root / "report",
+    }

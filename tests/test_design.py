@@ -69,6 +69,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
 
 
+@pytest.mark.slow  # two designs in threads at once; the lakehouse's concurrency tests are slow-marked too
 def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, instance):
     """GPM and RandomM designed concurrently on one lakehouse: both complete, neither is damaged."""
     from deltalake import DeltaTable as ArrowDeltaTable
@@ -134,17 +135,21 @@ def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     assert pairs(random_m(nodes, 3, seed=4)) == matched[4] != matched[5]
 
 
-def test_budget_ratio_uses_minmaxoda_once(spark, lakehouse, instance):
-    run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "ratio-gpm", diameters=False)
-    full = greedy_oracle(instance, "minmaxoda")
+def test_budget_ratio_uses_minmaxoda_once(spark, refreshed):
+    """The shared workflow lakehouse holds `design --algorithm gpm --budget-ratio 0.5` on `tiny`."""
+    lakehouse = refreshed["lakehouse"]
+    pairs = [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "tiny").collect()]
+    full = greedy_oracle(pairs, "minmaxoda")
     degree = {}
     for u, v, _ in full:
         degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
-    assert stored_edges(lakehouse, "ratio-gpm") == greedy_oracle(instance, "gpm", max_degree=max(degree.values()) // 2)
-    ingest_id = lakehouse.instance_row("z")[S.INGEST_ID]
-    budget = design.resolve_budget(spark, lakehouse, DesignRequest("z", "gpa", budget_ratio=0.5), ingest_id, 24, False)
+    assert stored_edges(lakehouse, "tiny.gpm.r0.5.s1") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
+    ingest_id = lakehouse.instance_row("tiny")[S.INGEST_ID]
+    budget = design.resolve_budget(spark, lakehouse, DesignRequest("tiny", "gpa", budget_ratio=0.5), ingest_id, 24, False)
     assert (budget.max_edges, budget.max_degree) == (len(full) // 2, max(degree.values()) // 2)
-    references = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.ALGORITHM) == "minmaxoda").collect()
+    references = lakehouse.read(S.OVERLAY_RUNS).filter(
+        (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.INSTANCE) == "tiny")
+    ).collect()
     assert len(references) == 1 and references[0][S.EDGES] == len(full) == stored_edges_count(lakehouse, references[0][S.RUN_ID])
 
 

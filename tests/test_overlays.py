@@ -118,14 +118,3 @@ def test_a_run_of_a_replaced_instance_cannot_be_read(spark, lakehouse, instance,
         overlays.run_evaluate(spark, lakehouse, "old")
 
 
-def test_overlay_tables_are_readable_by_another_delta_reader(spark, lakehouse, instance, write_text):
-    from deltalake import DeltaTable as ArrowDeltaTable
-
-    overlays.run_import(spark, lakehouse, "z", "arrow", overlay_file(write_text, [("n1", "n2"), ("n2", "n2")]))
-    overlays.run_evaluate(spark, lakehouse, "arrow")
-    for table in S.OVERLAY_TABLES:
-        if table is S.OVERLAY_ROUNDS:
-            continue  # design runs only: read back in tests/test_design.py
-        arrow = ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table()
-        assert arrow.column_names == table.columns
-        assert arrow.num_rows == lakehouse.read(table).count() > 0

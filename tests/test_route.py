@@ -7,54 +7,47 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from overlay.instance.synthetic import SyntheticSpec
 from pipelines import route
 from pipelines.cli import main
-from pipelines.design import DesignRequest, run_design
 from pipelines.route import RouteRequest, run_route
-from tests.conftest import store_instance
 
-SPEC = SyntheticSpec(dist="zipf", nodes=20, topics=12, min_subs=1, max_subs=4, seed=5)
-
-
-@pytest.fixture(scope="module")
-def lakehouse(module_lakehouse):
-    return module_lakehouse
+NODES = 24  # of the instance `tiny` in tests/workflows/tiny_refresh.yaml
+SCRIBE_RUN = "tiny.swico.random-chord.s1.scribe.p12.s1"  # the workflow's route_scribe step
 
 
 @pytest.fixture(scope="module")
-def small_world(spark, lakehouse):
-    """Instance 'r' and a RandomS + Chord overlay on it."""
-    store_instance(spark, lakehouse, "r", SPEC)
-    return run_design(spark, lakehouse, DesignRequest("r", "swico", short="random", long="chord"), diameters=False)
+def lakehouse(refreshed):
+    return refreshed["lakehouse"]
+
+
+@pytest.fixture(scope="module")
+def small_world(lakehouse):
+    """The workflow's RandomS + Chord overlay of instance `tiny`."""
+    return lakehouse.run_row("tiny.swico.random-chord.s1")
 
 
 def rows_of(lakehouse, table, routing_run_id):
     return lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).collect()
 
 
-def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, capsys):
-    argv = ["--lakehouse", lakehouse.root, "route", "--run-id", small_world[S.RUN_ID], "--protocol", "iscribe",
-            "--publications", "30", "--seed", "4"]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    routing_run_id = f"{small_world[S.RUN_ID]}.iscribe.p30.s4"
-    assert f"Routing run {routing_run_id}" in out and "complete" in out
-    (run,) = rows_of(lakehouse, S.ROUTING_RUNS, routing_run_id)
-    (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, routing_run_id)
-    pubs = rows_of(lakehouse, S.ROUTING_PUBLICATIONS, routing_run_id)
-    deliveries = rows_of(lakehouse, S.ROUTING_DELIVERIES, routing_run_id)
-    load = rows_of(lakehouse, S.ROUTING_LOAD, routing_run_id)
+def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, refreshed):
+    out = refreshed["first"][1]
+    assert f"Routing run {SCRIBE_RUN} (scribe on {small_world[S.RUN_ID]}): complete" in out
+    (run,) = rows_of(lakehouse, S.ROUTING_RUNS, SCRIBE_RUN)
+    (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, SCRIBE_RUN)
+    pubs = rows_of(lakehouse, S.ROUTING_PUBLICATIONS, SCRIBE_RUN)
+    deliveries = rows_of(lakehouse, S.ROUTING_DELIVERIES, SCRIBE_RUN)
+    load = rows_of(lakehouse, S.ROUTING_LOAD, SCRIBE_RUN)
     assert run[S.STATUS] == S.COMPLETE and run[S.SUPERSTEPS] == metrics[S.SUPERSTEPS] > 0
-    assert len(pubs) == 30 and len(load) == SPEC.nodes
+    assert len(pubs) == 12 and len(load) == NODES
     assert metrics[S.DELIVERIES] == len(deliveries) == sum(r[S.DELIVERED] for r in load) == sum(r[S.DELIVERIES] for r in pubs)
     assert metrics[S.MESSAGES] == run[S.MESSAGES] == sum(r[S.RECEIVED] for r in load) == sum(r[S.RECEIVED] for r in pubs)
     assert metrics[S.ROUTING_OVERHEAD] == sum(r[S.PURE_FORWARDS] for r in load)
     assert metrics[S.DELIVERY_RATIO] == 1.0 and metrics[S.DUPLICATE_DELIVERIES] == 0
     assert metrics[S.MAX_PATH_LENGTH] == max(r[S.HOPS] for r in deliveries)
-    subscribed = {(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "r").collect()}
+    subscribed = {(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "tiny").collect()}
     assert all((r[S.PUBLISHER], r[S.TOPIC_ID]) in subscribed for r in pubs)
-    again = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "iscribe", 30, 4))
+    again = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "scribe", 12, 1))
     assert again[S.STARTED_AT] == run[S.STARTED_AT]  # reused, not recomputed
 
 
@@ -81,7 +74,7 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
 def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_text):
     from pipelines.overlays import run_import
 
-    run_import(spark, lakehouse, "r", "plain", write_text("plain.csv", "u,v\nn1,n2\n"))
+    run_import(spark, lakehouse, "tiny", "plain", write_text("plain.csv", "u,v\nn1,n2\n"))
     with pytest.raises(InputError, match="has no ring"):
         run_route(spark, lakehouse, RouteRequest("plain", "pie", 5))
     with pytest.raises(InputError, match="exists with other settings"):
@@ -110,7 +103,7 @@ def test_the_comparison_lists_tables_3_to_5():
 def test_compare_runs_every_system_against_scribe(spark, lakehouse, small_world):
     from pipelines.compare import CompareRequest, markdown, run_compare
 
-    rows = run_compare(spark, lakehouse, CompareRequest("r", publications=8, paper="TW1K")).collect()
+    rows = run_compare(spark, lakehouse, CompareRequest("tiny", publications=8, paper="TW1K")).collect()
     assert len(rows) == 14
     by_system = {r[S.SYSTEM]: r for r in rows}
     assert by_system["Scribe(-)"][S.OVERHEAD_RATIO] == 1.0 and by_system["Scribe(-)"][S.PATH_RATIO] == 1.0

@@ -1,8 +1,7 @@
-"""A small workflow end to end on the embedded default (ingest, designs, evaluate, route, report),
-its rerun (everything skipped), a failing step, and the notebooks against its lakehouse."""
+"""A small workflow end to end on the embedded default (conftest `refreshed`: ingest, design,
+evaluate, route, report), its rerun (everything skipped), a failing step, and the notebooks run
+against its lakehouse."""
 
-import contextlib
-import io
 import json
 import runpy
 from pathlib import Path
@@ -11,110 +10,67 @@ import pytest
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from pipelines.cli import main
-from pipelines.lakehouse import Lakehouse
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = """
-name: tiny_refresh
-description: the overlay refresh on a tiny synthetic instance
-parameters: {report_dir: report, publications: 12}
-steps:
-  - name: ingest
-    run: [ingest, --instance, tiny, --source, synthetic, --dist, zipf, --nodes, 24, --topics, 10,
-          --min-subs, 2, --max-subs, 4, --seed, 3]
-  - name: design_${algorithm}
-    matrix: {algorithm: [gpm, random-m]}
-    after: [ingest]
-    run: [design, --instance, tiny, --algorithm, "${algorithm}", --budget-ratio, 0.5, --skip-diameters]
-  - name: ring_${short}
-    matrix: {short: [gswico, random]}
-    after: [ingest]
-    run: [design, --instance, tiny, --algorithm, swico, --short, "${short}", --long, chord, --skip-diameters]
-  - name: evaluate_${algorithm}
-    matrix: {algorithm: [gpm, random-m]}
-    after: ["design_${algorithm}"]
-    run: [evaluate, --run-id, "tiny.${algorithm}.r0.5.s1"]
-  - name: route_pie
-    after: [ring_gswico]
-    run: [route, --run-id, tiny.swico.gswico-chord.s1, --protocol, pie, --publications, "${publications}"]
-  - name: route_scribe
-    after: [ring_random]
-    run: [route, --run-id, tiny.swico.random-chord.s1, --protocol, scribe, --publications, "${publications}"]
-  - name: report
-    after: ["evaluate_${algorithm}", route_pie, route_scribe]
-    run: [report, --out, "${report_dir}"]
-"""
 FIGURES = {"quality_vs_budget.png", "degree_distribution.png", "routing_ratios.png", "routing_load.png"}
+STEPS = ["ingest", "design_gpm", "ring", "evaluate_gpm", "route_scribe", "report"]
 
 
-def run_cli(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture(scope="module")
-def refresh(spark, tmp_path_factory):
-    """The tiny workflow run once; the later tests read what it left."""
-    root = tmp_path_factory.mktemp("refresh")
-    workflow = root / "tiny.yaml"
-    workflow.write_text(TINY)
-    argv = ["--lakehouse", str(root / "lakehouse"), "workflow", str(workflow), "--param", f"report_dir={root / 'report'}"]
-    code, out, err = run_cli(*argv)
-    return {"root": root, "argv": argv, "code": code, "out": out, "err": err, "lakehouse": Lakehouse(spark, root / "lakehouse")}
-
-
-def test_workflow_runs_every_step_and_reports(refresh):
-    assert refresh["code"] == 0, refresh["err"][-3000:]
-    out = refresh["out"]
-    for index, step in enumerate(
-        ["ingest", "design_gpm", "design_random-m", "ring_gswico", "ring_random", "evaluate_gpm",
-         "evaluate_random-m", "route_pie", "route_scribe", "report"], start=1,
-    ):
-        assert f"[{index}/10] {step}: done in" in out
-    report = refresh["root"] / "report"
+def test_workflow_runs_every_step_in_order_and_reports(refreshed):
+    _, out, _ = refreshed["first"]
+    lines = [line for line in out.splitlines() if line.startswith("[")]
+    assert [line.split("]")[1].split(":")[0].strip() for line in lines if ": done in" in line] == STEPS
+    assert f"[1/{len(STEPS)}] ingest: ingest --instance tiny --source synthetic" in out
+    report = refreshed["report"]
     assert FIGURES <= {p.name for p in report.glob("*.png")}
     summary = (report / "report.md").read_text()
-    assert "tiny.gpm.r0.5.s1" in summary and "Pie on S (tiny.swico.gswico-chord.s1)" in summary
+    assert "tiny.gpm.r0.5.s1" in summary and "Scribe on - (tiny.swico.random-chord.s1)" in summary
     for figure in FIGURES:
         assert f"]({figure})" in summary
-    # The summary printed at the end, and the manifest it comes from.
+    # The summary printed at the end comes from the report's manifest.
     assert "Overlay designs:" in out and f"Report: {(report / 'report.md').resolve()}" in out
     manifest = json.loads((report / "report.json").read_text())
-    scribe = next(r for r in manifest["routing"] if r["run_label"].startswith("Scribe on -"))
-    assert scribe["overhead_ratio"] == 1.0 and scribe["path_ratio"] == 1.0
-    assert {r["run_id"] for r in manifest["designs"]} >= {"tiny.gpm.r0.5.s1", "tiny.random-m.r0.5.s1"}
-    # The evaluate steps added the diameters the designs skipped.
-    metrics = refresh["lakehouse"].read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "tiny.gpm.r0.5.s1").first()
+    (scribe,) = manifest["routing"]
+    assert scribe["overhead_ratio"] == 1.0 and scribe["path_ratio"] == 1.0 and scribe["delivery_ratio"] == 1.0
+    assert {r["run_id"] for r in manifest["designs"]} >= {"tiny.gpm.r0.5.s1", "tiny.swico.random-chord.s1"}
+    # The evaluate step added the diameters the design skipped.
+    metrics = refreshed["lakehouse"].read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == "tiny.gpm.r0.5.s1").first()
     assert metrics[S.DIAMETER_METHOD] != "skipped"
 
 
-def test_rerun_skips_complete_steps_and_a_new_commit_redoes_the_report(refresh):
-    code, out, err = run_cli(*refresh["argv"])
+def test_rerun_skips_every_complete_step(refreshed):
+    code, out, err = refreshed["rerun"]
     assert code == 0, err[-3000:]
-    assert out.count(": skipped, ") == 10 and ": done in" not in out
-    assert "[1/10] ingest: skipped, instance tiny is stored from these settings" in out
-    assert "[10/10] report: skipped, the report in" in out
-    # Any commit to a table the report reads makes it stale: only the report runs again.
-    assert run_cli("--lakehouse", refresh["argv"][1], "evaluate", "--run-id", "tiny.random-m.r0.5.s1")[0] == 0
-    code, out, _ = run_cli(*refresh["argv"])
-    assert code == 0 and out.count(": skipped, ") == 9 and "[10/10] report: done in" in out
+    assert out.count(": skipped, ") == len(STEPS) and ": done in" not in out
+    assert "[1/6] ingest: skipped, instance tiny is stored from these settings" in out
+    assert "[2/6] design_gpm: skipped, run tiny.gpm.r0.5.s1 is complete" in out
+    assert "[4/6] evaluate_gpm: skipped, run tiny.gpm.r0.5.s1 has its metrics with diameters" in out
+    assert "[5/6] route_scribe: skipped, routing run tiny.swico.random-chord.s1.scribe.p12.s1 is complete" in out
+    assert "[6/6] report: skipped, the report in" in out
 
 
-def test_a_failed_step_stops_the_workflow_naming_it(refresh):
-    broken = refresh["root"] / "broken.yaml"
+def test_a_new_commit_makes_the_report_stale(refreshed):
+    from pipelines.report import is_current
+
+    lakehouse = refreshed["lakehouse"]
+    assert is_current(lakehouse, refreshed["report"])
+    lakehouse.update_run("tiny.gpm.r0.5.s1", **{S.MESSAGE: "touched"})  # one commit to overlay_runs
+    assert not is_current(lakehouse, refreshed["report"])
+
+
+def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
+    broken = tmp_path / "broken.yaml"
     broken.write_text(
         "name: broken\ndescription: routes on an overlay without a ring\nsteps:\n"
         "  - {name: route_gpm, run: [route, --run-id, tiny.gpm.r0.5.s1, --protocol, pie, --publications, 3]}\n"
-        "  - {name: report, after: [route_gpm], run: [report, --out, never]}\n"
+        f"  - {{name: report, after: [route_gpm], run: [report, --out, {tmp_path / 'never'}]}}\n"
     )
-    code, out, err = run_cli("--lakehouse", refresh["argv"][1], "workflow", str(broken))
+    code, out, err = run_cli("--lakehouse", refreshed["argv"][1], "workflow", str(broken))
     assert code == 1
     assert "step 'route_gpm' failed (InputError: run 'tiny.gpm.r0.5.s1' has no ring" in err
     assert "Not run: report" in err and "run the same command again: complete steps are skipped" in err
-    assert "[1/2] route_gpm: FAILED" in out and not (Path.cwd() / "never").exists()
+    assert "[1/2] route_gpm: FAILED" in out and not (tmp_path / "never").exists()
 
 
 @pytest.mark.parametrize(
@@ -122,13 +78,13 @@ def test_a_failed_step_stops_the_workflow_naming_it(refresh):
     [
         ("instances_overview.py", {"INSTANCE": "tiny"}, ["tiny", "subscribers", "reason"]),
         ("overlay_quality.py", {}, ["Current overlay runs", "GPM (ratio 0.5)", "figure saved"]),
-        ("routing_comparison.py", {"INSTANCE": "tiny"}, ["Routing runs", "Pie on S", "figure saved"]),
+        ("routing_comparison.py", {"INSTANCE": "tiny"}, ["Routing runs", "Scribe on -", "figure saved"]),
         ("table_history.py", {"RUN_ID": "tiny.gpm.r0.5.s1", "VERSIONS": "3"}, ["Commits of overlay_edges", "Rows by version"]),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
-def test_notebooks_run_against_the_lakehouse(refresh, monkeypatch, capsys, tmp_path, notebook, env, expected):
-    monkeypatch.setenv("OVERLAY_LAB_LAKEHOUSE", refresh["argv"][1])
+def test_notebooks_run_against_the_lakehouse(refreshed, monkeypatch, capsys, tmp_path, notebook, env, expected):
+    monkeypatch.setenv("OVERLAY_LAB_LAKEHOUSE", refreshed["argv"][1])
     monkeypatch.setenv("OVERLAY_LAB_FIGURES", str(tmp_path))
     for name, value in env.items():
         monkeypatch.setenv(f"OVERLAY_LAB_{name}", value)

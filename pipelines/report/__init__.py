@@ -24,7 +24,9 @@ from overlay.errors import InputError
 from overlay.summaries import (
     BUDGET,
     BUDGET_RATIO,
+    LONG,
     RUN_LABEL,
+    SHORT,
     current_runs,
     degree_distribution,
     run_quality,
@@ -79,8 +81,14 @@ def read_back(out: Path) -> dict:
     return json.loads((Path(out) / MANIFEST).read_text())
 
 
-def design_label(algorithm: str, budget: str) -> str:
-    return f"{figures.ALGORITHM_NAMES.get(algorithm, algorithm)} ({budget})"
+def design_label(algorithm: str, budget: str, short: str | None, long: str | None) -> str:
+    """How a run is named in figures: the algorithm and its budget, or the overlay type of a
+    small-world run (BeaConvey Table 2: SL, S, L, -)."""
+    name = figures.ALGORITHM_NAMES.get(algorithm, algorithm)
+    if algorithm == "swico":
+        kind = ("S" if short == "gswico" else "") + ("L" if long == "gswico" else "") or "-"
+        return f"{name} {kind} ({short} ring, {long} fingers)"
+    return name if budget == "none" else f"{name} ({budget})"
 
 
 def _degree_runs(quality: pd.DataFrame, target_ratio: float) -> pd.DataFrame:
@@ -101,7 +109,9 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     instances = lakehouse.read(S.INSTANCES)
     runs = current_runs(lakehouse.read(S.OVERLAY_RUNS), instances).cache()
     quality = run_quality(runs, lakehouse.read(S.OVERLAY_METRICS)).toPandas()  # one row per run
-    quality[RUN_LABEL] = [design_label(a, b) for a, b in zip(quality[S.ALGORITHM], quality[BUDGET])]
+    quality[RUN_LABEL] = [
+        design_label(a, b, s, l_) for a, b, s, l_ in zip(quality[S.ALGORITHM], quality[BUDGET], quality[SHORT], quality[LONG])
+    ]
     chosen = _degree_runs(quality, degree_ratio)
     if chosen.empty:
         degrees = pd.DataFrame(columns=[S.RUN_ID, "degree", "nodes_at_least", S.INSTANCE, RUN_LABEL])

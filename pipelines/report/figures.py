@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
@@ -20,6 +21,7 @@ ALGORITHM_NAMES = {
     "gm": "GM", "minmaxoda": "MinMaxODA", "swico": "small world", "imported": "imported",
 }
 MARKERS = "osD^vP*X"
+LINESTYLES = ("-", "--", ":")
 
 
 def _grid(panels: int, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
@@ -53,6 +55,7 @@ def quality_vs_budget(quality: pd.DataFrame) -> Figure | None:
                 label=ALGORITHM_NAMES.get(algorithm, algorithm),
             )
         ax.set_title(instance)
+        ax.set_xlim(0, max(0.55, float(rows[BUDGET_RATIO].max()) * 1.1))
         ax.set_xlabel("budget ratio (share of MinMaxODA's links and max degree)")
         ax.set_ylabel("TcoSuppR")
         ax.set_ylim(-0.02, 1.02)
@@ -69,20 +72,26 @@ def degree_distribution(distribution: pd.DataFrame, nodes: dict[str, int]) -> Fi
     if distribution.empty:
         return None
     instances = sorted(distribution[S.INSTANCE].unique())
-    figure, axes = _grid(len(instances))
+    figure, axes = _grid(len(instances), width=8.5)
     for ax, instance in zip(axes, instances):
         rows = distribution[(distribution[S.INSTANCE] == instance) & (distribution[DEGREE] > 0)]
-        for label in sorted(rows[RUN_LABEL].unique()):
+        for i, label in enumerate(sorted(rows[RUN_LABEL].unique())):
             run = rows[rows[RUN_LABEL] == label].sort_values(DEGREE)
-            share = run[NODES_AT_LEAST] / nodes[run[S.RUN_ID].iloc[0]]
-            ax.step(run[DEGREE], share, where="post", label=label)
+            total = nodes[run[S.RUN_ID].iloc[0]]
+            # Share of nodes with degree >= k at every integer k (the count of the smallest stored
+            # degree >= k), drawn flat from k to k + 1.
+            degrees, at_least = run[DEGREE].to_numpy(), run[NODES_AT_LEAST].to_numpy()
+            k = np.arange(1, degrees.max() + 2)
+            index = np.searchsorted(degrees, k)
+            share = np.where(index < len(degrees), at_least[np.minimum(index, len(degrees) - 1)], 0) / total
+            ax.step(k, share, where="post", label=label, linestyle=LINESTYLES[i // 10 % len(LINESTYLES)])
         ax.set_xscale("log")
         ax.set_title(instance)
         ax.set_xlabel("degree k")
         ax.set_ylabel("share of nodes with degree >= k")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.suptitle("Degree distributions of the overlays")
     return figure
 
@@ -93,7 +102,7 @@ def routing_ratios(summary: pd.DataFrame) -> Figure | None:
     rows = summary[summary[S.OVERHEAD_RATIO].notna()].sort_values([S.INSTANCE, RUN_LABEL])
     if rows.empty:
         return None
-    labels = [f"{r[RUN_LABEL]}  [{r[S.INSTANCE]}]" for _, r in rows.iterrows()]
+    labels = list(rows[RUN_LABEL])
     figure = Figure(figsize=(11, 1.2 + 0.38 * len(rows)), layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
     for ax, column, title in (
