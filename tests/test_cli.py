@@ -7,7 +7,6 @@ import pytest
 
 from overlay import schema as S
 from pipelines.cli import main
-from pipelines.lakehouse import Lakehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,20 +17,19 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_ingest_then_list(spark, tmp_path, capsys):
-    lakehouse = str(tmp_path / "lh")
-    code, out, _ = run(
-        capsys, "--lakehouse", lakehouse, "ingest", "--instance", "tiny", "--source", "synthetic",
-        "--dist", "unif", "--nodes", "30", "--topics", "12", "--min-subs", "2", "--max-subs", "3", "--seed", "4",
-    )
-    assert code == 0
-    assert "tiny" in out and "synthetic" in out
-    stored = Lakehouse(spark, lakehouse).instance_row("tiny")
-    assert stored[S.NODES] == 30 and stored[S.TOPICS] == 12
-    code, out, _ = run(capsys, "instances", "--lakehouse", lakehouse)  # global flag after the command
-    assert code == 0 and "tiny" in out
+def test_ingest_then_list(refreshed, capsys):
+    """The shared lakehouse was ingested through the CLI (`ingest` in tests/workflows/tiny_refresh.yaml)."""
+    first = refreshed["first"][1]
+    header, _, row = first[first.index("instance  source"):].splitlines()[:3]
+    values = dict(zip(header.split(), row.split()))
+    assert (values["instance"], values["source"], values["nodes"], values["topics"]) == ("tiny", "synthetic", "24", "10")
+    stored = refreshed["lakehouse"].instance_row("tiny")
+    assert stored[S.NODES] == 24 and stored[S.TOPICS] == 10
+    code, out, _ = run(capsys, "instances", "--lakehouse", refreshed["argv"][1])  # global flag after the command
+    assert code == 0 and "tiny" in out and "synthetic" in out
 
 
+@pytest.mark.slow  # the counts are checked on the library in test_social; the CLI prints them in every ingest
 def test_social_ingest_prints_reconciled_counts(spark, tmp_path, capsys, write_text):
     path = write_text("g.txt", "1 2\n2 1\n3 3\nx y z\n2 3\n")
     code, out, _ = run(
@@ -104,10 +102,11 @@ def test_console_script_end_to_end(tmp_path):
     assert (tmp_path / "lh" / "instances" / "_delta_log").is_dir()
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the whole overlay_refresh workflow on fb-1k: several minutes
 def test_main_job(spark, tmp_path, capsys):
-    code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "main")
+    report = tmp_path / "report"
+    code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "main", "--param", f"report_dir={report}")
     assert code == 0
-    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("zipf-1k", "fb-1k"))}
-    assert lines["fb-1k"][2:4] == ["1,000", "1,000"]
-    assert lines["zipf-1k"][2:4] == ["1,000", "1,000"]
+    assert "[12/12] report: done in" in out and "Overlay designs:" in out
+    assert "fb-1k.gpm.r0.2.local" in out and "Pie on S (fb-1k.swico.gswico-chord.local)" in out
+    assert (report / "report.md").is_file() and (report / "routing_ratios.png").is_file()

@@ -182,23 +182,25 @@ def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):
     assert exited.value.code == 2 and "must be 0 or more seconds" in capsys.readouterr().err
 
 
-def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, tmp_path):
+def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, refreshed):
     with pytest.raises(UnknownInstanceError):
         run_design(spark, lakehouse, DesignRequest("nope", "gm"))
     full = synthetic_instance(spark, SyntheticSpec(dist="unif", nodes=3, topics=2, min_subs=1, max_subs=1, seed=1))
     lakehouse.replace_instance("empty", replace(full, subscriptions=full.subscriptions.limit(0)))
     with pytest.raises(InputError, match="no subscriptions"):
         run_design(spark, lakehouse, DesignRequest("empty", "gm"))
-    with pytest.raises(InputError, match="leaves no edge"):
-        run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.01))
     statuses = [r[S.STATUS] for r in lakehouse.read(S.OVERLAY_RUNS).collect()]
     assert S.RUNNING not in statuses
+    shared = refreshed["lakehouse"]  # its MinMaxODA reference of `tiny` is stored already
+    with pytest.raises(InputError, match="leaves no edge"):
+        run_design(spark, shared, DesignRequest("tiny", "gpm", budget_ratio=0.01))
+    assert not shared.read(S.OVERLAY_RUNS).filter(F.col(S.STATUS) == S.RUNNING).count()
 
 
-def test_a_run_id_reused_with_other_settings_is_refused(spark, lakehouse, instance):
-    run_design(spark, lakehouse, DesignRequest("z", "random-a", max_edges=2), "reused", diameters=False)
+def test_a_run_id_reused_with_other_settings_is_refused(spark, refreshed):
+    shared = refreshed["lakehouse"]  # holds the small-world run tiny.swico.random-chord.s1
     with pytest.raises(InputError, match="exists with other settings"):
-        run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), "reused")
+        run_design(spark, shared, DesignRequest("tiny", "gpm", max_degree=3), "tiny.swico.random-chord.s1")
     assert design.DesignRequest("z", "gpm", max_degree=3).default_run_id() == "z.gpm.d3.s1"
 
 
@@ -251,12 +253,14 @@ def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeyp
     assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]
 
 
-def test_a_small_world_run_stores_ring_fingers_and_links(spark, lakehouse, instance):
+def test_a_small_world_run_stores_ring_fingers_and_links(refreshed):
+    """The shared lakehouse's `design --algorithm swico --short random --long chord` on `tiny`."""
     from overlay.smallworld.fingers import property_1_violation, undirected_links
 
-    run = run_design(spark, lakehouse, DesignRequest("z", "swico", short="gswico", long="random", seed=2), diameters=False)
-    assert run[S.RUN_ID] == "z.swico.gswico-random.s2" and run[S.STATUS] == S.COMPLETE
-    n = lakehouse.instance_row("z")[S.NODES]
+    lakehouse = refreshed["lakehouse"]
+    run = lakehouse.run_row("tiny.swico.random-chord.s1")
+    assert run[S.STATUS] == S.COMPLETE and run[S.ALGORITHM] == "swico"
+    n = lakehouse.instance_row("tiny")[S.NODES]
     ring = lakehouse.read(S.RING).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
     fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
     assert ring.count() == n and fingers.count() == n * 5  # k = ceil(log2 24) = 5
@@ -264,7 +268,7 @@ def test_a_small_world_run_stores_ring_fingers_and_links(spark, lakehouse, insta
     links = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
     assert sorted(links.select(S.U, S.V).collect()) == sorted(undirected_links(fingers).collect())
     assert run[S.EDGES] == links.count()
-    assert {r[S.CHOSEN_BY] for r in fingers.collect()} == {"gswico", "random"}
+    assert {r[S.CHOSEN_BY] for r in fingers.collect()} == {"random", "chord"}
 
 
 def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkeypatch):

@@ -84,6 +84,7 @@ def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, in
         assert_df_equality(exported, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+@pytest.mark.slow  # the same metrics are checked on the library in test_quality
 def test_empty_overlay_scores_zero(spark, lakehouse, instance, write_text):
     overlays.run_import(spark, lakehouse, "z", "none", overlay_file(write_text, []))
     metrics = overlays.run_evaluate(spark, lakehouse, "none")

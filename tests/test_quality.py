@@ -52,6 +52,7 @@ def test_tcc_matches_the_oracle_on_the_facebook_sample(spark):
     check_against_oracle(spark, subscriptions, random_overlay(random.Random(1), 150, 300))
 
 
+@pytest.mark.slow  # an invariance check; the oracle tests pin the counts themselves
 def test_relabelling_nodes_and_topics_changes_nothing(spark):
     rng = random.Random(3)
     subscriptions = sorted({(rng.randrange(30), rng.randrange(12)) for _ in range(120)})
