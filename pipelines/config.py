@@ -111,19 +111,23 @@ def parse_settings(data: Any, source: str = "settings") -> LabSettings:
         raise _explain(error, source) from None
 
 
+def read_yaml(path: Path, what: str) -> Any:
+    """A YAML file's content; a missing file or bad YAML is a `ConfigError` naming it."""
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+
+
 def load_settings(path: Path | None = None) -> LabSettings:
     """Read a settings file; without one, `conf/lab.yaml` when present, else the defaults."""
     if path is None:
         path = DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
         if path is None:
             return LabSettings()
-    if not path.exists():
-        raise ConfigError(f"settings file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    return parse_settings(data, str(path))
+    return parse_settings(read_yaml(path, "settings file"), str(path))
 
 
 def apply_overrides(settings: LabSettings, overrides: dict[str, Any]) -> LabSettings:

@@ -21,7 +21,7 @@ ALGORITHM_NAMES = {
     "gm": "GM", "minmaxoda": "MinMaxODA", "swico": "small world", "imported": "imported",
 }
 MARKERS = "osD^vP*X"
-LINESTYLES = ("-", "--", ":")
+LINESTYLES = ("-", "--", ":", "-.")
 
 
 def _grid(panels: int, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
@@ -84,7 +84,8 @@ def degree_distribution(distribution: pd.DataFrame, nodes: dict[str, int]) -> Fi
             k = np.arange(1, degrees.max() + 2)
             index = np.searchsorted(degrees, k)
             share = np.where(index < len(degrees), at_least[np.minimum(index, len(degrees) - 1)], 0) / total
-            ax.step(k, share, where="post", label=label, linestyle=LINESTYLES[i // 10 % len(LINESTYLES)])
+            # Line styles cycle so that overlays with the same distribution stay visible.
+            ax.step(k, share, where="post", label=label, linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.6)
         ax.set_xscale("log")
         ax.set_title(instance)
         ax.set_xlabel("degree k")

@@ -41,9 +41,21 @@ def records(frame, columns: Sequence[str]) -> list[dict]:
     return [{c: _plain(row[c]) for c in columns} for _, row in frame.iterrows()]
 
 
+def diameter_kind(method: str | None) -> str | None:
+    """The stored method text, shortened for a table cell."""
+    if method is None:
+        return None
+    if "lower bound" in method:
+        return "exact, sampled for large topics"
+    return "exact" if method.startswith("exact") else method
+
+
 def design_rows(data: ReportData) -> list[dict]:
     quality = data.quality.sort_values([S.INSTANCE, S.ALGORITHM, S.RUN_ID])
-    return records(quality, DESIGN_COLUMNS)
+    rows = records(quality, DESIGN_COLUMNS)
+    for row in rows:
+        row[S.DIAMETER_METHOD] = diameter_kind(row[S.DIAMETER_METHOD])
+    return rows
 
 
 def routing_rows(data: ReportData) -> list[dict]:
@@ -84,8 +96,9 @@ def render(data: ReportData, lakehouse: str) -> str:
         table(records(data.instances, INSTANCE_COLUMNS), INSTANCE_COLUMNS),
         "## Overlay designs",
         (
-            "TcoSuppR is 1 for a topic-connected overlay. `diameter_method` says whether the average "
-            "topic diameter is exact or a sampled lower bound (`skipped`: not computed; `evaluate` adds it)."
+            "TcoSuppR is 1 for a topic-connected overlay. `diameter_method`: the average topic diameter "
+            "is exact, or exact for small topics and a sampled lower bound for large ones (the full "
+            "text is in `overlay_metrics`); `skipped`: not computed (`evaluate` adds it)."
         ),
         table(design_rows(data), DESIGN_COLUMNS),
         "## Routing",

@@ -24,10 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pipelines.config import ConfigError
+from pipelines.config import ConfigError, read_yaml
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -222,11 +221,4 @@ def parse_workflow(data: object, source: str) -> Workflow:
 
 
 def load_workflow(path: str | Path) -> Workflow:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"workflow file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    return parse_workflow(data, str(path))
+    return parse_workflow(read_yaml(Path(path), "workflow file"), str(path))
