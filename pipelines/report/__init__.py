@@ -31,6 +31,7 @@ from overlay.summaries import (
     degree_distribution,
     run_quality,
 )
+from pipelines.compare import SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
 from pipelines.report import figures
 from pipelines.report.markdown import design_rows, render, routing_rows
@@ -163,9 +164,11 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         "routing_ratios.png": (figures.routing_ratios(data.routing), "Routing overhead and path length against Scribe(-)"),
         "routing_load.png": (figures.load_profile(data.load), "Per-node load"),
     }
+    order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")
-        drawn[name] = (figures.comparison(rows.reset_index(drop=True)), f"BeaConvey comparison {comparison_id}")
+        rows = rows.sort_values(S.SYSTEM, key=lambda names: names.map(order)).reset_index(drop=True)
+        drawn[name] = (figures.comparison(rows), f"BeaConvey comparison {comparison_id}")
     for stale in out.glob("*.png"):
         stale.unlink()
     for name, (figure, caption) in drawn.items():
