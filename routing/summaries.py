@@ -14,7 +14,8 @@ BASELINE_PROTOCOL, BASELINE_OVERLAY = "scribe", "-"
 
 
 def overlay_type_column(short: str, long: str) -> F.Column:
-    """BeaConvey Table 2's name of a swico run (SL, S, L, -) from its ring and finger kinds."""
+    """BeaConvey Table 2's name of a swico run (SL, S, L, -) from its ring and finger kinds: the
+    Column form of `overlay.smallworld.gswico.overlay_type`."""
     s = F.when(F.col(short) == "gswico", F.lit("S")).otherwise(F.lit(""))
     l_ = F.when(F.col(long) == "gswico", F.lit("L")).otherwise(F.lit(""))
     both = F.concat(s, l_)

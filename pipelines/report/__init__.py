@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
+from overlay.smallworld.gswico import overlay_type
 from overlay.summaries import (
     BUDGET,
     BUDGET_RATIO,
@@ -87,8 +88,7 @@ def design_label(algorithm: str, budget: str, short: str | None, long: str | Non
     small-world run (BeaConvey Table 2: SL, S, L, -)."""
     name = figures.ALGORITHM_NAMES.get(algorithm, algorithm)
     if algorithm == "swico":
-        kind = ("S" if short == "gswico" else "") + ("L" if long == "gswico" else "") or "-"
-        return f"{name} {kind} ({short} ring, {long} fingers)"
+        return f"{name} {overlay_type(short, long)} ({short} ring, {long} fingers)"
     return name if budget == "none" else f"{name} ({budget})"
 
 
