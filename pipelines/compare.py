@@ -35,7 +35,7 @@ SYSTEMS: tuple[tuple[str, str, str], ...] = (
     ("BeaConvey", "SL", "pa1"),
 )
 BASELINE = ("Scribe", "-", "scribe")
-PROTOCOL_NAMES = {"pie": "Pie", "po": "Po", "pa1": "Pa1"}
+PROTOCOL_NAMES = {"pie": "Pie", "po": "Po", "pa1": "Pa1", "scribe": "Scribe", "iscribe": "iScribe"}
 
 # (routing overhead ratio, average path length ratio) against Scribe(-): Tables 3, 4 and 5.
 PAPER: dict[str, dict[str, tuple[float, float]]] = {

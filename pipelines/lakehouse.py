@@ -122,7 +122,7 @@ class Lakehouse:
         """The table's latest Delta version (None when it does not exist yet)."""
         if not self.exists(table):
             return None
-        return int(DeltaTable.forPath(self.spark, self.path(table)).history(1).select("version").first()[0])
+        return int(self.history(table, 1).select("version").first()[0])
 
     def history(self, table: S.TableSpec, limit: int | None = None) -> DataFrame:
         """The table's Delta history, newest first: version, timestamp, operation and its metrics."""

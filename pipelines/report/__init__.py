@@ -25,14 +25,16 @@ from overlay.smallworld.gswico import overlay_type
 from overlay.summaries import (
     BUDGET,
     BUDGET_RATIO,
+    DEGREE,
     LONG,
+    NODES_AT_LEAST,
     RUN_LABEL,
     SHORT,
     current_runs,
     degree_distribution,
     run_quality,
 )
-from pipelines.compare import SYSTEMS, system_name
+from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
 from pipelines.report import figures
 from pipelines.report.markdown import design_rows, render, routing_rows
@@ -47,7 +49,6 @@ TABLES = (
 MANIFEST = "report.json"
 SUMMARY = "report.md"
 DEGREE_RUNS_PER_INSTANCE = 8
-PROTOCOL_NAMES = {"po": "Po", "pa1": "Pa1", "pie": "Pie", "scribe": "Scribe", "iscribe": "iScribe"}
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _degree_runs(quality: pd.DataFrame, target_ratio: float) -> pd.DataFrame:
     ranked = quality.assign(_distance=distance).sort_values([S.INSTANCE, S.ALGORITHM, "_distance", S.RUN_ID])
     budgeted = ranked[ranked[BUDGET_RATIO].notna()].groupby([S.INSTANCE, S.ALGORITHM]).head(1)
     chosen = pd.concat([budgeted, ranked[ranked[BUDGET_RATIO].isna()]])
-    chosen = chosen.sort_values([S.INSTANCE, S.ALGORITHM], key=lambda c: c.map(figures._algorithm_key) if c.name == S.ALGORITHM else c)
+    chosen = chosen.sort_values([S.INSTANCE, S.ALGORITHM], key=lambda c: c.map(figures.algorithm_key) if c.name == S.ALGORITHM else c)
     return chosen.groupby(S.INSTANCE).head(DEGREE_RUNS_PER_INSTANCE).drop(columns="_distance")
 
 
@@ -115,7 +116,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     ]
     chosen = _degree_runs(quality, degree_ratio)
     if chosen.empty:
-        degrees = pd.DataFrame(columns=[S.RUN_ID, "degree", "nodes_at_least", S.INSTANCE, RUN_LABEL])
+        degrees = pd.DataFrame(columns=[S.RUN_ID, DEGREE, NODES_AT_LEAST, S.INSTANCE, RUN_LABEL])
     else:
         ids = chosen[S.RUN_ID].tolist()  # at most DEGREE_RUNS_PER_INSTANCE per instance
         edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.U, S.V)

@@ -34,7 +34,7 @@ def _grid(panels: int, width: float = 5.0, height: float = 3.8) -> tuple[Figure,
     return figure, axes[:panels]
 
 
-def _algorithm_key(name: str) -> int:
+def algorithm_key(name: str) -> int:
     return ALGORITHM_ORDER.index(name) if name in ALGORITHM_ORDER else len(ALGORITHM_ORDER)
 
 
@@ -48,7 +48,7 @@ def quality_vs_budget(quality: pd.DataFrame) -> Figure | None:
     figure, axes = _grid(len(instances))
     for ax, instance in zip(axes, instances):
         rows = swept[swept[S.INSTANCE] == instance]
-        for i, algorithm in enumerate(sorted(rows[S.ALGORITHM].unique(), key=_algorithm_key)):
+        for i, algorithm in enumerate(sorted(rows[S.ALGORITHM].unique(), key=algorithm_key)):
             line = rows[rows[S.ALGORITHM] == algorithm].sort_values(BUDGET_RATIO)
             ax.plot(
                 line[BUDGET_RATIO], line[S.TCO_SUPPORT], marker=MARKERS[i % len(MARKERS)],

@@ -17,8 +17,10 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.errors import InputError
 from pipelines import compare, report
-from pipelines.lakehouse import Lakehouse
+from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
+from pipelines.overlays import complete_run
 
 
 def _row(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> Row | None:
@@ -28,12 +30,11 @@ def _row(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> Row 
 
 
 def _current_run(lakehouse: Lakehouse, run_id: str) -> Row | None:
-    """The run row when the run is complete and built on the instance version stored now."""
-    run = _row(lakehouse, S.OVERLAY_RUNS, S.RUN_ID, run_id)
-    if run is None or run[S.STATUS] != S.COMPLETE:
+    """The run row when the run can be read (`overlays.complete_run`), else None."""
+    try:
+        return complete_run(lakehouse, run_id)
+    except (InputError, UnknownRunError, UnknownInstanceError):
         return None
-    instance = _row(lakehouse, S.INSTANCES, S.INSTANCE, run[S.INSTANCE])
-    return run if instance is not None and instance[S.INGEST_ID] == run[S.INGEST_ID] else None
 
 
 def _same_source(params: dict) -> dict:
