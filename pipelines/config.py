@@ -48,10 +48,19 @@ class IngestSettings(_Strict):
     bfs_seed_count: int = Field(3, ge=1)
 
 
+class JarsSettings(_Strict):
+    """Where setup looks for the JVM jars (Delta, GraphFrames) besides Maven Central."""
+
+    # Maven-layout repositories tried after Maven Central, after those of the environment
+    # variable OVERLAY_LAB_MAVEN_REPOS: a corporate mirror, an air-gapped share, file:// folders.
+    maven_repositories: list[str] = Field(default_factory=list)
+
+
 class LabSettings(_Strict):
     lakehouse: str = "lakehouse"
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    jars: JarsSettings = Field(default_factory=JarsSettings)
 
     def lakehouse_path(self) -> Path:
         return Path(self.lakehouse).expanduser().resolve()

@@ -1,12 +1,17 @@
 """The JVM side of the stack: which jars Spark needs, and fetching them into `.jars/`.
 
-The jars are resolved once with Maven into a project-local folder (`.jars/lib`), so starting
-Spark never touches the network and an empty `HOME` works. Coordinates are derived from the
-installed Python packages, so the Python and JVM halves cannot drift apart:
+The jars are resolved once, during setup, with the Ivy that PySpark ships (`pyspark/jars/ivy-*.jar`,
+run by `java`): a newcomer needs Python and Java, no system Maven. They land in a project-local
+folder (`.jars/<set>/`, Ivy's cache in `.jars/ivy-cache/`), and Spark loads them with `spark.jars`,
+so starting Spark never touches the network and an empty `HOME` works. Coordinates are derived
+from the installed Python packages, so the Python and JVM halves cannot drift apart:
 
 * Delta: `io.delta:delta-spark_<spark major.minor>_2.13:<delta-spark version>` (required);
-* GraphFrames: `io.graphframes:graphframes-spark4_2.13:<graphframes-py version>` (optional:
-  used when the registry serves it; see README "GraphFrames").
+* GraphFrames: `io.graphframes:graphframes-spark4_2.13:<graphframes-py version>` (optional: the
+  lab falls back to its DataFrame implementations without it; see README "GraphFrames").
+
+Repositories: Maven Central first, then the extra repositories of `maven_repositories()` (a
+corporate mirror, an air-gapped cluster's file share, a `file://` folder in Maven layout).
 
 Jars PySpark already ships (Hadoop, Jackson, Parquet, ...) are not copied: a second copy on the
 classpath only invites version clashes.
@@ -26,11 +31,14 @@ import tempfile
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JARS_DIR = Path(os.environ.get("OVERLAY_LAB_JARS", PROJECT_ROOT / ".jars"))
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+REPOS_VARIABLE = "OVERLAY_LAB_MAVEN_REPOS"
 EXCLUDED_GROUPS = ("org.apache.spark", "org.scala-lang")
 
 
@@ -67,20 +75,19 @@ def spark_binary_version() -> str:
     return f"{major}.{minor}"
 
 
+def delta_coordinate() -> str:
+    return f"io.delta:delta-spark_{spark_binary_version()}_2.13:{version('delta-spark')}"
+
+
+def graphframes_coordinate() -> str:
+    """The GraphFrames JVM artifact matching the installed `graphframes-py` (the bundle uses it too)."""
+    return f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}"
+
+
 def jar_sets() -> list[JarSet]:
     return [
-        JarSet(
-            name="delta",
-            coordinate=f"io.delta:delta-spark_{spark_binary_version()}_2.13:{version('delta-spark')}",
-            required=True,
-            probe_class="io.delta.sql.DeltaSparkSessionExtension",
-        ),
-        JarSet(
-            name="graphframes",
-            coordinate=f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}",
-            required=False,
-            probe_class="org.graphframes.GraphFrame",
-        ),
+        JarSet("delta", delta_coordinate(), required=True, probe_class="io.delta.sql.DeltaSparkSessionExtension"),
+        JarSet("graphframes", graphframes_coordinate(), required=False, probe_class="org.graphframes.GraphFrame"),
     ]
 
 
@@ -89,66 +96,114 @@ def classpath() -> list[Path]:
     return [jar for jar_set in jar_sets() for jar in jar_set.jars()]
 
 
+def _as_url(repository: str) -> str:
+    """A repository as Ivy wants it: a URL ending in `/`; a bare local path becomes `file://`."""
+    if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", repository):
+        repository = Path(repository).expanduser().resolve().as_uri()
+    return repository.rstrip("/") + "/"
+
+
+def maven_repositories(configured: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """Where jars are looked up, in order: Maven Central, then the repositories of the
+    `OVERLAY_LAB_MAVEN_REPOS` environment variable (comma-separated), then `configured` (the
+    settings file's `jars.maven_repositories`), without repeats."""
+    from_environment = [r.strip() for r in os.environ.get(REPOS_VARIABLE, "").split(",") if r.strip()]
+    ordered = [MAVEN_CENTRAL, *(_as_url(r) for r in (*from_environment, *configured))]
+    return list(dict.fromkeys(ordered))
+
+
 def _artifact_name(jar_file: str) -> str:
     """`zstd-jni-1.5.7-3.jar` -> `zstd-jni`; `spark-core_2.13-4.1.4.jar` -> `spark-core_2.13`."""
     match = re.match(r"^(.+?)-\d", jar_file)
     return match.group(1) if match else jar_file.removesuffix(".jar")
 
 
-def _pyspark_artifacts() -> set[str]:
+def _pyspark_jars_dir() -> Path:
     import pyspark
 
-    return {_artifact_name(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return Path(pyspark.__file__).parent / "jars"
 
 
-def _pom(coordinate: str) -> str:
-    group, artifact, ver = coordinate.split(":")
-    exclusions = "".join(
-        f"<exclusion><groupId>{g}</groupId><artifactId>*</artifactId></exclusion>"
-        for g in EXCLUDED_GROUPS
+def _pyspark_artifacts() -> set[str]:
+    return {_artifact_name(p.name) for p in _pyspark_jars_dir().glob("*.jar")}
+
+
+def _ivy_jar() -> Path:
+    found = sorted(_pyspark_jars_dir().glob("ivy-*.jar"))
+    if not found:
+        raise SystemExit(f"jars: PySpark ships no Ivy jar in {_pyspark_jars_dir()}; reinstall pyspark")
+    return found[-1]
+
+
+def _ivy_settings(repositories: list[str], cache: Path) -> str:
+    resolvers = "\n".join(
+        f'      <ibiblio name="repo-{i}" m2compatible="true" root={quoteattr(url)}/>'
+        for i, url in enumerate(repositories)
     )
-    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>overlay-lab</groupId><artifactId>jar-fetch</artifactId><version>1</version>
-  <dependencies><dependency>
-    <groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{ver}</version>
-    <exclusions>{exclusions}</exclusions>
-  </dependency></dependencies>
-</project>
+    return f"""<ivysettings>
+  <settings defaultResolver="chain"/>
+  <caches defaultCacheDir={quoteattr(str(cache))} useOrigin="true"/>
+  <resolvers>
+    <chain name="chain" returnFirst="true">
+{resolvers}
+    </chain>
+  </resolvers>
+</ivysettings>
 """
 
 
-def fetch_one(jar_set: JarSet) -> bool:
-    """Resolve one jar set with Maven. True when its jars are in place."""
+def _ivy_module(coordinate: str) -> str:
+    group, artifact, ver = coordinate.split(":")
+    excludes = "".join(f'\n    <exclude org="{g}"/>' for g in EXCLUDED_GROUPS)
+    return f"""<ivy-module version="2.0">
+  <info organisation="overlay-lab" module="jar-fetch"/>
+  <configurations><conf name="default"/></configurations>
+  <dependencies>
+    <dependency org="{group}" name="{artifact}" rev="{ver}" conf="default->default(runtime)"/>{excludes}
+  </dependencies>
+</ivy-module>
+"""
+
+
+def _marker_text(jar_set: JarSet, repositories: list[str]) -> str:
+    return "\n".join([jar_set.coordinate, *repositories]) + "\n"
+
+
+def fetch_one(jar_set: JarSet, repositories: list[str]) -> bool:
+    """Resolve one jar set with Ivy. True when its jars are in place."""
     if jar_set.is_fetched():
         return True
-    if not jar_set.required and jar_set.missing_marker.exists():
-        if jar_set.missing_marker.read_text().strip() == jar_set.coordinate:
-            return False  # asked before, not served: do not pay for the lookup on every run
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise SystemExit("jars: Maven (mvn) is not on PATH; install it (apt-get install maven)")
+    marker = jar_set.missing_marker
+    if not jar_set.required and marker.exists() and marker.read_text() == _marker_text(jar_set, repositories):
+        return False  # asked these repositories before, not served: do not pay for the lookup again
+    java = shutil.which("java")
+    if java is None:
+        raise SystemExit("jars: Java (java) is not on PATH; install Java 17")
     JARS_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=JARS_DIR) as work:
         work_dir = Path(work)
-        (work_dir / "pom.xml").write_text(_pom(jar_set.coordinate))
+        (work_dir / "ivysettings.xml").write_text(_ivy_settings(repositories, JARS_DIR / "ivy-cache"))
+        (work_dir / "ivy.xml").write_text(_ivy_module(jar_set.coordinate))
         out_dir = work_dir / "lib"
         command = [
-            mvn, "-B", "-q", f"-Dmaven.repo.local={JARS_DIR / 'm2'}",
-            "dependency:copy-dependencies", f"-DoutputDirectory={out_dir}", "-DincludeScope=runtime",
+            java, f"-Duser.home={work_dir}", "-cp", str(_ivy_jar()), "org.apache.ivy.Main",
+            "-settings", "ivysettings.xml", "-ivy", "ivy.xml", "-confs", "default",
+            "-types", "jar", "bundle", "-retrieve", "lib/[artifact]-[revision](-[classifier]).[ext]",
         ]
-        print(f"jars: resolving {jar_set.coordinate} from Maven Central", file=sys.stderr)
+        print(f"jars: resolving {jar_set.coordinate} from {', '.join(repositories)}", file=sys.stderr)
         result = subprocess.run(command, cwd=work_dir, capture_output=True, text=True)
-        if result.returncode != 0:
-            detail = "\n".join(l for l in result.stdout.splitlines() if "ERROR" in l)[:2000]
+        if result.returncode != 0 or not any(out_dir.glob("*.jar")):
+            lines = (result.stdout + result.stderr).splitlines()
+            detail = "\n".join(l for l in lines if "::" in l or "ERROR" in l or "Exception" in l)[-2000:]
             if jar_set.required:
                 raise SystemExit(f"jars: could not resolve {jar_set.coordinate}:\n{detail}")
             print(
-                f"jars: optional {jar_set.coordinate} is not served by the registry; "
-                "continuing without it (see README, GraphFrames)",
+                f"jars: optional {jar_set.coordinate} is not served by {', '.join(repositories)}; "
+                f"continuing without it (add a repository that serves it with {REPOS_VARIABLE} or "
+                "jars.maven_repositories in conf/lab.yaml; see README, GraphFrames)",
                 file=sys.stderr,
             )
-            jar_set.missing_marker.write_text(jar_set.coordinate + "\n")
+            marker.write_text(_marker_text(jar_set, repositories))
             return False
         shipped = _pyspark_artifacts()
         for jar in list(out_dir.glob("*.jar")):
@@ -158,13 +213,14 @@ def fetch_one(jar_set: JarSet) -> bool:
             shutil.rmtree(jar_set.lib_dir)
         out_dir.rename(jar_set.lib_dir)
         jar_set.stamp.write_text(jar_set.coordinate + "\n")
-    jar_set.missing_marker.unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)
     return True
 
 
-def fetch() -> None:
+def fetch(configured: tuple[str, ...] | list[str] = ()) -> None:
+    repositories = maven_repositories(configured)
     for jar_set in jar_sets():
-        fetch_one(jar_set)
+        fetch_one(jar_set, repositories)
 
 
 def status_lines() -> list[str]:
@@ -173,7 +229,8 @@ def status_lines() -> list[str]:
         if jar_set.is_fetched():
             state = f"{len(jar_set.jars())} jars in {jar_set.lib_dir}"
         elif jar_set.missing_marker.exists():
-            state = "not served by the registry"
+            tried = jar_set.missing_marker.read_text().split()[1:]
+            state = f"not served by {', '.join(tried)}"
         else:
             state = "not fetched (run ./lab setup)"
         lines.append(f"{jar_set.coordinate}: {state}")
@@ -182,11 +239,18 @@ def status_lines() -> list[str]:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "status"
-    if command == "fetch":
-        fetch()
-    elif command != "status":
+    if command not in ("fetch", "status"):
         print("usage: python -m pipelines.jars [fetch|status]", file=sys.stderr)
         return 2
+    if command == "fetch":
+        from pipelines.config import ConfigError, load_settings
+
+        try:
+            configured = load_settings().jars.maven_repositories
+        except ConfigError as error:
+            print(f"jars: {error}", file=sys.stderr)
+            return 2
+        fetch(configured)
     print("\n".join(status_lines()), file=sys.stderr if command == "fetch" else sys.stdout)
     return 0
 
