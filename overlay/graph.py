@@ -14,11 +14,15 @@ Two backends, same answer (every vertex labelled with the smallest vertex id of 
   exactly after each round). Each round's edges are checkpointed, so lineage stays flat.
 
 `backend="auto"` picks GraphFrames when it is loaded, else the DataFrame implementation.
+
+Lineage is cut as the caller says (`Lineage`), never from session state: a reused session (a
+Databricks job or notebook) may have no checkpoint directory, so local checkpoints are the default.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,6 +34,25 @@ Backend = Literal["auto", "graphframes", "dataframe"]
 ID, SRC, DST, COMPONENT = "id", "src", "dst", "component"
 GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
 MAX_ROUNDS = 200
+# GraphFrames 0.11.0's Python wrapper defaults max_iter to `2 ^ 31 - 2` (XOR: 31): pass it always.
+GRAPHFRAMES_MAX_ITER = 2**31 - 2
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """How an iterative graph job cuts its lineage.
+
+    Local checkpoints (the default) need no checkpoint directory and are faster; reliable ones
+    (`local_checkpoints=False`) survive a lost executor but need `SparkContext.setCheckpointDir`,
+    which a reused session may not have.
+    """
+
+    local_checkpoints: bool = True
+    checkpoint_interval: int = 2
+
+    def __post_init__(self) -> None:
+        if self.checkpoint_interval < 1:
+            raise ValueError(f"checkpoint_interval must be at least 1, got {self.checkpoint_interval}")
 
 
 def jvm_class_available(spark: SparkSession, class_name: str) -> bool:
@@ -125,11 +148,15 @@ def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
     )
 
 
-def _graphframes_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
+def _graphframes_components(vertices: DataFrame, edges: DataFrame, lineage: Lineage) -> DataFrame:
     from graphframes import GraphFrame
 
     result = GraphFrame(vertices.select(ID), edges.select(SRC, DST)).connectedComponents(
-        algorithm="two_phase", checkpointInterval=2, broadcastThreshold=-1
+        algorithm="two_phase",
+        checkpointInterval=lineage.checkpoint_interval,
+        broadcastThreshold=-1,
+        use_local_checkpoints=lineage.local_checkpoints,
+        max_iter=GRAPHFRAMES_MAX_ITER,
     )
     # Relabel by the smallest member, whatever label the library chose.
     smallest = result.groupBy(COMPONENT).agg(F.min(ID).alias("_min"))
@@ -137,7 +164,9 @@ def _graphframes_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
     return labelled.localCheckpoint(eager=True)
 
 
-def connected_components(vertices: DataFrame, edges: DataFrame, backend: Backend = "auto") -> DataFrame:
+def connected_components(
+    vertices: DataFrame, edges: DataFrame, backend: Backend = "auto", lineage: Lineage = Lineage()
+) -> DataFrame:
     """(id, component) for every vertex of `vertices` (column `id`), edges in `src`, `dst`.
 
     Edges are undirected; self-loops and repeated edges are fine; both ends must be vertices.
@@ -146,5 +175,5 @@ def connected_components(vertices: DataFrame, edges: DataFrame, backend: Backend
     chosen = resolve_backend(vertices.sparkSession, backend)
     log.info("connected components with the %s backend", chosen)
     if chosen == "graphframes":
-        return _graphframes_components(vertices, edges)
+        return _graphframes_components(vertices, edges, lineage)
     return _dataframe_components(vertices, edges)
