@@ -95,3 +95,17 @@ def test_bundle_check_fails_on_a_hand_edit(tmp_path, capsys):
     edited.write_text((ROOT / "resources" / "overlay_refresh.job.yml").read_text().replace("pie", "po"))
     assert main(["bundle", "--check", "--out", str(edited)]) == 1
     assert "is not the rendering of conf/workflows/overlay_refresh.yaml" in capsys.readouterr().err
+
+
+def test_cluster_library_is_the_graphframes_of_the_wheel_from_the_bundle_repository():
+    """The JVM half the cluster installs has the installed graphframes-py's version (they must
+    match), from the repository of the bundle variable `maven_repo` (a mirror where Central
+    serves no io.graphframes)."""
+    from importlib.metadata import version
+
+    config = bundle()
+    for job in config["resources"]["jobs"].values():
+        for task in job["tasks"]:
+            (maven,) = [library["maven"] for library in task["libraries"] if "maven" in library]
+            assert maven["coordinates"] == f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}"
+            assert resolve(maven["repo"], {}, {k: v["default"] for k, v in config["variables"].items()}).startswith("https://")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import yaml
 
+from pipelines.jars import graphframes_coordinate
 from pipelines.workflow.spec import PLACEHOLDER, Workflow
 
 PACKAGE_NAME = "overlay_lab"  # the wheel's distribution name (pyproject `overlay-lab`, normalised)
 ENTRY_POINT = "overlay-lab"  # the console script in [project.scripts]
-GRAPHFRAMES_MAVEN = "io.graphframes:graphframes-spark4_2.13:0.12.3"
+MAVEN_REPO = "${var.maven_repo}"  # the repository the cluster fetches GraphFrames from
 CLUSTER_KEY = "overlay_lab_cluster"
 LAKEHOUSE = "lakehouse"
 HEADER = (
@@ -53,7 +54,9 @@ def job_resource(workflow: Workflow) -> dict:
         task["python_wheel_task"] = {
             "package_name": PACKAGE_NAME, "entry_point": ENTRY_POINT, "parameters": task_parameters(step.argv),
         }
-        task["libraries"] = [{"whl": "../dist/*.whl"}, {"maven": {"coordinates": GRAPHFRAMES_MAVEN}}]
+        # GraphFrames' JVM half, the version of the wheel's graphframes-py (they must match).
+        graphframes = {"coordinates": graphframes_coordinate(), "repo": MAVEN_REPO}
+        task["libraries"] = [{"whl": "../dist/*.whl"}, {"maven": graphframes}]
         tasks.append(task)
     job: dict = {"name": workflow.name, "description": workflow.description}
     if workflow.schedule is not None:
