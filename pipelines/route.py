@@ -108,7 +108,7 @@ def run_route(
             .localCheckpoint(eager=True)
         )
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
-        simulation = simulate(network, placed, request.protocol)
+        simulation = simulate(network, placed, request.protocol, partitions=shuffle_partitions(spark))
         outcome = summarise(simulation, network, placed)
         for table, frame in (
             (S.ROUTING_PUBLICATIONS, outcome.per_publication),

@@ -76,6 +76,21 @@ def get_spark(settings: LabSettings) -> SparkSession:
     return build_local_session(settings)
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The session's shuffle partition count as a number, for library calls that take one.
+
+    A Databricks job cluster may say `auto` (AQE picks per shuffle; open-source Spark refuses the
+    value): then the cluster's default parallelism (its total cores), or Spark's default 200
+    where there is no SparkContext (Spark Connect)."""
+    value = spark.conf.get("spark.sql.shuffle.partitions", "200")
+    if value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        return max(1, spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - no SparkContext on Spark Connect
+        return 200
+
+
 def stack_report(spark: SparkSession) -> dict[str, str]:
     """Versions and availability of the pieces the lab runs on."""
     from importlib.metadata import version

@@ -133,12 +133,11 @@ def initial_messages(publications: DataFrame, protocol: str, n: int) -> DataFram
     )
 
 
-def superstep(messages: DataFrame, step: _Step, protocol: str, tree: DataFrame | None) -> DataFrame:
-    """The messages one hop later."""
+def superstep(messages: DataFrame, step: _Step, protocol: str, tree: DataFrame | None, partitions: int) -> DataFrame:
+    """The messages one hop later, in `partitions` partitions."""
     second = step.spread_all(messages) if protocol in BEACONVEY else step.multicast_all(messages, tree)
     out = step.forward_all(messages).select(*MESSAGE_COLUMNS).unionByName(second.select(*MESSAGE_COLUMNS))
     # A union adds up its inputs' partitions: without this they would double every superstep.
-    partitions = int(messages.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     return out.select(*step.next_hop).coalesce(partitions)
 
 
@@ -148,9 +147,16 @@ def simulate(
     protocol: str,
     max_supersteps: int | None = None,
     on_superstep: Callable[[int, int, float], None] | None = None,
+    partitions: int | None = None,
 ) -> Simulation:
     """Route every publication to completion; publications: (pub_id, topic_id, publisher) with
-    the publisher as a ring position."""
+    the publisher as a ring position.
+
+    Every superstep's messages are kept in `partitions` partitions (default: as many as the
+    publications have). The caller chooses: a library never reads session config, whose value
+    may not even be a number (`spark.sql.shuffle.partitions=auto` on a Databricks cluster)."""
+    if partitions is not None and partitions < 1:
+        raise ValueError(f"partitions must be at least 1, got {partitions}")
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
     limit = max_supersteps or default_max_supersteps(network.n)
@@ -163,13 +169,14 @@ def simulate(
         log.info("%s trees of the published topics built in %.1fs", protocol, time.monotonic() - clock)
     tree_seconds = time.monotonic() - clock
     messages = initial_messages(publications, protocol, network.n).localCheckpoint(eager=True)
+    partitions = partitions or messages.rdd.getNumPartitions()
     step_columns = _Step(network, protocol)
     arrivals: list[DataFrame] = []
     seconds: list[float] = []
     total = 0
     for step in range(1, limit + 1):
         clock = time.monotonic()
-        messages = superstep(messages, step_columns, protocol, tree).localCheckpoint(eager=True)
+        messages = superstep(messages, step_columns, protocol, tree, partitions).localCheckpoint(eager=True)
         count = messages.count()
         if count == 0:
             break

@@ -157,3 +157,31 @@ def test_greedy_unicast_on_chord_takes_half_log_n_hops(spark):
     assert abs(mean - 0.5 * math.log2(n)) < 0.15, mean
     expected = sum(bin((t - s) % n).count("1") for _, s, t in pairs) / len(pairs)
     assert mean == pytest.approx(expected)
+
+
+@pytest.fixture
+def cluster_says_auto(spark, monkeypatch):
+    """The session config as a Databricks job cluster answers it (`spark.sql.shuffle.partitions`
+    is `auto` there; open-source Spark refuses to set that value, so the getter is patched)."""
+    from pyspark.sql.conf import RuntimeConfig
+
+    real_get = RuntimeConfig.get
+
+    def get(self, key, *default):
+        return "auto" if key == "spark.sql.shuffle.partitions" else real_get(self, key, *default)
+
+    monkeypatch.setattr(RuntimeConfig, "get", get)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "auto"
+
+
+def test_routing_on_a_cluster_whose_shuffle_partitions_are_auto(spark, small_overlays, cluster_says_auto):
+    """The simulator takes its partition count as an argument; the job derives a number from a
+    session that says `auto` (its default parallelism)."""
+    from pipelines.spark import shuffle_partitions
+
+    partitions = shuffle_partitions(spark)
+    assert partitions == spark.sparkContext.defaultParallelism
+    case = small_overlays[0]
+    routed = simulate(case.network, case.publications, "scribe", partitions=partitions)
+    assert routed.arrivals.rdd.getNumPartitions() <= partitions * routed.supersteps
+    assert summarise(routed, case.network, case.publications).counter_example is None
