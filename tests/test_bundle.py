@@ -6,9 +6,12 @@ import tomllib
 from datetime import date
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipelines.cli import _StepParser, build_parser, main
+from pipelines.workflow.bundle import job_resource
+from pipelines.workflow.spec import load_workflow
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
@@ -59,8 +62,8 @@ def test_job_runs_ingest_design_evaluate_route_report_in_order():
             assert needed["task_key"] in tasks and position[needed["task_key"]] < position[key]
     order = ["ingest", "design", "evaluate", "route", "report"]
     for key, command in commands.items():
-        for dependency in tasks[key].get("depends_on", []):
-            assert order.index(commands[dependency["task_key"]]) < order.index(command), (key, dependency)
+        for dependency in tasks[key].get("depends_on", []):  # a budgeted design follows its reference design
+            assert order.index(commands[dependency["task_key"]]) <= order.index(command), (key, dependency)
     assert sorted(set(commands.values()), key=order.index) == order
     assert sum(c == "design" for c in commands.values()) >= 3  # several algorithms
 
@@ -83,6 +86,37 @@ def test_every_task_resolves_to_a_real_cli_command():
         args = build_parser(_StepParser).parse_args(argv)  # raises on an unknown command or flag
         assert args.command in commands and args.command not in ("workflow", "main", "bundle")
         assert args.lakehouse == variables["lakehouse"]
+
+
+def flag(parameters: list[str], name: str) -> str | None:
+    return parameters[parameters.index(name) + 1] if name in parameters else None
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.stem for p in WORKFLOWS])
+def test_every_budgeted_design_runs_after_a_minmaxoda_design_of_its_instance(path):
+    """Tasks with no dependency path between them run in parallel on Databricks: two budgeted
+    designs started together would both compute (and fight over) the MinMaxODA reference."""
+    job = next(iter(job_resource(load_workflow(path))["resources"]["jobs"].values()))
+    parameters = {t["task_key"]: t["python_wheel_task"]["parameters"] for t in job["tasks"]}
+    needs = {t["task_key"]: [d["task_key"] for d in t.get("depends_on", [])] for t in job["tasks"]}
+
+    def upstream(key: str) -> set[str]:
+        found, todo = set(), list(needs[key])
+        while todo:
+            task = todo.pop()
+            if task not in found:
+                found.add(task)
+                todo.extend(needs[task])
+        return found
+
+    budgeted = [key for key, argv in parameters.items() if "--budget-ratio" in argv]
+    for key in budgeted:
+        instance = flag(parameters[key], "--instance")
+        references = [
+            task for task in upstream(key)
+            if flag(parameters[task], "--algorithm") == "minmaxoda" and flag(parameters[task], "--instance") == instance
+        ]
+        assert references, f"{path.name}: task {key} (--budget-ratio on {instance}) runs after no minmaxoda design of {instance}"
 
 
 def test_bundle_job_is_the_rendering_of_its_workflow(capsys):
