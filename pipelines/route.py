@@ -23,6 +23,7 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
+from pipelines.spark import shuffle_partitions
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS
