@@ -27,6 +27,7 @@ from typing import TypeVar
 import delta.exceptions as delta_errors
 import pandas as pd
 from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -41,6 +42,18 @@ T = TypeVar("T")
 COMMIT_ATTEMPTS = 8
 # Every commit conflict delta-spark raises (they share no Python base class).
 COMMIT_CONFLICTS = tuple(getattr(delta_errors, name) for name in delta_errors.__all__)
+# What a process that loses a race to create a table (or to add columns to it) sees, besides the
+# commit conflicts (ProtocolChangedException: both wrote version 0). Measured with two processes
+# creating every table of a fresh lakehouse at once: the winner has made `_delta_log` but not
+# committed yet, so the loser finds a table with no version, or a non-empty folder.
+CREATE_RACES = (
+    "DELTA_TABLE_NOT_FOUND",
+    "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
+    "DELTA_TABLE_ALREADY_EXISTS",
+    "TABLE_ALREADY_EXISTS",
+    "FIELD_ALREADY_EXISTS",  # two processes adding the same new column
+)
+CREATE_ATTEMPTS = 10  # about 25 s of waiting for the winner's first commit
 
 
 class UnknownInstanceError(LookupError):
@@ -53,6 +66,20 @@ class UnknownTableError(LookupError):
 
 class UnknownRunError(LookupError):
     """No overlay run with that id."""
+
+
+class RunTakenOver(RuntimeError):
+    """Another process took this run over (a new `attempt` token); this one stops."""
+
+
+def _condition(error: Exception) -> str:
+    """Spark's error condition (`DELTA_TABLE_NOT_FOUND`, ...), else the exception's class name."""
+    getter = getattr(error, "getCondition", None)
+    return (getter() if getter is not None else None) or type(error).__name__
+
+
+def _lost_create_race(error: Exception) -> bool:
+    return isinstance(error, COMMIT_CONFLICTS) or _condition(error) in CREATE_RACES
 
 
 def _with_retries(action: Callable[[], T], what: str) -> T:
@@ -85,24 +112,37 @@ class Lakehouse:
         return DeltaTable.isDeltaTable(self.spark, self.path(table))
 
     def ensure(self, table: S.TableSpec) -> DeltaTable:
-        """Create the table with its declared schema if it is not there yet."""
-        if self.exists(table):
-            existing = DeltaTable.forPath(self.spark, self.path(table))
-            self._add_missing_columns(table, existing)
-            return existing
+        """The table, created with its declared schema if it is not there yet.
 
-        def create() -> DeltaTable:
-            builder = (
-                DeltaTable.createIfNotExists(self.spark)
-                .location(self.path(table))
-                .addColumns(table.schema)
-                .comment(table.description)
-            )
-            if table.partition_by:
-                builder = builder.partitionedBy(*table.partition_by)
-            return builder.execute()
+        Safe when other processes create the same table at once (two jobs on a fresh lakehouse):
+        the first commit creates it, and a creator that loses the race (`CREATE_RACES`) waits a
+        moment and uses the winner's table."""
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            try:
+                if self.exists(table):
+                    existing = DeltaTable.forPath(self.spark, self.path(table))
+                    self._add_missing_columns(table, existing)
+                    return existing
+                return self._create(table)
+            except (AnalysisException, *COMMIT_CONFLICTS) as error:
+                if not _lost_create_race(error) or attempt == CREATE_ATTEMPTS:
+                    raise
+                wait = min(0.25 * 2 ** (attempt - 1), 4.0)
+                log.info("create %s: another writer is creating it (%s); checking again in %.2fs",
+                         table.name, _condition(error), wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
-        return _with_retries(create, f"create {table.name}")
+    def _create(self, table: S.TableSpec) -> DeltaTable:
+        builder = (
+            DeltaTable.createIfNotExists(self.spark)
+            .location(self.path(table))
+            .addColumns(table.schema)
+            .comment(table.description)
+        )
+        if table.partition_by:
+            builder = builder.partitionedBy(*table.partition_by)
+        return builder.execute()
 
     def _add_missing_columns(self, table: S.TableSpec, existing: DeltaTable) -> None:
         """A table made by an older version gains the columns declared since (never loses any)."""
@@ -307,8 +347,31 @@ class Lakehouse:
         )
         return int(metrics.first()["num_inserted_rows"]) == 1
 
+    def update_run_if_owned(self, run_id: str, owner: str | None, **values: object) -> bool:
+        """Set some columns of one overlay run row if its `attempt` is still `owner` (None: a row
+        without an attempt); True when it was.
+
+        The check and the write are one MERGE (one commit), so a process that was taken over can
+        never complete, fail or re-claim the run of its successor. A concurrent commit makes the
+        MERGE run again on the new snapshot, checking the owner again."""
+        table, key = S.OVERLAY_RUNS, S.RUN_ID
+        fields = {f.name: f.dataType for f in table.schema.fields}
+        source = local_frame(self.spark, [(run_id, owner)], S.frame_schema(table, (key, S.ATTEMPT)))
+        assignments = {name: F.lit(value).cast(fields[name]) for name, value in values.items()}
+        metrics = _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(table))
+            .alias("t")
+            .merge(source.alias("s"), f"t.{key} = s.{key} AND t.{S.ATTEMPT} <=> s.{S.ATTEMPT}")
+            .whenMatchedUpdate(set=assignments)
+            .execute(),
+            f"update run {run_id} of attempt {owner}",
+        )
+        return int(metrics.first()["num_updated_rows"]) == 1
+
     def update_run(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object) -> None:
-        """Set some columns of one run row."""
+        """Set some columns of one run row, whoever owns it: summary figures, and routing runs
+        (which have no attempt token). Design and import runs are committed or failed through
+        `update_run_if_owned`."""
         assignments = {name: F.lit(value) for name, value in values.items()}
         _with_retries(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).update(F.col(key) == run_id, assignments),

@@ -1,4 +1,5 @@
 import threading
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
@@ -72,7 +73,7 @@ def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lake
     assert raw_rows(lakehouse, S.NODE_KEYS, "x").count() == 20
 
 
-@pytest.mark.slow  # concurrency of ingests: stable since issue 2, 18 s
+@pytest.mark.ci  # concurrency of ingests: stable since issue 2, 18 s
 def test_concurrent_ingests_of_different_instances(spark, lakehouse):
     lakehouse.replace_instance("seed", make(spark, 9))  # tables exist: the threads race on commits only
     frames = {name: make(spark, i) for i, name in enumerate(["p", "q", "r"])}
@@ -122,3 +123,46 @@ def test_a_table_from_an_older_version_gains_new_columns(spark, lakehouse):
     table = lakehouse.read(S.OVERLAY_RUNS)
     assert table.columns == S.OVERLAY_RUNS.columns
     assert table.first()[S.RUN_ID] == "r" and table.first()[S.STATUS] is None
+
+
+def test_ensure_uses_the_table_another_writer_is_creating(spark, lakehouse):
+    """The loser's view of a creation race: the winner has made `_delta_log` but not committed
+    yet (Delta then raises DELTA_TABLE_NOT_FOUND to a second creator); it commits 2 s later."""
+    path = lakehouse.path(S.OVERLAY_RUNS)
+    Path(path, "_delta_log").mkdir(parents=True)
+    winner = threading.Timer(
+        2.0, lambda: spark.createDataFrame([], S.OVERLAY_RUNS.schema).write.format("delta").mode("append").save(path)
+    )
+    winner.start()
+    try:
+        table = lakehouse.ensure(S.OVERLAY_RUNS)
+    finally:
+        winner.join()
+    assert table.toDF().columns == S.OVERLAY_RUNS.columns
+    assert lakehouse.version(S.OVERLAY_RUNS) == 0  # the winner's table, not a second one
+
+
+@pytest.mark.ci  # threads racing to create every table of a fresh lakehouse, 20 s
+def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse):
+    """Four first writers of a fresh lakehouse (jobs started together) create the same tables at
+    once; before `ensure` handled the race, some lost with DELTA_TABLE_NOT_FOUND or
+    DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION."""
+    start = threading.Barrier(4)
+    errors = []
+
+    def create_all():
+        start.wait()
+        for table in S.ALL_TABLES:
+            try:
+                assert lakehouse.ensure(table).toDF().columns == table.columns
+            except Exception as error:  # noqa: BLE001 - reported below
+                errors.append((table.name, error))
+
+    threads = [threading.Thread(target=create_all) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for table in S.ALL_TABLES:
+        assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
