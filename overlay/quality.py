@@ -12,6 +12,11 @@ edge (u, v) joins (t, u) and (t, v) for each topic t both subscribe to. One conn
 run labels every TCC at once (`overlay.graph`). A (topic, node) vertex id packs the topic into the
 high 31 bits and the node into the low 32 bits, so the component label, the smallest vertex id,
 decodes back to the smallest node of the TCC.
+
+Degrees and topic diameters run on either backend (`Backend`, GraphFrames forms in
+`overlay.graph_ops`), same answer; "auto" picks the one measured faster (benchmarks/backends.py):
+- degrees: DataFrame groupBy by default (MEASURED_DEGREES);
+- topic diameters: DataFrame frontier BFS by default (MEASURED_DIAMETERS).
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.graph import COMPONENT, DST, ID, SRC, Backend, connected_components
+from overlay.graph import COMPONENT, DST, ID, SRC, Backend, Lineage, connected_components
+from overlay.graph_ops import DEGREE, FARTHEST, SOURCE, aggregate_degrees, farthest_source, pick_backend
 
 NODE_BITS = 32
+# The backend "auto" means for each operation, as measured by benchmarks/backends.py.
+DEGREES_DEFAULT = "dataframe"
+DIAMETERS_DEFAULT = "dataframe"
 _NODE_MASK = (1 << NODE_BITS) - 1
 
 
@@ -108,13 +117,23 @@ class DegreeSummary:
     max_degree: int
 
 
-def summarise_degrees(edges: DataFrame, node_count: int) -> DegreeSummary:
+def node_degrees(edges: DataFrame, backend: Backend = "auto") -> DataFrame:
+    """(node_id, degree) of every node with a link; edges: (u, v) overlay links."""
+    chosen = pick_backend(edges.sparkSession, backend, DEGREES_DEFAULT)
+    ends = edges.select(F.col(S.U).alias(S.NODE_ID)).union(edges.select(F.col(S.V).alias(S.NODE_ID)))
+    if chosen == "dataframe":
+        return ends.groupBy(S.NODE_ID).agg(F.count(F.lit(1)).alias(DEGREE))
+    counted = aggregate_degrees(
+        ends.distinct().select(F.col(S.NODE_ID).alias(ID)), edges.select(F.col(S.U).alias(SRC), F.col(S.V).alias(DST))
+    )
+    return counted.select(F.col(ID).alias(S.NODE_ID), DEGREE)
+
+
+def summarise_degrees(edges: DataFrame, node_count: int, backend: Backend = "auto") -> DegreeSummary:
     """Degrees over all `node_count` nodes of the instance (nodes without links have degree 0)."""
-    ends = edges.select(F.col(S.U).alias("_n")).union(edges.select(F.col(S.V).alias("_n")))
-    degrees = ends.groupBy("_n").agg(F.count(F.lit(1)).alias("_d"))
-    row = degrees.agg(
-        F.count(F.lit(1)).alias("linked"), F.coalesce(F.sum("_d"), F.lit(0)).alias("ends"),
-        F.min("_d").alias("min"), F.max("_d").alias("max"),
+    row = node_degrees(edges, backend).agg(
+        F.count(F.lit(1)).alias("linked"), F.coalesce(F.sum(DEGREE), F.lit(0)).alias("ends"),
+        F.min(DEGREE).alias("min"), F.max(DEGREE).alias("max"),
     ).first()
     edge_count = int(row["ends"]) // 2
     unlinked = node_count - int(row["linked"])
@@ -136,7 +155,13 @@ class DiameterSummary:
 
 
 def topic_diameters(
-    subscriptions: DataFrame, edges: DataFrame, exact_limit: int = 64, samples: int = 8, seed: int = 0
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    exact_limit: int = 64,
+    samples: int = 8,
+    seed: int = 0,
+    backend: Backend = "auto",
+    lineage: Lineage = Lineage(),
 ) -> DataFrame:
     """(topic_id, diameter, exact) for every topic with at least two subscribers.
 
@@ -144,7 +169,8 @@ def topic_diameters(
     are connected (so the largest over its TCCs; 0 when it has no link). Topics with at most
     `exact_limit` subscribers get a BFS from every subscriber: exact. Larger ones get a BFS from
     `samples` subscribers picked by `xxhash64(seed, node)`: the largest eccentricity found, a
-    lower bound. All BFS run together, one Spark round per hop, over the (topic, node) graph.
+    lower bound. All BFS run together, one Spark round per hop, over the (topic, node) graph:
+    as DataFrame joins of the frontier, or as a GraphFrames Pregel (`lineage`: its checkpoints).
     """
     vertices, topic_edges = topic_graph(subscriptions, edges)
     sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias("_size"))
@@ -153,9 +179,22 @@ def topic_diameters(
             Window.partitionBy(S.TOPIC_ID).orderBy(F.xxhash64(F.lit(seed), F.col(S.NODE_ID)), S.NODE_ID)
         )
     )
-    sources = ranked.filter((F.col("_size") <= exact_limit) | (F.col("_rank") <= samples)).select(
-        F.col(ID).alias("_source"), F.col(ID).alias(ID), F.lit(0).alias("_dist")
+    is_source = (F.col("_size") <= exact_limit) | (F.col("_rank") <= samples)
+    if pick_backend(subscriptions.sparkSession, backend, DIAMETERS_DEFAULT) == "dataframe":
+        per_topic = _diameters_by_frontier_joins(ranked.filter(is_source).select(ID), topic_edges)
+    else:
+        farthest = farthest_source(ranked.select(ID, is_source.alias(SOURCE)), topic_edges, lineage)
+        per_topic = farthest.groupBy(F.shiftright(F.col(ID), NODE_BITS).alias(S.TOPIC_ID)).agg(
+            F.max(FARTHEST).alias("diameter")
+        )
+    return per_topic.join(sizes, on=S.TOPIC_ID).select(
+        S.TOPIC_ID, "diameter", (F.col("_size") <= exact_limit).alias("exact")
     )
+
+
+def _diameters_by_frontier_joins(sources: DataFrame, topic_edges: DataFrame) -> DataFrame:
+    """(topic_id, diameter): the largest eccentricity of each topic's sources (column `id`)."""
+    sources = sources.select(F.col(ID).alias("_source"), ID, F.lit(0).alias("_dist"))
     both = topic_edges.union(topic_edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
     both = both.localCheckpoint(eager=True)  # joined on every hop: build it once
     frontier = sources.localCheckpoint(eager=True)
@@ -174,11 +213,8 @@ def topic_diameters(
         )
         visited = visited.union(frontier)
     eccentricity = visited.groupBy("_source").agg(F.max("_dist").alias("_ecc"))
-    per_topic = eccentricity.groupBy(F.shiftright(F.col("_source"), NODE_BITS).alias(S.TOPIC_ID)).agg(
+    return eccentricity.groupBy(F.shiftright(F.col("_source"), NODE_BITS).alias(S.TOPIC_ID)).agg(
         F.max("_ecc").alias("diameter")
-    )
-    return per_topic.join(sizes, on=S.TOPIC_ID).select(
-        S.TOPIC_ID, "diameter", (F.col("_size") <= exact_limit).alias("exact")
     )
 
 
