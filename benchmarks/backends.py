@@ -1,0 +1,214 @@
+"""Benchmark (not a test): the DataFrame and GraphFrames forms of the same operation, side by side
+in one process, on the same inputs, with the same answer checked.
+
+Operations: connected components of the (topic, node) graph (`overlay.graph`), node degrees and
+topic diameters (`overlay.quality`), Scribe routing (`routing.simulate` against `routing.pregel`).
+Sizes (`--sizes`):
+
+* full = 1k + 10k;
+* 1k: fb-1k (1,000-node BFS sample of the shipped Facebook graph, seed 1) with RandomM at
+  d = 12 (its budget at ratio 0.2); Scribe on fb-1k over RandomS + Chord, 1,000 publications;
+* 10k: the Zipf 10,000 x 10,000 instance of benchmarks/evaluate_10k.py (20-60 subscriptions,
+  a random 20,000-link overlay); Scribe on tw-10k (benchmarks/routing_10k.py) over RandomS +
+  Chord, 10,000 publications;
+* small: a quick check (fb-200 with RandomM d = 8, Zipf 500 x 500, Scribe on fb-200).
+
+Each measurement materialises its result (a local checkpoint), runs in its own Spark job group
+(the jobs column counts them), DataFrame first. `same answer`: the two results are equal as
+multisets of rows (two `exceptAll` jobs, nothing collected). Load averages are printed before
+and after: the machine may be shared.
+
+Usage: .venv/bin/python benchmarks/backends.py [--sizes small|1k|10k|full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from overlay import schema as S  # noqa: E402
+from overlay.design.baselines import random_m  # noqa: E402
+from overlay.frames import local_frame  # noqa: E402
+from overlay.graph import ID, connected_components  # noqa: E402
+from overlay.instance.social import SocialSpec, social_instance  # noqa: E402
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance  # noqa: E402
+from overlay.quality import node_degrees, topic_diameters, topic_graph  # noqa: E402
+from overlay.smallworld.gswico import small_world_overlay  # noqa: E402
+from pipelines.config import LabSettings, apply_overrides  # noqa: E402
+from pipelines.spark import build_local_session, shuffle_partitions  # noqa: E402
+from routing.network import AT, build_network  # noqa: E402
+from routing.pregel import simulate_pregel  # noqa: E402
+from routing.simulate import simulate  # noqa: E402
+from routing.workload import publications  # noqa: E402
+
+FACEBOOK = ROOT / "pipelines" / "datasets" / "facebook_combined.txt.gz"
+TWITTER = ROOT / "pipelines" / "datasets" / "twitter_bofa_careers.edges.gz"
+BACKENDS = ("dataframe", "graphframes")
+_groups = itertools.count()
+HEADER = "| operation | size | DataFrame s | GraphFrames s | ratio (GF / DF) | same answer | jobs (DF / GF) |"
+RULE = "|---|---|---:|---:|---:|---|---:|"
+
+
+@dataclass
+class Overlay:
+    label: str
+    subscriptions: DataFrame  # (node_id, topic_id)
+    links: DataFrame  # (u, v)
+
+
+@dataclass
+class Routing:
+    label: str
+    network: object
+    publications: DataFrame  # (pub_id, topic_id, publisher as a ring position)
+
+
+def social_sample(spark: SparkSession, spec: SocialSpec) -> tuple[DataFrame, int]:
+    """A BFS-sampled social instance: its subscriptions (node_id, topic_id) and node count."""
+    frames = social_instance(spark, spec)
+    return frames.subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True), frames.node_keys.count()
+
+
+def facebook_spec(nodes: int) -> SocialSpec:
+    return SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=nodes, seed=1)
+
+
+def random_m_overlay(label: str, subscriptions: DataFrame, max_degree: int) -> Overlay:
+    links = random_m(subscriptions, max_degree, seed=1).select(S.U, S.V).localCheckpoint(eager=True)
+    return Overlay(f"{label} RandomM d={max_degree}", subscriptions, links)
+
+
+def zipf(spark: SparkSession, nodes: int, links: int, min_subs: int, max_subs: int) -> Overlay:
+    """The instance and random overlay of benchmarks/evaluate_10k.py (nodes = topics, seed 1)."""
+    spec = SyntheticSpec(dist="zipf", nodes=nodes, topics=nodes, min_subs=min_subs, max_subs=max_subs, seed=1)
+    subscriptions = synthetic_instance(spark, spec).subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    rng = random.Random(1)
+    pairs = set()
+    while len(pairs) < links:  # drawn on the driver as in evaluate_10k: the benchmark's fixed input
+        u, v = rng.sample(range(nodes), 2)
+        pairs.add((min(u, v), max(u, v)))
+    frame = local_frame(spark, sorted(pairs), f"{S.U} long, {S.V} long").localCheckpoint(eager=True)
+    return Overlay(f"zipf {nodes:,} x {nodes:,}, {links:,} random links", subscriptions, frame)
+
+
+def scribe_workload(label: str, subscriptions: DataFrame, n: int, count: int) -> Routing:
+    """A RandomS + Chord overlay over nodes 0..n-1 and `count` publications (seed 1)."""
+    overlay = small_world_overlay(subscriptions, n, "random", "chord", seed=1)
+    network = build_network(overlay.ring, overlay.fingers, subscriptions, n)
+    placed = publications(subscriptions, count, seed=1).join(
+        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
+    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
+    return Routing(f"{label} RandomS + Chord, {count:,} publications", network, placed)
+
+
+def timed(spark: SparkSession, compute) -> tuple[float, DataFrame, int]:
+    """Seconds, the materialised result and the number of Spark jobs of `compute()`."""
+    group = f"backends-{next(_groups)}"
+    spark.sparkContext.setJobGroup(group, group)
+    clock = time.monotonic()
+    result = compute().localCheckpoint(eager=True)
+    seconds = time.monotonic() - clock
+    return seconds, result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def same_rows(a: DataFrame, b: DataFrame) -> bool:
+    b = b.select(*a.columns)
+    return a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
+
+
+def compare(spark: SparkSession, operation: str, size: str, compute) -> str:
+    """One table row: `compute(backend)` on both backends."""
+    runs = [timed(spark, lambda: compute(backend)) for backend in BACKENDS]
+    (df_seconds, df_result, df_jobs), (gf_seconds, gf_result, gf_jobs) = runs
+    same = "yes" if same_rows(df_result, gf_result) else "NO"
+    row = (
+        f"| {operation} | {size} | {df_seconds:.1f} | {gf_seconds:.1f} | {gf_seconds / df_seconds:.2f}x | {same} "
+        f"| {df_jobs} / {gf_jobs} |"
+    )
+    print(row, flush=True)
+    for _, result, _ in runs:
+        result.unpersist()
+    return row
+
+
+def overlay_rows(spark: SparkSession, overlay: Overlay) -> list[str]:
+    vertices, topic_edges = topic_graph(overlay.subscriptions, overlay.links)
+    vertices = vertices.select(ID).localCheckpoint(eager=True)
+    topic_edges = topic_edges.localCheckpoint(eager=True)
+    size = f"{overlay.label} ({vertices.count():,} (topic, node) vertices, {topic_edges.count():,} edges)"
+    return [
+        compare(spark, "connected components", size, lambda b: connected_components(vertices, topic_edges, backend=b)),
+        compare(spark, "node degrees", overlay.label, lambda b: node_degrees(overlay.links, b)),
+        compare(spark, "topic diameters", overlay.label, lambda b: topic_diameters(overlay.subscriptions, overlay.links, backend=b)),
+    ]
+
+
+def routing_row(spark: SparkSession, routing: Routing) -> str:
+    partitions = shuffle_partitions(spark)
+
+    def route(backend: str) -> DataFrame:
+        if backend == "dataframe":
+            return simulate(routing.network, routing.publications, "scribe", partitions=partitions).arrivals
+        return simulate_pregel(routing.network, routing.publications, "scribe").arrivals
+
+    return compare(spark, "Scribe routing (arrivals)", routing.label, route)
+
+
+def load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def busiest() -> str:
+    """The processes using the most CPU (what else shares the machine)."""
+    out = subprocess.run(["ps", "-eo", "pid,pcpu,etime,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
+    return "\n".join(out.splitlines()[:8])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", choices=("small", "1k", "10k", "full"), default="full")
+    args = parser.parse_args()
+    print(f"before: {load()}\n{busiest()}", flush=True)
+    started = time.monotonic()
+    root = tempfile.mkdtemp(prefix="bench-backends-")
+    settings = apply_overrides(LabSettings(), {"lakehouse": root + "/lakehouse", "spark.conf": {"spark.ui.retainedJobs": "100000"}})
+    spark = build_local_session(settings)
+    print(f"Spark {spark.version}, master {spark.sparkContext.master}, {shuffle_partitions(spark)} shuffle partitions, "
+          f"PID {os.getpid()}", flush=True)
+    spark.range(1000).groupBy((F.col("id") % 7).alias("k")).count().collect()  # warm-up, not measured
+
+    print(HEADER + "\n" + RULE, flush=True)
+    rows = []
+    if args.sizes == "small":
+        fb, n = social_sample(spark, facebook_spec(200))
+        rows += overlay_rows(spark, random_m_overlay("fb-200", fb, 8))
+        rows += overlay_rows(spark, zipf(spark, 500, 1000, 5, 15))
+        rows.append(routing_row(spark, scribe_workload("fb-200", fb, n, 200)))
+    if args.sizes in ("1k", "full"):
+        fb, n = social_sample(spark, facebook_spec(1000))
+        rows += overlay_rows(spark, random_m_overlay("fb-1k", fb, 12))
+        rows.append(routing_row(spark, scribe_workload("fb-1k", fb, n, 1000)))
+    if args.sizes in ("10k", "full"):
+        rows += overlay_rows(spark, zipf(spark, 10_000, 20_000, 20, 60))
+        tw, n = social_sample(spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1))
+        rows.append(routing_row(spark, scribe_workload("tw-10k", tw, n, 10_000)))
+    print("\n" + "\n".join([HEADER, RULE, *rows]))
+    print(f"\ntotal {time.monotonic() - started:.0f} s\nafter: {load()}\n{busiest()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
