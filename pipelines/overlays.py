@@ -139,11 +139,11 @@ def evaluate_run(
     log.info("evaluate %s: topic components in %.1fs", run_id, time.monotonic() - clock)
     lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
     tccs = summarise_tccs(components)
-    degrees = summarise_degrees(edges, instance[S.NODES])
+    degrees = summarise_degrees(edges, instance[S.NODES], backend)
     clock = time.monotonic()
     if diameters:
         diameters = summarise_diameters(
-            topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples),
+            topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples, backend=backend),
             diameter_exact_limit,
             diameter_samples,
         )
