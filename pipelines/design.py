@@ -8,12 +8,17 @@ Storage protocol (what makes a run resumable and safe to read):
   crash and are deleted when the run resumes. Rounds are committed in groups, at most
   `COMMIT_SECONDS` apart (`--commit-every`): each Delta commit costs about a second locally;
 * at the end the job checks the engine's TCC count against the connected-components count,
-  stores the quality metrics, and only then flips the run to `complete`.
+  stores the quality metrics, and only then flips the run to `complete`, in a write that
+  checks the attempt token (`Lakehouse.update_run_if_owned`): a process that was taken over
+  can neither complete nor fail its successor's run.
 
 Running the same command again after a crash (or `kill -9`) resumes after the last completed
 round: the greedy output is the canonical sequence (see `overlay.design.greedy`), so a resumed
 run ends with exactly the overlay of an uninterrupted one. A second process that resumes the
 same run takes it over (new attempt token); the first stops at its next round.
+
+The MinMaxODA reference of a budget ratio is shared: a design that needs it while another
+process computes it waits for it (`_await_owner`) instead of taking it over.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
-from pipelines.lakehouse import Lakehouse
+from pipelines.lakehouse import Lakehouse, RunTakenOver
 from pipelines.overlays import _now, check_run_id, evaluate_run
 
 log = logging.getLogger(__name__)
@@ -53,14 +58,17 @@ ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico
 EDGE_BUDGETED = ("gpa", "random-a")
 DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
 UNBUDGETED = ("gm", "minmaxoda", "swico")
+# A design waiting for a run another process computes (the shared MinMaxODA reference) looks at
+# it every REFERENCE_POLL_SECONDS. An owner that shows no progress (a committed round, its
+# metrics, a new attempt) for REFERENCE_STALE_SECONDS is presumed dead and its run is taken
+# over: far above the 30 s between round commits, the setup before the first round and the
+# final evaluation of the instances this lab designs.
+REFERENCE_POLL_SECONDS = 5.0
+REFERENCE_STALE_SECONDS = 900.0
 
 
 class DesignError(RuntimeError):
     """A design run finished inconsistently (for instance the two TCC counts disagree)."""
-
-
-class RunTakenOver(RuntimeError):
-    """Another process resumed this run; this one stops."""
 
 
 @dataclass(frozen=True)
@@ -138,25 +146,36 @@ def _params_json(request: DesignRequest) -> str:
     return json.dumps(fields, sort_keys=True)
 
 
-def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, progress: bool) -> Row:
-    """The complete MinMaxODA run of this instance version: reused if stored, else computed."""
-    runs = lakehouse.read(S.OVERLAY_RUNS) if lakehouse.exists(S.OVERLAY_RUNS) else None
-    if runs is not None:
-        found = (
-            runs.filter(
-                (F.col(S.INSTANCE) == request.instance) & (F.col(S.INGEST_ID) == ingest_id)
-                & (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.STATUS) == S.COMPLETE)
-            )
-            .orderBy(S.STARTED_AT)
-            .limit(1)
-            .collect()
+def _stored_reference(lakehouse: Lakehouse, instance: str, ingest_id: str) -> Row | None:
+    """The earliest complete MinMaxODA run of this instance version, if any."""
+    if not lakehouse.exists(S.OVERLAY_RUNS):
+        return None
+    found = (
+        lakehouse.read(S.OVERLAY_RUNS).filter(
+            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
+            & (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.STATUS) == S.COMPLETE)
         )
-        if found:
-            return found[0]
-    reference = DesignRequest(instance=request.instance, algorithm="minmaxoda", seed=request.seed)
+        .orderBy(S.STARTED_AT)
+        .limit(1)
+        .collect()
+    )
+    return found[0] if found else None
+
+
+def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, progress: bool) -> Row:
+    """The complete MinMaxODA run of this instance version: reused if stored (any complete
+    `minmaxoda` run, such as a workflow's reference step), else computed under the run id
+    INSTANCE.minmaxoda.INGEST_ID, or awaited when another design is computing it there, so two
+    budgeted designs started together share one reference. MinMaxODA is deterministic: the
+    reference has the default seed whatever the budgeted design's seed is."""
+    found = _stored_reference(lakehouse, request.instance, ingest_id)
+    if found is not None:
+        return found
+    reference = DesignRequest(instance=request.instance, algorithm="minmaxoda")
     log.info("budget ratio: computing the MinMaxODA reference overlay of %s first", request.instance)
     return run_design(
-        spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress, diameters=False
+        spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress, diameters=False,
+        wait=True,
     )
 
 
@@ -185,8 +204,14 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
     return budget
 
 
-def _claim(lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> tuple[Row | None, str]:
-    """Insert the run row (status running), or take over an unfinished run with the same request."""
+def _claim(
+    lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id: str, params: str, wait: bool,
+) -> tuple[Row | None, str]:
+    """Insert the run row (status running), or take over an unfinished run with the same request.
+
+    A takeover is conditional on the attempt it replaces, so of two processes taking over at once
+    one wins and the other looks again. With `wait`, a run another process is computing is
+    awaited (`_await_owner`), and taken over only when that process looks dead."""
     attempt = uuid.uuid4().hex
     record = {
         S.RUN_ID: run_id, S.INSTANCE: request.instance, S.INGEST_ID: ingest_id,
@@ -195,7 +220,22 @@ def _claim(lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id:
     }
     if lakehouse.insert_run(record):
         return None, attempt
-    existing = lakehouse.run_row(run_id)
+    while True:
+        existing = lakehouse.run_row(run_id)
+        _check_same_run(existing, run_id, request, ingest_id, params)
+        if wait and existing[S.STATUS] == S.RUNNING:
+            existing = _await_owner(lakehouse, run_id, existing)
+        if existing[S.STATUS] == S.COMPLETE:
+            return existing, attempt
+        if lakehouse.update_run_if_owned(
+            run_id, existing[S.ATTEMPT], **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.MESSAGE: None}
+        ):
+            log.info("resuming run %s (was %s)", run_id, existing[S.STATUS])
+            return existing, attempt
+        log.info("run %s changed hands while this process claimed it; looking again", run_id)
+
+
+def _check_same_run(existing: Row, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> None:
     same = existing[S.ALGORITHM] == request.algorithm and existing[S.INSTANCE] == request.instance
     if not same or json.loads(existing[S.PARAMS]).get("request") != json.loads(params)["request"]:
         raise InputError(
@@ -207,11 +247,51 @@ def _claim(lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id:
             f"run '{run_id}' was made on an earlier version of instance '{request.instance}'; "
             "choose another --run-id"
         )
-    if existing[S.STATUS] == S.COMPLETE:
-        return existing, attempt
-    lakehouse.update_run(run_id, **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.MESSAGE: None})
-    log.info("resuming run %s (was %s)", run_id, existing[S.STATUS])
-    return existing, attempt
+
+
+def _progress_mark(lakehouse: Lakehouse, run: Row) -> tuple:
+    """What changes while a live process designs the run: its attempt, status, metrics, rounds."""
+    rounds = (
+        lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).count()
+        if lakehouse.exists(S.OVERLAY_ROUNDS) else 0
+    )
+    return run[S.ATTEMPT], run[S.STATUS], run[S.TCO_SUPPORT], rounds
+
+
+def _await_owner(lakehouse: Lakehouse, run_id: str, run: Row) -> Row:
+    """Wait while another process designs run `run_id`; its row once complete.
+
+    The owner is presumed dead (a crash, kill -9) when it shows no progress for
+    REFERENCE_STALE_SECONDS of this process's own clock (other machines' clocks never matter):
+    then the row is returned as last seen and the caller takes the run over. Running the run's
+    own design command takes it over at once. A run that fails meanwhile is an error naming it."""
+    mark, since = _progress_mark(lakehouse, run), time.monotonic()
+    log.info(
+        "run %s is being designed by another process (attempt %s): waiting for it (it is taken over after "
+        "%.0f s without progress; its own design command takes it over at once)",
+        run_id, run[S.ATTEMPT], REFERENCE_STALE_SECONDS,
+    )
+    while True:
+        time.sleep(REFERENCE_POLL_SECONDS)
+        run = lakehouse.run_row(run_id)
+        if run[S.STATUS] == S.COMPLETE:
+            log.info("run %s is complete: using it", run_id)
+            return run
+        if run[S.STATUS] == S.FAILED:
+            raise DesignError(
+                f"run '{run_id}', which this design waited for, failed ({run[S.MESSAGE]}); "
+                "fix the cause and run this design again: it resumes that run"
+            )
+        latest = _progress_mark(lakehouse, run)
+        if latest != mark:
+            mark, since = latest, time.monotonic()
+            log.info("still waiting for run %s (%d rounds committed)", run_id, latest[-1])
+        elif time.monotonic() - since >= REFERENCE_STALE_SECONDS:
+            log.warning(
+                "run %s made no progress for %.0f s: its process (attempt %s) is presumed dead; taking the run over",
+                run_id, time.monotonic() - since, run[S.ATTEMPT],
+            )
+            return run
 
 
 def _resume_point(lakehouse: Lakehouse, run_id: str) -> tuple[GreedyStart, DataFrame | None]:
@@ -267,9 +347,14 @@ class _Progress:
 COMMIT_SECONDS = 30.0
 
 
+def _taken_over(run_id: str) -> RunTakenOver:
+    return RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
+
+
 def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> None:
+    """Stop early when taken over; the final write checks ownership again, in the same commit."""
     if lakehouse.run_row(run_id)[S.ATTEMPT] != attempt:
-        raise RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
+        raise _taken_over(run_id)
 
 
 def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
@@ -366,8 +451,12 @@ def run_design(
     progress: bool = True,
     diameters: bool = True,
     commit_seconds: float = COMMIT_SECONDS,
+    wait: bool = False,
 ) -> Row:
-    """Design (or finish designing) one overlay; returns the complete run row."""
+    """Design (or finish designing) one overlay; returns the complete run row.
+
+    `wait`: when another process is designing this run, wait for it instead of taking it over
+    (the shared MinMaxODA reference; see `_await_owner`)."""
     request.check()
     run_id = run_id or request.default_run_id()
     check_run_id(run_id)
@@ -377,7 +466,7 @@ def run_design(
         raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
-    existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params)
+    existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params, wait)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("run %s is complete already", run_id)
         return existing
@@ -404,19 +493,23 @@ def run_design(
                 f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but connected components "
                 f"count {metrics[S.TCC]}; the overlay is not trustworthy"
             )
-        lakehouse.update_run(
-            run_id, **{
+        completed = lakehouse.update_run_if_owned(
+            run_id, attempt, **{
                 S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
                 S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None,
             },
         )
+        if not completed:
+            raise _taken_over(run_id)
     except RunTakenOver:
         raise
     except BaseException as error:
         if not isinstance(error, KeyboardInterrupt):
             log.error("design %s failed: %s", run_id, error)
         try:
-            lakehouse.update_run(run_id, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]})
+            message = f"{type(error).__name__}: {error}"[:2000]
+            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
+                log.warning("run %s was taken over by another process: not marking it failed", run_id)
         except Exception:  # noqa: BLE001 - keep the original error
             log.exception("could not mark run %s failed", run_id)
         raise

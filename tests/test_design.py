@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 from pyspark.sql import functions as F
@@ -16,8 +18,8 @@ from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import design
 from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
-from pipelines.lakehouse import UnknownInstanceError
-from pipelines.overlays import complete_run
+from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.overlays import _now, complete_run
 from tests.conftest import store_instance
 from tests.oracles import greedy_oracle, tcc_span
 
@@ -69,7 +71,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
 
 
-@pytest.mark.slow  # two designs in threads at once; the lakehouse's concurrency tests are slow-marked too
+@pytest.mark.ci  # two designs in threads at once
 def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, instance):
     """GPM and RandomM designed concurrently on one lakehouse: both complete, neither is damaged."""
     from deltalake import DeltaTable as ArrowDeltaTable
@@ -286,3 +288,114 @@ def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkey
     run = lakehouse.run_row("broken-sw")
     assert run[S.STATUS] == S.FAILED and "Property 1" in run[S.MESSAGE]
     assert not lakehouse.exists(S.FINGERS) or lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == "broken-sw").count() == 0
+
+
+@pytest.mark.parametrize("outcome", ["complete", "failed"])
+def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(spark, lakehouse, instance, monkeypatch, outcome):
+    """Another process resumes the run after this one's last ownership check (simulated inside
+    the evaluation, the step before the final write): this one must neither complete nor fail
+    its successor's run."""
+    real = design.evaluate_run
+    run_id = f"taken-{outcome}"
+
+    def taken_over_meanwhile(*args, **kwargs):
+        metrics = real(*args, **kwargs)
+        lakehouse.update_run(run_id, **{S.ATTEMPT: "successor"})
+        return metrics if outcome == "complete" else {**metrics, S.TCC: -1}  # -1: this run then fails
+
+    monkeypatch.setattr(design, "evaluate_run", taken_over_meanwhile)
+    with pytest.raises(design.RunTakenOver if outcome == "complete" else design.DesignError):
+        run_design(spark, lakehouse, DesignRequest("z", "gpa", max_edges=3), run_id, progress=False, diameters=False)
+    run = lakehouse.run_row(run_id)
+    assert (run[S.STATUS], run[S.ATTEMPT], run[S.MESSAGE]) == (S.RUNNING, "successor", None)
+
+
+def running_reference(lakehouse, instance: str, attempt: str) -> str:
+    """A `running` MinMaxODA reference row of `instance` owned by another process (`attempt`),
+    as a budgeted design started a moment earlier leaves it; its run id."""
+    ingest_id = lakehouse.instance_row(instance)[S.INGEST_ID]
+    run_id = f"{instance}.minmaxoda.{ingest_id}"
+    request = DesignRequest(instance, "minmaxoda")
+    params = {"request": json.loads(design._params_json(request)), "budget": asdict(design.Budget(None, None))}
+    assert lakehouse.insert_run({
+        S.RUN_ID: run_id, S.INSTANCE: instance, S.INGEST_ID: ingest_id, S.ALGORITHM: "minmaxoda",
+        S.PARAMS: json.dumps(params, sort_keys=True), S.STATUS: S.RUNNING, S.STARTED_AT: _now(), S.ATTEMPT: attempt,
+    })
+    return run_id
+
+
+def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehouse, instance, monkeypatch, caplog):
+    """The owner of the reference died (no round, no metrics, no new attempt): the budgeted design
+    waits for the staleness bound (2 s here, 15 min by default), then takes the reference over."""
+    reference = running_reference(lakehouse, "z", "dead")
+    monkeypatch.setattr(design, "REFERENCE_POLL_SECONDS", 0.2, raising=False)
+    monkeypatch.setattr(design, "REFERENCE_STALE_SECONDS", 2.0, raising=False)
+    with caplog.at_level(logging.INFO, logger="pipelines.design"):
+        run = run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "z.gpm.after-dead", diameters=False)
+    assert "waiting for it" in caplog.text and "presumed dead" in caplog.text
+    assert run[S.STATUS] == S.COMPLETE and json.loads(run[S.PARAMS])["budget"]["reference_run"] == reference
+    taken = lakehouse.run_row(reference)
+    assert taken[S.STATUS] == S.COMPLETE and taken[S.ATTEMPT] != "dead"
+    assert taken[S.EDGES] == len(greedy_oracle(instance, "minmaxoda"))
+
+
+TINY = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
+
+
+def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_path, monkeypatch):
+    fresh = Lakehouse(spark, tmp_path / "lakehouse")
+    pairs = store_instance(spark, fresh, "y", TINY)
+    reference = running_reference(fresh, "y", "owner")
+    real_mark = getattr(design, "_progress_mark", None)
+
+    def owner_fails_meanwhile(lakehouse, run):
+        fresh.update_run(reference, **{S.STATUS: S.FAILED, S.MESSAGE: "OutOfMemoryError: Java heap space"})
+        return real_mark(lakehouse, run)
+
+    monkeypatch.setattr(design, "_progress_mark", owner_fails_meanwhile, raising=False)
+    monkeypatch.setattr(design, "REFERENCE_POLL_SECONDS", 0.2, raising=False)
+    request = DesignRequest("y", "gpm", budget_ratio=0.5)
+    with pytest.raises(design.DesignError, match=f"run '{reference}', which this design waited for, failed .OutOfMemoryError"):
+        run_design(spark, fresh, request, "y.gpm", diameters=False)
+    assert not fresh.run_exists("y.gpm")
+    monkeypatch.undo()
+    assert run_design(spark, fresh, request, "y.gpm", diameters=False)[S.STATUS] == S.COMPLETE  # resumes the reference
+    assert fresh.run_row(reference)[S.STATUS] == S.COMPLETE
+    assert stored_edges(fresh, reference) == greedy_oracle(pairs, "minmaxoda")
+
+
+@pytest.mark.ci  # two designs in threads at once on a fresh lakehouse, about a minute
+def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
+    """GPM and RandomM with a budget ratio started together on a lakehouse with the instance
+    but no overlay_runs table: both complete, on one MinMaxODA reference computed once (before,
+    the second took the reference over and the first died with RunTakenOver)."""
+    fresh = Lakehouse(spark, tmp_path / "lakehouse")
+    pairs = store_instance(spark, fresh, "z", SPEC)
+    assert not fresh.exists(S.OVERLAY_RUNS)
+    requests = {"z.gpm.r0.5": DesignRequest("z", "gpm", budget_ratio=0.5), "z.rm.r0.5": DesignRequest("z", "random-m", budget_ratio=0.5)}
+    start = threading.Barrier(len(requests))
+    errors = []
+
+    def work(run_id):
+        try:
+            start.wait()
+            run_design(spark, fresh, requests[run_id], run_id, batch_size=32, progress=False, diameters=False)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append((run_id, error))
+
+    threads = [threading.Thread(target=work, args=(run_id,)) for run_id in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    runs = {r[S.RUN_ID]: r for r in fresh.read(S.OVERLAY_RUNS).collect()}
+    (reference,) = [r for r in runs.values() if r[S.ALGORITHM] == "minmaxoda"]
+    assert reference[S.STATUS] == S.COMPLETE and all(runs[run_id][S.STATUS] == S.COMPLETE for run_id in requests)
+    assert {json.loads(runs[run_id][S.PARAMS])["budget"]["reference_run"] for run_id in requests} == {reference[S.RUN_ID]}
+    full = greedy_oracle(pairs, "minmaxoda")
+    assert stored_edges(fresh, reference[S.RUN_ID]) == full
+    degree = {}
+    for u, v, _ in full:
+        degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
+    assert stored_edges(fresh, "z.gpm.r0.5") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
