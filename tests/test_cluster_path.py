@@ -1,0 +1,129 @@
+"""The code path a Databricks cluster takes, run here in second JVMs (the CI pass, `-m ci`):
+
+* a session that is already active when the lab starts (a job or notebook), with no checkpoint
+  directory, running GraphFrames' connected components through the CLI;
+* the small workflow on `local-cluster[2,1,1024]`: two executor JVMs apart from the driver, so
+  jars, Python workers, local checkpoints and Delta commits cross process boundaries as on a
+  cluster; its tables must equal those of the in-process run (`refreshed`);
+* the wheel a bundle deploys, installed apart from the source tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pyspark
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from pipelines.lakehouse import Lakehouse
+from tests.conftest import TINY_WORKFLOW
+
+pytestmark = pytest.mark.ci
+ROOT = Path(__file__).resolve().parent.parent
+
+REUSED_SESSION = textwrap.dedent(
+    """
+    import sys
+    from pyspark.sql import SparkSession
+    from pipelines import jars
+    from pipelines.cli import main
+
+    # Built the way a cluster's session is: Delta and GraphFrames, no checkpoint directory.
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.jars", ",".join(str(p) for p in jars.classpath()))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    assert spark.sparkContext.getCheckpointDir() is None
+    lakehouse = sys.argv[1]
+    for argv in (
+        ["ingest", "--instance", "r", "--source", "synthetic", "--dist", "zipf", "--nodes", "20",
+         "--topics", "8", "--min-subs", "2", "--max-subs", "4", "--seed", "5"],
+        ["design", "--instance", "r", "--algorithm", "gm", "--backend", "graphframes", "--skip-diameters"],
+        ["evaluate", "--run-id", "r.gm.tco.s1", "--backend", "graphframes"],
+    ):
+        code = main(["--lakehouse", lakehouse, *argv])
+        assert code == 0, argv
+    assert spark.sparkContext.getCheckpointDir() is None  # the lab set none: it reused the session
+    print("REUSED-SESSION-OK")
+    """
+)
+
+
+def _python_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYSPARK_PYTHON": sys.executable, **extra}
+
+
+def test_an_active_session_without_checkpoint_directory_runs_graphframes(graphframes, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", REUSED_SESSION, str(tmp_path / "lh")],
+        capture_output=True, text=True, env=_python_env(), cwd=ROOT, timeout=900,
+    )
+    assert result.returncode == 0 and "REUSED-SESSION-OK" in result.stdout, result.stderr[-4000:]
+
+
+def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_tables(spark, refreshed, tmp_path):
+    """`local-cluster` needs SPARK_HOME at a Spark with bin/ and jars/: the pyspark package is one."""
+    lakehouse = tmp_path / "lh"
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", "local-cluster[2,1,1024]",
+         "--driver-memory", "1g", "workflow", str(TINY_WORKFLOW), "--param", f"report_dir={tmp_path / 'report'}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=1800,
+        env=_python_env(SPARK_HOME=str(Path(pyspark.__file__).parent)),
+    )
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    assert "[6/6] report: done" in result.stdout
+    cluster, local = Lakehouse(spark, lakehouse), refreshed["lakehouse"]
+    for table, key, run_id, columns in (
+        (S.OVERLAY_EDGES, S.RUN_ID, "tiny.gpm.r0.5.s1", S.EDGE_COLUMNS),
+        (S.OVERLAY_EDGES, S.RUN_ID, "tiny.swico.random-chord.s1", (S.U, S.V)),
+        (S.ROUTING_DELIVERIES, S.ROUTING_RUN_ID, "tiny.swico.random-chord.s1.scribe.p12.s1", None),
+    ):
+        def rows(house: Lakehouse):
+            frame = house.read(table).filter(F.col(key) == run_id)
+            return frame.select(*columns) if columns else frame.drop(key)
+
+        assert rows(local).count() > 0
+        assert_df_equality(rows(cluster), rows(local), ignore_row_order=True, ignore_nullable=True)
+
+
+def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
+    """What the bundle deploys: `pip wheel` of the project, with its data files, run from a folder
+    where the source tree is not importable."""
+    wheels = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(ROOT)],
+        check=True, capture_output=True, timeout=600,
+    )
+    (wheel,) = wheels.glob("overlay_lab-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "pipelines/log4j2.properties" in names
+    assert "pipelines/datasets/facebook_combined.txt.gz" in names
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target), str(wheel)],
+        check=True, capture_output=True, timeout=600,
+    )
+    probe = "import pipelines, sys; print(pipelines.__file__)"
+    env = _python_env(PYTHONPATH=str(target), OVERLAY_LAB_JARS=str(ROOT / ".jars"))
+    where = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert where.stdout.strip().startswith(str(target)), where
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--lakehouse", str(tmp_path / "lh"), "--master", "local[1]",
+         "--driver-memory", "1g", "ingest", "--instance", "fb-100", "--source", "social", "--dataset", "facebook",
+         "--sample-bfs", "100", "--seed", "1"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "fb-100" in result.stdout
