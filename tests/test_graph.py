@@ -55,3 +55,22 @@ def test_auto_backend_without_the_graphframes_jar(spark):
     if resolve_backend(spark, "auto") == "dataframe":
         with pytest.raises(RuntimeError, match="GraphFrames jar is not loaded"):
             resolve_backend(spark, "graphframes")
+
+
+def test_both_backends_label_a_facebook_sample_topic_graph_alike(spark, graphframes):
+    """The (topic, node) graph of a BFS sample of the shipped Facebook graph under a random
+    overlay: many components of every size, real degree skew."""
+    from overlay import schema as S
+    from overlay.instance.social import SocialSpec, social_instance
+    from overlay.quality import topic_graph
+    from tests.conftest import FACEBOOK
+
+    frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=80, seed=2))
+    subscriptions = frames.subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    rng = random.Random(2)
+    links = spark.createDataFrame([(rng.randrange(80), rng.randrange(80)) for _ in range(160)], f"{S.U} long, {S.V} long")
+    vertices, edges = topic_graph(subscriptions, links)
+    dataframe = connected_components(vertices, edges, backend="dataframe").localCheckpoint(eager=True)
+    graphframes_labels = connected_components(vertices, edges, backend="graphframes")
+    assert dataframe.select(COMPONENT).distinct().count() > 10
+    assert_df_equality(graphframes_labels, dataframe, ignore_row_order=True, ignore_nullable=True)
