@@ -29,7 +29,7 @@ from overlay.quality import (
     topic_components,
     topic_diameters,
 )
-from pipelines.lakehouse import Lakehouse
+from pipelines.lakehouse import Lakehouse, RunTakenOver
 
 log = logging.getLogger(__name__)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -73,39 +73,68 @@ def complete_run(lakehouse: Lakehouse, run_id: str) -> Row:
 
 
 def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id: str, path: str) -> Row:
+    """Store an overlay file as a complete run. The run id is claimed first (a `running` row with
+    an attempt token), so an import never writes links under a run id it does not own; the row
+    turns `complete` last, in a write that checks the token, so a reader never sees a complete
+    run without its links."""
     check_run_id(run_id)
-    if lakehouse.run_exists(run_id):
-        raise InputError(f"run id '{run_id}' exists already; choose another --run-id")
     instance_row = lakehouse.instance_row(instance)
     started, clock = _now(), time.monotonic()
-    node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, instance_row[S.INGEST_ID]).select(S.KEY, S.ID)
-    imported = import_overlay(spark, path, node_keys)
-    t = imported.tally
-    log.info(
-        "import %s: %d rows = %d links + %d rejected + %d duplicates",
-        run_id, t.read, t.accepted, t.rejected, t.duplicates,
-    )
-    # Links first, the run row last: a reader never sees a complete run without its links.
-    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, imported.edges)
-    lakehouse.write_run_rows(S.REJECTED_OVERLAY_EDGES, run_id, imported.rejected)
-    record = {
-        S.RUN_ID: run_id,
-        S.INSTANCE: instance,
-        S.INGEST_ID: instance_row[S.INGEST_ID],
-        S.ALGORITHM: "imported",
-        S.PARAMS: json.dumps({"path": path}),
-        S.STATUS: S.COMPLETE,
-        S.STARTED_AT: started,
-        S.FINISHED_AT: _now(),
-        S.SECONDS: time.monotonic() - clock,
-        S.EDGES: t.accepted,
-        S.ROWS_READ: t.read,
-        S.REJECTED: t.rejected,
-        S.DUPLICATES: t.duplicates,
-    }
-    if not lakehouse.insert_run(record):
-        raise InputError(f"run id '{run_id}' was created by another job while this import ran")
+    attempt = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
+    try:
+        node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, instance_row[S.INGEST_ID]).select(S.KEY, S.ID)
+        imported = import_overlay(spark, path, node_keys)
+        t = imported.tally
+        log.info(
+            "import %s: %d rows = %d links + %d rejected + %d duplicates",
+            run_id, t.read, t.accepted, t.rejected, t.duplicates,
+        )
+        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, imported.edges)
+        lakehouse.write_run_rows(S.REJECTED_OVERLAY_EDGES, run_id, imported.rejected)
+        completed = lakehouse.update_run_if_owned(run_id, attempt, **{
+            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
+            S.EDGES: t.accepted, S.ROWS_READ: t.read, S.REJECTED: t.rejected, S.DUPLICATES: t.duplicates,
+            S.MESSAGE: None,
+        })
+        if not completed:
+            raise RunTakenOver(f"run '{run_id}' was taken over by another import; this one stops")
+    except RunTakenOver:
+        raise
+    except BaseException as error:
+        try:
+            message = f"{type(error).__name__}: {error}"[:2000]
+            lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message})
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark run %s failed", run_id)
+        raise
     return lakehouse.run_row(run_id)
+
+
+def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: str, path: str, started: datetime) -> str:
+    """Insert the import's run row (status running); its attempt token. A run id that exists is
+    refused, unless it is an import into the same instance version that failed, or that did not
+    finish and reads the same file (a crashed attempt): that one is taken over, conditionally on
+    the attempt it replaces."""
+    attempt = uuid.uuid4().hex
+    params = json.dumps({"path": path})
+    record = {
+        S.RUN_ID: run_id, S.INSTANCE: instance, S.INGEST_ID: ingest_id, S.ALGORITHM: "imported",
+        S.PARAMS: params, S.STATUS: S.RUNNING, S.STARTED_AT: started, S.ATTEMPT: attempt,
+    }
+    if lakehouse.insert_run(record):
+        return attempt
+    existing = lakehouse.run_row(run_id)
+    retry = (
+        existing[S.ALGORITHM] == "imported" and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
+        and (existing[S.STATUS] == S.FAILED or (existing[S.STATUS] == S.RUNNING and existing[S.PARAMS] == params))
+    )
+    if retry and lakehouse.update_run_if_owned(
+        run_id, existing[S.ATTEMPT],
+        **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.PARAMS: params, S.STARTED_AT: started, S.MESSAGE: None},
+    ):
+        log.info("import %s: taking over an unfinished import (was %s)", run_id, existing[S.STATUS])
+        return attempt
+    raise InputError(f"run id '{run_id}' exists already; choose another --run-id")
 
 
 def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:

@@ -119,3 +119,29 @@ def test_a_run_of_a_replaced_instance_cannot_be_read(spark, lakehouse, instance,
         overlays.run_evaluate(spark, lakehouse, "old")
 
 
+def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, lakehouse, instance, write_text, monkeypatch):
+    """A second import under the same id, whose look-up came before the first one's row (two
+    imports started together; `run_exists` answering False stands in for that interleaving)."""
+    overlays.run_import(spark, lakehouse, "z", "twice", overlay_file(write_text, [("n1", "n2"), ("n3", "n4")], "first.csv"))
+    first = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "twice").collect()
+    monkeypatch.setattr(lakehouse, "run_exists", lambda run_id: False)
+    second = overlay_file(write_text, [("n5", "n6")], "second.csv")
+    with pytest.raises(InputError, match="run id 'twice' exists already; choose another --run-id"):
+        overlays.run_import(spark, lakehouse, "z", "twice", second)
+    assert sorted(lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "twice").collect()) == sorted(first)
+    run = lakehouse.run_row("twice")
+    assert (run[S.STATUS], run[S.EDGES]) == (S.COMPLETE, 2) and "first.csv" in run[S.PARAMS]
+
+
+def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, write_text, tmp_path):
+    """The run id is claimed before the file is read: a failed import keeps its row (failed, with
+    the error), and the same command with a file that exists takes that row over."""
+    with pytest.raises(InputError, match="file not found"):
+        overlays.run_import(spark, lakehouse, "z", "retry", str(tmp_path / "missing.csv"))
+    failed = lakehouse.run_row("retry")
+    assert failed[S.STATUS] == S.FAILED and "file not found" in failed[S.MESSAGE]
+    path = overlay_file(write_text, [("n1", "n2")], "found.csv")
+    run = overlays.run_import(spark, lakehouse, "z", "retry", path)
+    assert (run[S.STATUS], run[S.EDGES], run[S.MESSAGE]) == (S.COMPLETE, 1, None)
+    assert path in run[S.PARAMS]
+
