@@ -286,6 +286,8 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
     if args.command in ("workflow", "main"):
         path = Path(args.file) if args.command == "workflow" else DEFAULT_WORKFLOW
         return plan_workflow(load_workflow(path).with_parameters(dict(args.param)), settings)
+    if args.command == "info":
+        return settings.jars.maven_repositories
     return None
 
 
@@ -331,7 +333,7 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
         print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
     elif args.command == "info":
-        info = stack_report(spark)
+        info = stack_report(spark, request)  # request: the settings' extra Maven repositories
         info["lakehouse"] = lakehouse.root
         print(format_table([{"piece": k, "version / state": v} for k, v in info.items()], ["piece", "version / state"]))
     elif args.command in ("workflow", "main"):

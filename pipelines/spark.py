@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from overlay.graph import jvm_class_available
+from overlay.graph import jvm_class_available, resolve_backend
 from pipelines import jars
 from pipelines.config import LabSettings
 
@@ -91,7 +91,7 @@ def shuffle_partitions(spark: SparkSession) -> int:
         return 200
 
 
-def stack_report(spark: SparkSession) -> dict[str, str]:
+def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
     """Versions and availability of the pieces the lab runs on."""
     from importlib.metadata import version
 
@@ -104,4 +104,10 @@ def stack_report(spark: SparkSession) -> dict[str, str]:
     for jar_set in jars.jar_sets():
         loaded = jvm_class_available(spark, jar_set.probe_class)
         report[jar_set.name + " jar"] = f"{jar_set.coordinate}: {'loaded' if loaded else 'NOT loaded'}"
+    backend = resolve_backend(spark, "auto")
+    report["graph backend (auto)"] = (
+        "graphframes (connected components)" if backend == "graphframes"
+        else "dataframe fallback: GraphFrames is not loaded (README, GraphFrames)"
+    )
+    report["maven repositories"] = ", ".join(jars.maven_repositories(settings_repositories))
     return report

@@ -110,3 +110,24 @@ def test_main_job(spark, tmp_path, capsys):
     assert "[11/11] report: done in" in out and "Overlay designs:" in out
     assert "fb-1k.gpm.r0.2.local" in out and "Pie on S (fb-1k.swico.gswico-chord.local)" in out
     assert (report / "report.md").is_file() and (report / "routing_ratios.png").is_file()
+
+
+def test_info_says_whether_graphframes_is_loaded_and_ci_requires_it(spark, tmp_path, capsys, monkeypatch):
+    """On CI (CI=true, the shared repository set by .ci/run) GraphFrames must be loaded: this
+    fails, it does not skip. Elsewhere `info` says which backend connected components use."""
+    from importlib.metadata import version
+
+    from tests.conftest import on_ci
+
+    monkeypatch.setenv("OVERLAY_LAB_MAVEN_REPOS", "file:///srv/mirror, https://mirror.example/maven2")
+    code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "info")
+    assert code == 0
+    (jar_line,) = [line for line in out.splitlines() if line.startswith("graphframes jar")]
+    assert f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}" in jar_line
+    (backend_line,) = [line for line in out.splitlines() if line.startswith("graph backend (auto)")]
+    loaded = jar_line.endswith(": loaded")
+    assert ("graphframes (connected components)" if loaded else "dataframe fallback") in backend_line
+    repositories = next(line for line in out.splitlines() if line.startswith("maven repositories"))
+    assert "https://repo1.maven.org/maven2/, file:///srv/mirror/, https://mirror.example/maven2/" in repositories
+    if on_ci():
+        assert loaded, jar_line
