@@ -364,7 +364,7 @@ def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_p
     assert stored_edges(fresh, reference) == greedy_oracle(pairs, "minmaxoda")
 
 
-@pytest.mark.ci  # two designs in threads at once on a fresh lakehouse, about a minute
+@pytest.mark.ci  # two designs in threads at once on a fresh lakehouse, 1-2 minutes
 def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     """GPM and RandomM with a budget ratio started together on a lakehouse with the instance
     but no overlay_runs table: both complete, on one MinMaxODA reference computed once (before,
