@@ -19,6 +19,21 @@ multisets of rows (two `exceptAll` jobs, nothing collected). Load averages are p
 and after: the machine may be shared.
 
 Usage: .venv/bin/python benchmarks/backends.py [--sizes small|1k|10k|full]
+
+Measured 2026-11-26, `--sizes full`, one run of 908 s on 2 cores shared with other jobs (load
+average 9.2 before, 6.0 after; other Spark test runs throughout). Jobs include AQE's map-stage
+jobs.
+
+| operation | size | DataFrame s | GraphFrames s | ratio (GF / DF) | same answer | jobs (DF / GF) |
+|---|---|---:|---:|---:|---|---:|
+| connected components | fb-1k RandomM d=12 (26,858 vertices, 10,350 edges) | 15.6 | 29.4 | 1.88x | yes | 62 / 86 |
+| node degrees | fb-1k RandomM d=12 | 0.3 | 1.4 | 5.19x | yes | 2 / 20 |
+| topic diameters | fb-1k RandomM d=12 | 20.1 | 27.4 | 1.36x | yes | 176 / 139 |
+| Scribe routing (arrivals) | fb-1k RandomS + Chord, 1,000 publications | 26.8 | 48.3 | 1.80x | yes | 212 / 215 |
+| connected components | Zipf 10K x 10K, 20K links (397,826 vertices, 437,998 edges) | 67.9 | 63.8 | 0.94x | yes | 94 / 115 |
+| node degrees | Zipf 10K x 10K, 20K links | 0.5 | 2.9 | 5.35x | yes | 2 / 18 |
+| topic diameters | Zipf 10K x 10K, 20K links | 222.5 | 90.2 | 0.41x | yes | 383 / 332 |
+| Scribe routing (arrivals) | tw-10k RandomS + Chord, 10,000 publications | 25.3 | 64.0 | 2.53x | yes | 286 / 256 |
 """
 
 from __future__ import annotations
