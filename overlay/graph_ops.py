@@ -19,7 +19,7 @@ unpersisted, so callers hold nothing cached.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay.graph import DST, ID, SRC, Backend, Lineage, resolve_backend
@@ -37,6 +37,18 @@ def pick_backend(spark: SparkSession, backend: Backend, faster: str) -> str:
     if backend == "auto" and faster == "dataframe":
         return "dataframe"
     return resolve_backend(spark, backend)
+
+
+def active_pregel(graph, lineage: Lineage, max_iterations: int = UNBOUNDED_ROUNDS):
+    """`graph.pregel` with the caller's lineage, in which only active vertices send and which
+    stops when no vertex is active (the caller sets the active-vertex expressions)."""
+    return (
+        graph.pregel.setMaxIter(max_iterations)
+        .setCheckpointInterval(lineage.checkpoint_interval)
+        .setUseLocalCheckpoints(lineage.local_checkpoints)
+        .setSkipMessagesFromNonActiveVertices(True)
+        .setStopIfAllNonActiveVertices(True)
+    )
 
 
 def _released(result: DataFrame) -> DataFrame:
@@ -59,7 +71,7 @@ def aggregate_degrees(vertices: DataFrame, edges: DataFrame) -> DataFrame:
     return _released(degrees)
 
 
-def _news() -> "F.Column":
+def _news() -> Column:
     """The sources a vertex hears of for the first time this round (Pregel's update phase)."""
     from graphframes.lib import Pregel
 
@@ -82,17 +94,13 @@ def farthest_source(vertices: DataFrame, edges: DataFrame, lineage: Lineage) -> 
     graph = GraphFrame(vertices.select(ID, SOURCE), both)
     start = F.when(F.col(SOURCE), F.array(F.col(ID))).otherwise(F.array().cast("array<bigint>"))
     result = (
-        graph.pregel.setMaxIter(UNBOUNDED_ROUNDS)
-        .setCheckpointInterval(lineage.checkpoint_interval)
-        .setUseLocalCheckpoints(lineage.local_checkpoints)
+        active_pregel(graph, lineage)
         .withVertexColumn(_SEEN, start, F.concat(F.col(_SEEN), _news()))
         .withVertexColumn(_FRONTIER, start, _news())
         .withVertexColumn(_ROUND, F.lit(0), F.col(_ROUND) + 1)
         .withVertexColumn(FARTHEST, F.lit(0), F.when(F.size(_news()) > 0, F.col(_ROUND) + 1).otherwise(F.col(FARTHEST)))
         .setInitialActiveVertexExpression(F.col(SOURCE))
         .setUpdateActiveVertexExpression(F.size(_news()) > 0)
-        .setSkipMessagesFromNonActiveVertices(True)
-        .setStopIfAllNonActiveVertices(True)
         .required_src_columns(_FRONTIER)
         .sendMsgToDst(Pregel.src(_FRONTIER))
         .aggMsgs(F.array_distinct(F.flatten(F.collect_list(Pregel.msg()))))

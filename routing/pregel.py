@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.graph import DST, ID, SRC, Backend, Lineage
-from overlay.graph_ops import pick_backend
+from overlay.graph_ops import active_pregel, pick_backend
 from routing.network import AT, FDIST, HOPS, KIND, LOW, TARGET, Network
 from routing.protocols import greedy_step
 from routing.simulate import TREE, UNICAST, Simulation, default_max_supersteps, initial_messages, simulate
@@ -111,9 +111,9 @@ def scribe_tree_pregel(network: Network, topics: DataFrame, lineage: Lineage, ma
     def passed_on() -> Column:
         return F.filter(Pregel.src(_JOINING), lambda t: _towards(rendezvous(t, n), n) == Pregel.edge(FINGER))
 
-    result = _configured(GraphFrame(vertices, finger_edges(network)).pregel, lineage, max_steps + 1)
     result = (
-        result.withVertexColumn(_TREE, F.col("_joins"), F.concat(F.col(_TREE), news()))
+        active_pregel(GraphFrame(vertices, finger_edges(network)), lineage, max_steps + 1)
+        .withVertexColumn(_TREE, F.col("_joins"), F.concat(F.col(_TREE), news()))
         .withVertexColumn(_JOINING, F.col("_joins"), news())
         .setInitialActiveVertexExpression(F.size("_joins") > 0)
         .setUpdateActiveVertexExpression(F.size(news()) > 0)
@@ -132,17 +132,6 @@ def scribe_tree_pregel(network: Network, topics: DataFrame, lineage: Lineage, ma
     ).localCheckpoint(eager=True)
     result.unpersist()
     return edges
-
-
-def _configured(pregel, lineage: Lineage, max_iterations: int):
-    """Pregel with the caller's lineage, run only while some vertex has something to send."""
-    return (
-        pregel.setMaxIter(max_iterations)
-        .setCheckpointInterval(lineage.checkpoint_interval)
-        .setUseLocalCheckpoints(lineage.local_checkpoints)
-        .setSkipMessagesFromNonActiveVertices(True)
-        .setStopIfAllNonActiveVertices(True)
-    )
 
 
 def simulate_pregel(
@@ -200,9 +189,9 @@ def simulate_pregel(
     def arrived() -> Column:
         return F.coalesce(Pregel.msg(), F.array().cast(_MESSAGES))
 
-    result = _configured(GraphFrame(vertices, edges).pregel, lineage, limit + 1)
     result = (
-        result.withVertexColumn(_HELD, F.col("_start"), arrived())
+        active_pregel(GraphFrame(vertices, edges), lineage, limit + 1)
+        .withVertexColumn(_HELD, F.col("_start"), arrived())
         .withVertexColumn(_LOG, F.array().cast(_MESSAGES), F.concat(F.col(_LOG), arrived()))
         .setInitialActiveVertexExpression(F.size("_start") > 0)
         .setUpdateActiveVertexExpression(F.size(arrived()) > 0)
