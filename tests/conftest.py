@@ -6,6 +6,8 @@ import contextlib
 import gzip
 import io
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,27 @@ def spark(settings):
     session = build_local_session(settings)
     yield session
     session.stop()
+
+
+def run_at_once(tasks: dict[str, Callable[[], object]]) -> list[tuple[str, BaseException]]:
+    """Run the tasks in threads released together (jobs started at once); the (name, error) of
+    every task that raised, for the test to assert there are none."""
+    start = threading.Barrier(len(tasks))
+    errors: list[tuple[str, BaseException]] = []
+
+    def work(name: str, task: Callable[[], object]) -> None:
+        start.wait()
+        try:
+            task()
+        except BaseException as error:  # noqa: BLE001 - reported to the test
+            errors.append((name, error))
+
+    threads = [threading.Thread(target=work, args=item) for item in tasks.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
 
 
 def on_ci() -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from dataclasses import asdict, replace
 
 import pytest
@@ -20,7 +19,7 @@ from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError
 from pipelines.overlays import _now, complete_run
-from tests.conftest import store_instance
+from tests.conftest import run_at_once, store_instance
 from tests.oracles import greedy_oracle, tcc_span
 
 SPEC = SyntheticSpec(dist="zipf", nodes=24, topics=16, min_subs=2, max_subs=5, seed=3)
@@ -77,19 +76,10 @@ def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, inst
     from deltalake import DeltaTable as ArrowDeltaTable
 
     requests = {"gpm-2": DesignRequest("z", "gpm", max_degree=2), "conc-rm": DesignRequest("z", "random-m", max_degree=3)}
-    errors = []
-
-    def work(run_id):
-        try:
-            run_design(spark, lakehouse, requests[run_id], run_id, batch_size=32, progress=False, diameters=False)
-        except BaseException as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=work, args=(run_id,)) for run_id in requests]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_at_once({
+        run_id: lambda r=run_id: run_design(spark, lakehouse, requests[r], r, batch_size=32, progress=False, diameters=False)
+        for run_id in requests
+    })
     assert not errors
     assert all(lakehouse.run_row(run_id)[S.STATUS] == S.COMPLETE for run_id in requests)
     assert len(stored_edges(lakehouse, "conc-rm")) >= len({node for node, _ in instance})
@@ -373,21 +363,10 @@ def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     pairs = store_instance(spark, fresh, "z", SPEC)
     assert not fresh.exists(S.OVERLAY_RUNS)
     requests = {"z.gpm.r0.5": DesignRequest("z", "gpm", budget_ratio=0.5), "z.rm.r0.5": DesignRequest("z", "random-m", budget_ratio=0.5)}
-    start = threading.Barrier(len(requests))
-    errors = []
-
-    def work(run_id):
-        try:
-            start.wait()
-            run_design(spark, fresh, requests[run_id], run_id, batch_size=32, progress=False, diameters=False)
-        except BaseException as error:  # noqa: BLE001 - reported below
-            errors.append((run_id, error))
-
-    threads = [threading.Thread(target=work, args=(run_id,)) for run_id in requests]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_at_once({
+        run_id: lambda r=run_id: run_design(spark, fresh, requests[r], r, batch_size=32, progress=False, diameters=False)
+        for run_id in requests
+    })
     assert not errors
     runs = {r[S.RUN_ID]: r for r in fresh.read(S.OVERLAY_RUNS).collect()}
     (reference,) = [r for r in runs.values() if r[S.ALGORITHM] == "minmaxoda"]

@@ -10,6 +10,7 @@ from overlay import schema as S
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import lakehouse as lakehouse_module
 from pipelines.lakehouse import UnknownInstanceError
+from tests.conftest import run_at_once
 
 
 def make(spark, seed, nodes=20):
@@ -77,19 +78,7 @@ def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lake
 def test_concurrent_ingests_of_different_instances(spark, lakehouse):
     lakehouse.replace_instance("seed", make(spark, 9))  # tables exist: the threads race on commits only
     frames = {name: make(spark, i) for i, name in enumerate(["p", "q", "r"])}
-    errors = []
-
-    def ingest(name):
-        try:
-            lakehouse.replace_instance(name, frames[name])
-        except Exception as error:  # noqa: BLE001 - reported below
-            errors.append((name, error))
-
-    threads = [threading.Thread(target=ingest, args=(n,)) for n in frames]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_at_once({name: lambda n=name: lakehouse.replace_instance(n, frames[n]) for name in frames})
     assert not errors
     for name, f in frames.items():
         assert lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).count() == f.subscriptions.count()
@@ -147,22 +136,11 @@ def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse)
     """Four first writers of a fresh lakehouse (jobs started together) create the same tables at
     once; before `ensure` handled the race, some lost with DELTA_TABLE_NOT_FOUND or
     DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION."""
-    start = threading.Barrier(4)
-    errors = []
-
     def create_all():
-        start.wait()
         for table in S.ALL_TABLES:
-            try:
-                assert lakehouse.ensure(table).toDF().columns == table.columns
-            except Exception as error:  # noqa: BLE001 - reported below
-                errors.append((table.name, error))
+            assert lakehouse.ensure(table).toDF().columns == table.columns, table.name
 
-    threads = [threading.Thread(target=create_all) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_at_once({f"writer {i}": create_all for i in range(4)})
     assert not errors
     for table in S.ALL_TABLES:
         assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
