@@ -14,6 +14,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from overlay.graph import jvm_class_available, resolve_backend
+from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
+from routing.pregel import ROUTING_DEFAULT
 from pipelines import jars
 from pipelines.config import LabSettings
 
@@ -104,10 +106,11 @@ def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[s
     for jar_set in jars.jar_sets():
         loaded = jvm_class_available(spark, jar_set.probe_class)
         report[jar_set.name + " jar"] = f"{jar_set.coordinate}: {'loaded' if loaded else 'NOT loaded'}"
-    backend = resolve_backend(spark, "auto")
-    report["graph backend (auto)"] = (
-        "graphframes (connected components)" if backend == "graphframes"
-        else "dataframe fallback: GraphFrames is not loaded (README, GraphFrames)"
-    )
+    if resolve_backend(spark, "auto") == "graphframes":
+        chosen = {"connected components": "graphframes", "topic diameters": DIAMETERS_DEFAULT,
+                  "degrees": DEGREES_DEFAULT, "routing": ROUTING_DEFAULT}
+        report["graph backend (auto)"] = "; ".join(f"{operation}: {how}" for operation, how in chosen.items())
+    else:
+        report["graph backend (auto)"] = "dataframe fallback everywhere: GraphFrames is not loaded (README, GraphFrames)"
     report["maven repositories"] = ", ".join(jars.maven_repositories(settings_repositories))
     return report

@@ -126,7 +126,7 @@ def test_info_says_whether_graphframes_is_loaded_and_ci_requires_it(spark, tmp_p
     assert f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}" in jar_line
     (backend_line,) = [line for line in out.splitlines() if line.startswith("graph backend (auto)")]
     loaded = jar_line.endswith(": loaded")
-    assert ("graphframes (connected components)" if loaded else "dataframe fallback") in backend_line
+    assert ("connected components: graphframes" if loaded else "dataframe fallback everywhere") in backend_line
     repositories = next(line for line in out.splitlines() if line.startswith("maven repositories"))
     assert "https://repo1.maven.org/maven2/, file:///srv/mirror/, https://mirror.example/maven2/" in repositories
     if on_ci():
