@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,7 @@ from tests.conftest import TINY_WORKFLOW
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
+BUILD_IGNORED = (".git", ".venv", ".jars", "lakehouse*", "build", "dist", "reports", "*.egg-info", "__pycache__", ".pytest_cache")
 
 REUSED_SESSION = textwrap.dedent(
     """
@@ -101,9 +103,12 @@ def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_table
 def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
     """What the bundle deploys: `pip wheel` of the project, with its data files, run from a folder
     where the source tree is not importable."""
+    # Built from a copy: setuptools writes build/ next to the sources it builds.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*BUILD_IGNORED))
     wheels = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(source)],
         check=True, capture_output=True, timeout=600,
     )
     (wheel,) = wheels.glob("overlay_lab-*.whl")
