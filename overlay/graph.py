@@ -44,7 +44,8 @@ class Lineage:
 
     Local checkpoints (the default) need no checkpoint directory and are faster; reliable ones
     (`local_checkpoints=False`) survive a lost executor but need `SparkContext.setCheckpointDir`,
-    which a reused session may not have.
+    which a reused session may not have. It applies to the GraphFrames calls; the DataFrame
+    forms always checkpoint locally, once per round.
     """
 
     local_checkpoints: bool = True

@@ -47,7 +47,7 @@ from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_count
 from overlay.design.settle import Batch, settle
 from overlay.frames import local_frame
 from overlay.graph import Backend
-from overlay.quality import topic_components
+from overlay.quality import node_degrees, topic_components
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ class GreedyDesign:
             labels = topic_components(self.subscriptions, pairs, backend=self.backend).select(
                 S.TOPIC_ID, S.NODE_ID, F.col(S.COMPONENT).alias(COMP)
             )
-            degrees = _degrees(pairs)
+            degrees = node_degrees(pairs, backend="dataframe")
         return (
             CandidateTable(candidates, materialised=edges is None),
             labels.localCheckpoint(eager=True),
@@ -355,17 +355,12 @@ class GreedyDesign:
         if accepted:
             added = local_frame(spark, [(u, v) for u, v, _ in accepted], f"{S.U} long, {S.V} long")
             degrees = (
-                degrees.unionByName(_degrees(added))
+                degrees.unionByName(node_degrees(added, backend="dataframe"))
                 .groupBy(S.NODE_ID)
                 .agg(F.sum(DEGREE).alias(DEGREE))
                 .localCheckpoint(eager=True)
             )
         return candidates, labels, degrees
-
-
-def _degrees(pairs: DataFrame) -> DataFrame:
-    ends = pairs.select(F.col(S.U).alias(S.NODE_ID)).unionAll(pairs.select(F.col(S.V).alias(S.NODE_ID)))
-    return ends.groupBy(S.NODE_ID).agg(F.count("*").alias(DEGREE))
 
 
 def top_candidates(eligible: DataFrame, batch_size: int):
