@@ -196,7 +196,7 @@ def test_a_run_id_reused_with_other_settings_is_refused(spark, refreshed):
     assert design.DesignRequest("z", "gpm", max_degree=3).default_run_id() == "z.gpm.d3.s1"
 
 
-@pytest.mark.slow
+@pytest.mark.ci  # a real kill -9 of a design process, then the same command again
 def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_path):
     """A real crash: SIGKILL the design process after two committed rounds, run it again."""
     import os
