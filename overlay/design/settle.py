@@ -1,44 +1,34 @@
-"""The bounded driver step of a greedy round: settle one batch of candidates exactly.
+"""The bounded driver step of a greedy round: settle one sample of candidates exactly.
 
-A round samples the K eligible candidates with the highest gain bounds to the driver together
-with their evidence: for every shared topic where the two endpoints are in different components
-at the start of the round, the pair of component keys (topic, component) of u and of v. The gain
-of a pair is then the number of its evidence rows whose two keys are still apart, which a small
-union-find over component keys answers as edges are accepted within the round.
+A round (see `overlay.design.greedy`) brings to the driver a *sample* of the eligible candidates,
+with their gains exact at the start of the round, and what bounds every candidate left out:
 
-Settling is a lazy greedy over the batch under one total order, the *key*
-(gain descending, u ascending, v ascending):
+* `first_left`: the best key (gain desc, u, v) of any eligible candidate not sampled;
+* per node x, a *tail*: the key of x's first candidate left out; every unsampled pair (x, y) ranks
+  at or after both tails. An unsampled pair is eligible only while both ends are live, so the
+  best unsampled eligible key ranks at or after the *second* best tail of a live node. As nodes
+  fill up (a matching phase), their tails stop counting and this bound falls.
 
-* pop the best entry; if its gain is stale (computed before the last acceptance), recompute it
-  and push it back: gains only fall, so a stale gain is an upper bound;
-* a fresh entry at the top beats every other batch entry; it is accepted only if it also beats
-  `outside`, the key of the best eligible candidate *not* in the batch, whose bound is at least
-  the gain of everything outside. Otherwise the round ends, and the next one samples again.
-
-So every accepted edge is *the* key-maximal eligible edge at its step, in the whole candidate
-table, not just in the batch: the output is the canonical greedy sequence whatever the batch size,
-and a resumed run, which restarts from coarser bounds, makes exactly the same choices.
+Settling is a lazy greedy over the sample under the key order: pop the best entry; if its gain is
+stale (computed before the last link was added) recompute it and push it back (gains only
+fall); a fresh entry at the top beats every other sampled entry and is added only if it also
+ranks before the outside bound (`exact`), or, in the relaxed mode, if its gain is within a factor
+(1 + epsilon) of that bound. So in the exact mode every link is *the* key-maximal eligible link
+of the whole candidate table at its step: the canonical greedy sequence, whatever the sample.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-Key = tuple[int, int, int]  # (gain or bound, u, v)
+from overlay.design.classes import ComponentClasses
+from overlay.design.eligibility import Eligibility
 
-
-class EligibilityRule(Protocol):
-    """A constraint on which pairs may still be added, kept on the driver (for instance the ring
-    of GSwicoS, or the finger slots of GSwicoL). Eligibility may only shrink as edges are added:
-    that is what keeps the `outside` bound of a batch valid through the round."""
-
-    def allows(self, u: int, v: int) -> bool: ...
-
-    def accept(self, u: int, v: int) -> None: ...
+Key = tuple[int, int, int]  # (gain, u, v)
 
 
 def ranks_before(gain: int, u: int, v: int, other: Key) -> bool:
@@ -47,165 +37,109 @@ def ranks_before(gain: int, u: int, v: int, other: Key) -> bool:
 
 
 @dataclass
-class Batch:
-    """Candidates sampled to the driver. `pairs[i] = (u, v)`; the evidence of pair i is
-    `zip(a[starts[i]:starts[i+1]], b[...])`: one (key of u's component, key of v's component)
-    per shared topic where they differ at the start of the round. Arrays, not lists: a batch
-    can carry millions of evidence rows and most are never looked at one by one."""
+class Sample:
+    """What a round brings to the driver: sampled rows and the bounds of the rest."""
 
-    pairs: list[tuple[int, int]]
-    starts: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    degrees: dict[int, int] = field(default_factory=dict)
-    outside: Key | None = None
+    us: np.ndarray
+    vs: np.ndarray
+    gains: np.ndarray  # exact at the start of the round
+    tail_nodes: np.ndarray  # nodes with a tail, in key order of their tails
+    tail_keys: list[Key]
+    first_left: Key | None
 
     @classmethod
-    def from_lists(cls, pairs, evidence, degrees=None, outside=None) -> "Batch":
-        starts = np.concatenate([[0], np.cumsum([len(ev) for ev in evidence])]).astype(np.int64)
-        flat = [pair for ev in evidence for pair in ev]
-        a = np.array([x for x, _ in flat], dtype=np.int64)
-        b = np.array([y for _, y in flat], dtype=np.int64)
-        return cls(list(pairs), starts, a, b, dict(degrees or {}), outside)
+    def build(cls, us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left) -> "Sample":
+        """From per-partition rows: a node's tail is the best of its partitions' tails."""
+        order = np.lexsort((tail_vs, tail_us, -tail_gains, tail_nodes))
+        nodes = tail_nodes[order]
+        first = np.ones(len(nodes), dtype=bool)
+        first[1:] = nodes[1:] != nodes[:-1]
+        picked = order[first]
+        by_key = picked[np.lexsort((tail_vs[picked], tail_us[picked], -tail_gains[picked]))]
+        keys = list(zip(tail_gains[by_key].tolist(), tail_us[by_key].tolist(), tail_vs[by_key].tolist()))
+        return cls(us, vs, gains, tail_nodes[by_key], keys, first_left)
 
-    def evidence(self, i: int) -> list[tuple[int, int]]:
-        lo, hi = int(self.starts[i]), int(self.starts[i + 1])
-        return list(zip(self.a[lo:hi].tolist(), self.b[lo:hi].tolist()))
+    def __len__(self) -> int:
+        return len(self.us)
+
+
+class OutsideBound:
+    """The best key an eligible, unsampled candidate can have, as the round adds links."""
+
+    def __init__(self, sample: Sample, live: Callable[[int], bool]) -> None:
+        self.nodes = sample.tail_nodes.tolist()
+        self.keys = sample.tail_keys
+        self.first_left = sample.first_left
+        self.live = live
+        self.first, self.second = 0, 1
+
+    def key(self) -> Key | None:
+        if self.first_left is None:
+            return None
+        nodes, live = self.nodes, self.live
+        while self.first < len(nodes) and not live(nodes[self.first]):
+            self.first += 1
+        self.second = max(self.second, self.first + 1)
+        while self.second < len(nodes) and not live(nodes[self.second]):
+            self.second += 1
+        if self.second >= len(nodes):
+            return None  # fewer than two live nodes have candidates left out
+        tail = self.keys[self.second]
+        first_left = self.first_left
+        return tail if ranks_before(first_left[0], first_left[1], first_left[2], tail) else first_left
 
 
 @dataclass
 class Settled:
-    accepted: list[tuple[int, int, int]]  # (u, v, gain) in the order they were added
-    gains: list[int]  # every batch pair's gain after the round (0 for accepted ones)
-    exhausted: bool  # no eligible positive-gain candidate is left anywhere
-    relabel: dict[int, int]  # component key -> the smallest key of its merged component
+    accepted: list[tuple[int, int, int]]  # (u, v, gain) in the order added
+    exhausted: bool  # no eligible candidate with a positive gain is left anywhere
+    stopped_by_outside: bool
     reevaluations: int
-    stopped_by_outside: bool  # a batch entry could not be shown to beat the best outside one
-    phase: int | None = None  # the degree limit the round ended in (phased rounds)
-
-
-class _ComponentForest:
-    """Union-find over component keys; the root of a set is its smallest key."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, key: int) -> int:
-        parent = self.parent
-        root = key
-        while root in parent:
-            root = parent[root]
-        while key in parent and parent[key] != root:
-            parent[key], key = root, parent[key]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
 
 
 def settle(
-    batch: Batch,
-    max_degree: int | None,
-    edges_left: int | None,
-    last_phase: int | None = None,
-    rule: EligibilityRule | None = None,
+    sample: Sample,
+    classes: ComponentClasses,
+    rule: Eligibility,
+    edges_left: int | None = None,
+    epsilon: float | None = None,
 ) -> Settled:
-    """Accept edges from `batch` while each is provably the best eligible edge overall.
-
-    `max_degree`: the phase's degree limit D (an edge is eligible while both ends have degree
-    below D), or None. `edges_left`: how many more edges the budget allows, or None.
-    `last_phase`: when the batch holds every candidate eligible under that degree limit (no
-    `outside`), a phase that runs dry moves on to the next one, up to `last_phase`, in the same
-    round: late MinMaxODA phases add a few edges each. `rule`: a further constraint, told of
-    every accepted edge.
-    """
-    forest = _ComponentForest()
-    degrees = dict(batch.degrees)
-    evidence_cache: dict[int, list[tuple[int, int]]] = {}
-    phase = max_degree
-    last_phase = phase if last_phase is None or batch.outside is not None else last_phase
-
-    def evidence(i: int) -> list[tuple[int, int]]:
-        if i not in evidence_cache:
-            evidence_cache[i] = batch.evidence(i)
-        return evidence_cache[i]
-
-    def gain_of(i: int) -> int:
-        find = forest.find
-        return sum(1 for a, b in evidence(i) if find(a) != find(b))
-
-    def eligible(u: int, v: int) -> bool:
-        if rule is not None and not rule.allows(u, v):
-            return False
-        if phase is None:
-            return True
-        return degrees.get(u, 0) < phase and degrees.get(v, 0) < phase
-
-    version = 0
-    counts = np.diff(batch.starts).tolist()
-    heap = [(-counts[i], u, v, i, 0) for i, (u, v) in enumerate(batch.pairs)]
+    """Add links from `sample` while each provably is the best eligible link overall (or, with
+    `epsilon`, within a factor 1 + epsilon of it). `classes` and `rule` are updated as links are
+    added. `edges_left`: how many more links the budget allows, or None."""
+    outside = OutsideBound(sample, rule.live)
+    heap = list(zip((-sample.gains).tolist(), sample.us.tolist(), sample.vs.tolist(), [0] * len(sample)))
     heapq.heapify(heap)
-    waiting: list[tuple[int, int, int, int, int]] = []
+    version = 0
     accepted: list[tuple[int, int, int]] = []
-    accepted_index: list[int] = []
     reevaluations = 0
     stopped_by_outside = False
-    while True:
-        while heap and (edges_left is None or len(accepted) < edges_left):
-            negative_gain, u, v, i, seen = heap[0]
-            if not eligible(u, v):
-                waiting.append(heapq.heappop(heap))
-                continue
-            if seen != version:
-                reevaluations += 1
-                heapq.heapreplace(heap, (-gain_of(i), u, v, i, version))
-                continue
-            gain = -negative_gain
+    while heap and (edges_left is None or len(accepted) < edges_left):
+        negative_gain, u, v, seen = heap[0]
+        if not rule.allows(u, v):
+            heapq.heappop(heap)
+            continue
+        if seen != version:
+            reevaluations += 1
+            gain = classes.gain(u, v)
             if gain == 0:
-                break
-            if batch.outside is not None and not ranks_before(gain, u, v, batch.outside):
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (-gain, u, v, version))
+            continue
+        gain = -negative_gain
+        bound = outside.key()
+        if bound is not None:
+            beats = ranks_before(gain, u, v, bound) if epsilon is None else gain * (1.0 + epsilon) >= bound[0]
+            if not beats:
                 stopped_by_outside = True
                 break
-            heapq.heappop(heap)
-            for a, b in evidence(i):
-                forest.union(a, b)
-            degrees[u] = degrees.get(u, 0) + 1
-            degrees[v] = degrees.get(v, 0) + 1
-            if rule is not None:
-                rule.accept(u, v)
-            accepted.append((u, v, gain))
-            accepted_index.append(i)
-            version += 1
-        budget_spent = edges_left is not None and len(accepted) >= edges_left
-        if stopped_by_outside or budget_spent or phase is None or phase >= last_phase:
-            break
-        phase += 1  # phase ran dry and the batch holds all its candidates: the next phase
-        heap.extend(waiting)
-        heapq.heapify(heap)
-        waiting = []
-    exhausted = not budget_spent and not stopped_by_outside and batch.outside is None
-    relabel = {key: forest.find(key) for key in list(forest.parent)}
-    gains = _gains_after(batch, relabel)
-    gains[accepted_index] = 0
-    return Settled(accepted, gains.tolist(), exhausted, relabel, reevaluations, stopped_by_outside, phase)
-
-
-def _gains_after(batch: Batch, relabel: dict[int, int]) -> np.ndarray:
-    """Every batch pair's gain once the components in `relabel` are merged (vectorised)."""
-    counts = np.diff(batch.starts)
-    if not relabel or len(batch.a) == 0:
-        return counts.astype(np.int64)
-    old = np.fromiter(relabel.keys(), dtype=np.int64, count=len(relabel))
-    new = np.fromiter(relabel.values(), dtype=np.int64, count=len(relabel))
-    order = np.argsort(old)
-    old, new = old[order], new[order]
-
-    def root(keys: np.ndarray) -> np.ndarray:
-        at = np.clip(np.searchsorted(old, keys), 0, len(old) - 1)
-        return np.where(old[at] == keys, new[at], keys)
-
-    apart = root(batch.a) != root(batch.b)
-    owner = np.repeat(np.arange(len(batch.pairs)), counts)
-    return np.bincount(owner, weights=apart, minlength=len(batch.pairs)).astype(np.int64)
+        heapq.heappop(heap)
+        merged = classes.merge(u, v)
+        assert merged == gain, f"gain of ({u}, {v}) was {gain} but the link joined {merged} classes"
+        rule.accept(u, v)
+        accepted.append((u, v, gain))
+        version += 1
+    budget_spent = edges_left is not None and len(accepted) >= edges_left
+    exhausted = not heap and not budget_spent and outside.key() is None
+    return Settled(accepted, exhausted, stopped_by_outside, reevaluations)

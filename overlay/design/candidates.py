@@ -1,0 +1,129 @@
+"""The candidate table and the one Spark job of a greedy round.
+
+`candidates(u, v, bound)` holds every pair that may still have a positive gain. It starts as the
+shared-topic counts (`overlay.design.pairs`) and only loses rows. A round is one `mapInArrow`
+pass over it: each partition refreshes the gains of its rows against the broadcast union-find
+(`overlay.design.classes`), keeps the eligible ones (the rule's `RowFilter`), sorts them by key
+and returns its sample (the first `top` rows and the first `per_node` rows of every node), each
+node's tail and the best row it left out (`overlay.design.settle`). Nothing else leaves the
+executors, so the driver receives a bounded sample: at most partitions x (top + nodes x per_node)
+rows.
+
+Rows that cannot gain any more (gain 0, or ends that can never be eligible again) are dropped
+from the table when they make up half of it: that round's pass also writes the surviving rows,
+with their fresh gains as bounds, to a local checkpoint (the next rounds read that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark import Broadcast
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design import kernels
+from overlay.design.eligibility import RowFilter
+from overlay.design.settle import Sample
+
+BOUND = "bound"
+KIND, NODE = "_kind", "_node"
+ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
+ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
+ROWS_PER_PARTITION = 4_000_000
+
+
+def _batch(kind: int, nodes, us, vs, bounds) -> pa.RecordBatch:
+    size = len(us)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.full(size, kind, dtype=np.int32)),
+            pa.array(np.asarray(nodes, dtype=np.int64) if nodes is not None else np.full(size, -1, dtype=np.int64)),
+            pa.array(np.asarray(us, dtype=np.int64)),
+            pa.array(np.asarray(vs, dtype=np.int64)),
+            pa.array(np.asarray(bounds, dtype=np.int64)),
+        ],
+        names=[KIND, NODE, S.U, S.V, BOUND],
+    )
+
+
+def round_in_partition(
+    subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int, keep: bool,
+):
+    """The executor side of a round (a `mapInArrow` function)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = list(batches)
+        us, vs = (
+            np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
+            for name in (S.U, S.V)
+        )
+        csr = subscriptions.value
+        gains = kernels.pair_gains(csr.offsets, csr.topics, root.value, us, vs)
+        alive = (gains > 0) & ~row_filter.dead(us, vs)
+        eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
+        eligible = eligible[np.lexsort((vs[eligible], us[eligible], -gains[eligible]))]
+        eu, ev, eg = us[eligible], vs[eligible], gains[eligible]
+        take, tail, first_left = kernels.sample_in_key_order(eu, ev, nodes, per_node, top)
+        yield _batch(SAMPLED, None, eu[take], ev[take], eg[take])
+        with_tail = np.flatnonzero(tail >= 0)
+        rows = tail[with_tail]
+        yield _batch(TAIL, with_tail, eu[rows], ev[rows], eg[rows])
+        if first_left >= 0:
+            yield _batch(LEFT, None, eu[first_left:first_left + 1], ev[first_left:first_left + 1], eg[first_left:first_left + 1])
+        yield _batch(ALIVE, [int(alive.sum())], [-1], [-1], [len(us)])
+        if keep:
+            yield _batch(ROW, None, us[alive], vs[alive], gains[alive])
+
+    return run
+
+
+class CandidateTable:
+    """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
+
+    def __init__(self, pairs: DataFrame) -> None:
+        """`pairs`: (u, v, bound), u < v, each pair once."""
+        spark = pairs.sparkSession
+        table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
+        self.rows = table.count()
+        wanted = max(spark.sparkContext.defaultParallelism, -(-self.rows // ROWS_PER_PARTITION))
+        if table.rdd.getNumPartitions() != wanted:
+            table = table.repartition(wanted).localCheckpoint(eager=True)
+        self.table = table
+        self.partitions = wanted
+        self.alive = self.rows
+
+    def sample(
+        self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
+    ) -> Sample:
+        """One round's job: refreshed gains, the sample and the bounds of the rest."""
+        keep = self.alive * 2 <= self.rows
+        output = self.table.mapInArrow(
+            round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
+        )
+        if keep:
+            output = output.localCheckpoint(eager=True)
+            self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
+            self.rows = self.alive
+            output = output.filter(F.col(KIND) != ROW)
+        found = output.toArrow()
+        kind = found.column(KIND).to_numpy()
+        column = {name: found.column(name).to_numpy() for name in (NODE, S.U, S.V, BOUND)}
+
+        def part(k):
+            at = kind == k
+            return column[NODE][at], column[S.U][at], column[S.V][at], column[BOUND][at]
+
+        _, us, vs, gains = part(SAMPLED)
+        tail_nodes, tail_us, tail_vs, tail_gains = part(TAIL)
+        _, left_us, left_vs, left_gains = part(LEFT)
+        alive_counts, _, _, _ = part(ALIVE)
+        self.alive = int(alive_counts.sum())
+        first_left = None
+        if len(left_us):
+            best = np.lexsort((left_vs, left_us, -left_gains))[0]
+            first_left = (int(left_gains[best]), int(left_us[best]), int(left_vs[best]))
+        return Sample.build(us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left)

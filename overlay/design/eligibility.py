@@ -1,0 +1,101 @@
+"""Which pairs a greedy may still add: the engine's pluggable eligibility rules.
+
+A rule lives on the driver (`allows`, told of every accepted link by `accept`) and hands the
+executors a picklable `RowFilter` each round, a vectorised copy of the same test over candidate
+rows. Within a phase eligibility may only shrink as links are added: that keeps the bounds a
+round computes at its start valid until its end. `live(x)` says whether x can still be an end of
+an eligible pair (conservatively True), which lets the engine drop a full node's bound.
+
+GM and GPA use `Unlimited`; MinMaxODA and GPM `DegreePhases` (ICDCS'16 Alg. 3: in phase D a pair
+is eligible while both ends have degree < D); GSwicoS and GSwicoL their ring and slot rules
+(`overlay.smallworld.gswico`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class RowFilter:
+    """Eligibility of candidate rows on an executor (numpy arrays of u and v)."""
+
+    def eligible(self, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        return np.ones(len(us), dtype=bool)
+
+    def dead(self, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        """Rows that can never be eligible again (they leave the candidate table)."""
+        return np.zeros(len(us), dtype=bool)
+
+
+class Eligibility:
+    """The rule of GM and GPA: every pair, always, in one phase."""
+
+    phase = 0  # the degree limit D of the current phase; 0 for rules without phases
+
+    def allows(self, u: int, v: int) -> bool:
+        return True
+
+    def accept(self, u: int, v: int) -> None:
+        pass
+
+    def live(self, x: int) -> bool:
+        return True
+
+    def row_filter(self) -> RowFilter:
+        return RowFilter()
+
+    def next_phase(self) -> bool:
+        """No eligible pair has a positive gain any more: open the next phase (True) or stop."""
+        return False
+
+    @property
+    def complete(self) -> bool:
+        """The rule admits no further link whatever the gains (a closed ring)."""
+        return False
+
+
+Unlimited = Eligibility
+
+
+@dataclass
+class DegreeFilter(RowFilter):
+    degrees: np.ndarray
+    limit: int
+    max_degree: int | None
+
+    def eligible(self, us, vs):
+        return (self.degrees[us] < self.limit) & (self.degrees[vs] < self.limit)
+
+    def dead(self, us, vs):
+        if self.max_degree is None:
+            return np.zeros(len(us), dtype=bool)
+        return (self.degrees[us] >= self.max_degree) | (self.degrees[vs] >= self.max_degree)
+
+
+class DegreePhases(Eligibility):
+    """MinMaxODA (no `max_degree`) and GPM (phases up to `max_degree`)."""
+
+    def __init__(self, nodes: int, max_degree: int | None = None, phase: int = 1, degrees: np.ndarray | None = None):
+        self.degrees = np.zeros(nodes, dtype=np.int64) if degrees is None else degrees.astype(np.int64)
+        self.max_degree = max_degree
+        self.phase = phase
+
+    def allows(self, u: int, v: int) -> bool:
+        degrees = self.degrees
+        return degrees[u] < self.phase and degrees[v] < self.phase
+
+    def accept(self, u: int, v: int) -> None:
+        self.degrees[u] += 1
+        self.degrees[v] += 1
+
+    def live(self, x: int) -> bool:
+        return self.degrees[x] < self.phase
+
+    def row_filter(self) -> RowFilter:
+        return DegreeFilter(self.degrees.copy(), self.phase, self.max_degree)
+
+    def next_phase(self) -> bool:
+        self.phase += 1
+        return self.max_degree is None or self.phase <= self.max_degree

@@ -1,0 +1,138 @@
+"""Compiled inner loops of the greedy engine: pair gains, merges and the per-partition sample.
+
+The greedy's work is many small sequential steps (a sorted merge of two topic lists, a
+union-find lookup per shared topic), which neither DataFrame operations nor numpy express
+without large intermediate arrays. These are compiled with numba (`cache=True`: compiled once per
+machine, then loaded in a fraction of a second by every process and Python worker).
+
+Subscriptions are held in CSR form: the subscriptions of node x are rows
+`offsets[x]:offsets[x + 1]` of `topics` (sorted). `parent` is a union-find over subscription
+rows: rows i and j of one topic are in the same class when `find(parent, i) == find(parent, j)`.
+The root of a class is its smallest row, so `flatten` makes every entry point at its root in one
+ascending pass, and a flattened array answers `find` in one step (what executors receive).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True, nogil=True)
+def find(parent, x):
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        following = parent[x]
+        parent[x] = root
+        x = following
+    return root
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_gain(offsets, topics, parent, u, v):
+    """Shared topics of u and v whose two subscriptions are in different classes."""
+    i, i_end = offsets[u], offsets[u + 1]
+    j, j_end = offsets[v], offsets[v + 1]
+    gain = 0
+    while i < i_end and j < j_end:
+        ti, tj = topics[i], topics[j]
+        if ti < tj:
+            i += 1
+        elif ti > tj:
+            j += 1
+        else:
+            if find(parent, i) != find(parent, j):
+                gain += 1
+            i += 1
+            j += 1
+    return gain
+
+
+@nb.njit(cache=True, nogil=True)
+def flat_pair_gain(offsets, topics, root, u, v):
+    """`pair_gain` against a flattened (read-only) union-find: what executors hold."""
+    i, i_end = offsets[u], offsets[u + 1]
+    j, j_end = offsets[v], offsets[v + 1]
+    gain = 0
+    while i < i_end and j < j_end:
+        ti, tj = topics[i], topics[j]
+        if ti < tj:
+            i += 1
+        elif ti > tj:
+            j += 1
+        else:
+            if root[i] != root[j]:
+                gain += 1
+            i += 1
+            j += 1
+    return gain
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_gains(offsets, topics, root, us, vs):
+    """The gains of many pairs against a flattened union-find."""
+    gains = np.empty(len(us), dtype=np.int64)
+    for r in range(len(us)):
+        gains[r] = flat_pair_gain(offsets, topics, root, us[r], vs[r])
+    return gains
+
+
+@nb.njit(cache=True, nogil=True)
+def merge_pair(offsets, topics, parent, u, v):
+    """Join the classes of u's and v's subscriptions on every shared topic; the gain realised."""
+    i, i_end = offsets[u], offsets[u + 1]
+    j, j_end = offsets[v], offsets[v + 1]
+    gain = 0
+    while i < i_end and j < j_end:
+        ti, tj = topics[i], topics[j]
+        if ti < tj:
+            i += 1
+        elif ti > tj:
+            j += 1
+        else:
+            a, b = find(parent, i), find(parent, j)
+            if a != b:
+                if a < b:
+                    parent[b] = a
+                else:
+                    parent[a] = b
+                gain += 1
+            i += 1
+            j += 1
+    return gain
+
+
+@nb.njit(cache=True, nogil=True)
+def flatten(parent):
+    """Point every row at its root (roots are the smallest rows of their classes)."""
+    for i in range(len(parent)):
+        parent[i] = parent[parent[i]]
+
+
+@nb.njit(cache=True, nogil=True)
+def sample_in_key_order(us, vs, nodes, per_node, top):
+    """Which rows (already in key order: gain desc, u, v) a round samples, and what bounds the rest.
+
+    A row is sampled when it is among the first `top` rows or among the first `per_node` rows of
+    either end. Returns the sampled mask, per node the row index of its (per_node + 1)-th row
+    (-1 when it has no more rows: its *tail*), and the index of the first row not sampled (-1).
+    Every unsampled row containing node x ranks at or after x's tail row."""
+    count = np.zeros(nodes, dtype=np.int64)
+    tail = np.full(nodes, -1, dtype=np.int64)
+    take = np.zeros(len(us), dtype=np.bool_)
+    first_left = -1
+    for r in range(len(us)):
+        a, b = us[r], vs[r]
+        if r < top or count[a] < per_node or count[b] < per_node:
+            take[r] = True
+        elif first_left < 0:
+            first_left = r
+        if count[a] == per_node:
+            tail[a] = r
+        if count[b] == per_node:
+            tail[b] = r
+        count[a] += 1
+        count[b] += 1
+    return take, tail, first_left
