@@ -158,6 +158,9 @@ STATUS = "status"
 STARTED_AT = "started_at"
 FINISHED_AT = "finished_at"
 SECONDS = "seconds"
+SECONDS_SETUP, SECONDS_ROUNDS = "seconds_setup", "seconds_rounds"
+SECONDS_COMMITS, SECONDS_EVALUATE = "seconds_commits", "seconds_evaluate"
+SPARK_SECONDS, CANDIDATE_ROWS = "spark_seconds", "candidate_rows"
 MESSAGE = "message"
 U = "u"
 V = "v"
@@ -210,12 +213,20 @@ OVERLAY_RUNS = TableSpec(
         (TCO_SUPPORT, DoubleType(), True),
         (MESSAGE, StringType(), True),
         (ATTEMPT, StringType(), True),
+        (SECONDS_SETUP, DoubleType(), True),
+        (SECONDS_ROUNDS, DoubleType(), True),
+        (SECONDS_COMMITS, DoubleType(), True),
+        (SECONDS_EVALUATE, DoubleType(), True),
     ),
     partition_by=(),
     description=(
         "One row per overlay run (designed or imported): its instance version, algorithm, "
         "parameters, status (running / complete / failed), timing and summary figures. "
-        "`attempt` names the process that owns a running design run."
+        "`attempt` names the process that owns a running design run. `seconds` is the last "
+        "attempt's time from claiming the run to completing it; of it, a greedy run spent "
+        "`seconds_setup` before its first round (driver copy, shared-topic counts), "
+        "`seconds_rounds` in rounds, `seconds_commits` storing them and `seconds_evaluate` on "
+        "the check and the quality metrics."
     ),
 )
 
@@ -252,12 +263,15 @@ OVERLAY_ROUNDS = TableSpec(
         (NEXT_PHASE, IntegerType(), False),
         (FINISHED, BooleanType(), False),
         (COMPUTED_AT, TimestampType(), False),
+        (SPARK_SECONDS, DoubleType(), True),
+        (CANDIDATE_ROWS, LongType(), True),
     ),
     partition_by=(),
     description=(
         "One row per completed round of a design run: the phase (degree limit D; 0 when the "
         "algorithm has none), edges added, candidates sampled and gains recomputed, the running "
-        "totals (edges, TCC, TcoSuppR) and seconds. A round exists once its edges are stored."
+        "totals (edges, TCC, TcoSuppR) and seconds (of which `spark_seconds` in the round's Spark job), "
+        "and the rows of the candidate table it read. A round exists once its edges are stored."
     ),
 )
 

@@ -51,6 +51,16 @@ def _ratio(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'") from None
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got '{text}'") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -166,11 +176,24 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     designer.add_argument(
         "--long", help="swico: the long fingers, gswico (GSwicoL, default), chord or random (RandomL)",
     )
+    designer.add_argument(
+        "--mode", choices=("exact", "relaxed"), default="exact",
+        help="greedy: exact (default; the canonical greedy sequence) or relaxed (each round adds links within a "
+        "factor 1 + epsilon of the best: fewer rounds)",
+    )
+    designer.add_argument(
+        "--epsilon", type=_positive_float, default=None,
+        help=f"relaxed mode: the slack factor (default {design.DEFAULT_EPSILON:g})",
+    )
     designer.add_argument("--seed", type=_int, default=1, help="random baselines and SpiderCastM (default 1)")
     designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
     designer.add_argument(
         "--batch-size", type=ingest.positive_int, default=None,
-        help="greedy candidates settled per round on the driver (speed only; the overlay is the same)",
+        help="greedy: best candidates sampled per partition and round (speed only; an exact overlay is the same)",
+    )
+    designer.add_argument(
+        "--per-node", type=ingest.positive_int, default=None,
+        help="greedy: best candidates of every node sampled per partition and round (speed only)",
     )
     designer.add_argument(
         "--commit-every", type=_seconds, default=design.COMMIT_SECONDS, metavar="SECONDS",
@@ -260,6 +283,7 @@ def _design_request(args: argparse.Namespace) -> design.DesignRequest:
     request = design.DesignRequest(
         instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
         max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short, long=args.long,
+        mode=args.mode, epsilon=args.epsilon,
     )
     request.check()
     if args.run_id is not None:
@@ -311,6 +335,7 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
     elif args.command == "design":
         run = design.run_design(
             spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
+            per_node=args.per_node,
             diameters=not args.skip_diameters, commit_seconds=args.commit_every,
         )
         print(format_table([run.asDict()], DESIGN_COLUMNS))

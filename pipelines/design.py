@@ -37,7 +37,9 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.baselines import random_a, random_m
 from overlay.design.greedy import (
+    DEFAULT_EPSILON,
     GREEDY_ALGORITHMS,
+    MODES,
     GreedyDesign,
     GreedyParams,
     GreedyRound,
@@ -81,11 +83,15 @@ class DesignRequest:
     seed: int = 1
     short: str | None = None  # swico: how the ring is built (gswico, random)
     long: str | None = None  # swico: how the long fingers are chosen (gswico, chord, random)
+    mode: str = "exact"  # greedy: exact (the canonical sequence) or relaxed
+    epsilon: float | None = None  # relaxed: the slack factor (default DEFAULT_EPSILON)
 
     def __post_init__(self) -> None:
         if self.algorithm == "swico":
             object.__setattr__(self, "short", self.short or "gswico")
             object.__setattr__(self, "long", self.long or "gswico")
+        if self.mode == "relaxed" and self.epsilon is None:
+            object.__setattr__(self, "epsilon", DEFAULT_EPSILON)
 
     def check(self) -> None:
         """Every check that needs no Spark: runs before anything is written."""
@@ -98,6 +104,14 @@ class DesignRequest:
                 raise InputError(f"--short must be one of {', '.join(SHORT_KINDS)}, got '{self.short}'")
             if self.long not in LONG_KINDS:
                 raise InputError(f"--long must be one of {', '.join(LONG_KINDS)}, got '{self.long}'")
+        if self.mode not in MODES:
+            raise InputError(f"--mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+        if self.mode == "relaxed" and self.algorithm not in GREEDY_ALGORITHMS:
+            raise InputError(f"--mode relaxed is for the greedy algorithms ({', '.join(GREEDY_ALGORITHMS)})")
+        if self.epsilon is not None and self.mode != "relaxed":
+            raise InputError("--epsilon is the slack of --mode relaxed")
+        if self.epsilon is not None and not (0 < self.epsilon < math.inf):
+            raise InputError(f"--epsilon must be a positive number, got {self.epsilon}")
         given = [name for name in ("max_degree", "max_edges", "budget_ratio") if getattr(self, name) is not None]
         if len(given) > 1:
             raise InputError("give one budget: --max-degree, --max-edges or --budget-ratio")
@@ -126,7 +140,8 @@ class DesignRequest:
             else f"r{self.budget_ratio:g}" if self.budget_ratio is not None
             else "tco"
         )
-        return f"{self.instance}.{self.algorithm}.{budget}.s{self.seed}"
+        mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
+        return f"{self.instance}.{self.algorithm}.{budget}{mode}.s{self.seed}"
 
 
 @dataclass(frozen=True)
@@ -140,9 +155,11 @@ class Budget:
 
 def _params_json(request: DesignRequest) -> str:
     fields = {k: v for k, v in asdict(request).items() if k != "instance"}
-    for name in ("short", "long"):  # swico only: other runs' params stay as they were
+    for name in ("short", "long", "epsilon"):  # swico / relaxed only: other runs' params stay as they were
         if fields[name] is None:
             del fields[name]
+    if fields["mode"] == "exact":
+        del fields["mode"]
     return json.dumps(fields, sort_keys=True)
 
 
@@ -374,7 +391,8 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
             S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
             S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
             S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
-            S.FINISHED: r.finished, S.COMPUTED_AT: _now(),
+            S.FINISHED: r.finished, S.COMPUTED_AT: _now(), S.SPARK_SECONDS: r.spark_seconds,
+            S.CANDIDATE_ROWS: r.candidate_rows,
         }
         records.append(tuple(record[c] for c in columns))
     frame = local_frame(spark, records, S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
@@ -383,9 +401,10 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
 
 def _run_greedy(
     spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress,
-    resuming: bool, commit_seconds: float,
+    resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
 ) -> int | None:
     """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran).
+    `timings` receives the seconds spent on setup, rounds and commits.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
     commit (0: every round), and always at the end: a crash loses at most that much work."""
@@ -395,29 +414,41 @@ def _run_greedy(
     params = GreedyParams(
         request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
         max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
+        per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
     )
     bar = _Progress(run_id, params.max_edges, progress)
     tcc = last[S.TCC] if last is not None else None
     pending: list[GreedyRound] = []
-    committed = time.monotonic()
+    clock = committed = time.monotonic()
+    rounds_seconds = commits_seconds = 0.0
     try:
         for r in GreedyDesign(subscriptions, params, start=start, backend=backend).rounds():
             pending.append(r)
             bar.round(r)
+            rounds_seconds += r.seconds
             if r.finished or time.monotonic() - committed >= commit_seconds:
+                store = time.monotonic()
                 _store_rounds(spark, lakehouse, run_id, attempt, pending)
                 pending, committed = [], time.monotonic()
+                commits_seconds += committed - store
             tcc = r.tcc
     finally:
         bar.close()
+    timings.update({
+        S.SECONDS_SETUP: time.monotonic() - clock - rounds_seconds - commits_seconds,
+        S.SECONDS_ROUNDS: rounds_seconds, S.SECONDS_COMMITS: commits_seconds,
+    })
     return tcc
 
 
-def _run_small_world(spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, backend) -> None:
+def _run_small_world(
+    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, backend, per_node=None,
+) -> None:
     """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
     scratch on resume (deterministic). Property 1 is checked before anything is stored."""
     overlay = small_world_overlay(
         subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size, backend=backend,
+        per_node=per_node,
     )
     violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
     if violation is not None:
@@ -449,6 +480,7 @@ def run_design(
     batch_size: int | None = None,
     backend: Backend = "auto",
     progress: bool = True,
+    per_node: int | None = None,
     diameters: bool = True,
     commit_seconds: float = COMMIT_SECONDS,
     wait: bool = False,
@@ -471,23 +503,28 @@ def run_design(
         log.info("run %s is complete already", run_id)
         return existing
     clock = time.monotonic()
+    timings: dict[str, float] = {}
     try:
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
         if request.algorithm in GREEDY_ALGORITHMS:
             engine_tcc = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, backend, progress, resuming=existing is not None, commit_seconds=commit_seconds,
+                timings=timings, per_node=per_node,
             )
         elif request.algorithm == "swico":
             engine_tcc = None
             _run_small_world(
-                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, backend
+                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, backend,
+                per_node,
             )
         else:
             engine_tcc = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
         _check_owner(lakehouse, run_id, attempt)
+        evaluating = time.monotonic()
         metrics = evaluate_run(spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters)
+        timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
                 f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but connected components "
@@ -496,7 +533,7 @@ def run_design(
         completed = lakehouse.update_run_if_owned(
             run_id, attempt, **{
                 S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-                S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None,
+                S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None, **timings,
             },
         )
         if not completed:

@@ -234,3 +234,70 @@ def check_greedy_sequence(subscriptions, edges, algorithm, max_edges=None, max_d
         assert all(best(limit) == 0 for limit in range(phase, max_degree + 1)), "stopped too early"
         return
     assert best(None) == 0, "stopped before a TCO"
+
+
+def relaxed_report(subscriptions, edges, algorithm, max_edges=None, max_degree=None) -> dict:
+    """Replay a link sequence [(u, v, gain)] that need not be the canonical one (a relaxed run).
+
+    Asserts what every run must satisfy: each link is eligible when added (MinMaxODA / GPM: in the
+    phase the canonical greedy would be in) with a positive gain equal to its recorded gain, and
+    the run stops only when nothing eligible with a positive gain is left within budget. Returns
+    the first step where the sequence leaves the canonical one (None: it never does) and the share
+    of links added below the best eligible gain of their step. A lazy heap of gain bounds, as in
+    `greedy_oracle`, so it also runs on the benchmark instances.
+    """
+    import heapq
+
+    topics = _topics_by_node(subscriptions)
+    forests = TopicForests(topics)
+    nodes = sorted(topics)
+    heap = [(-len(topics[u] & topics[v]), u, v, -1) for i, u in enumerate(nodes) for v in nodes[i + 1:]]
+    heap = [entry for entry in heap if entry[0] < 0]
+    heapq.heapify(heap)
+    phased = algorithm in ("minmaxoda", "gpm")
+    state = {"phase": 1, "version": 0}
+    degree = {}
+    waiting = []
+
+    def eligible(u, v):
+        return not phased or (degree.get(u, 0) < state["phase"] and degree.get(v, 0) < state["phase"])
+
+    def best():
+        """The canonical choice now, (gain, u, v), opening phases as they run dry; None when done."""
+        while True:
+            while heap:
+                negative, u, v, seen = heap[0]
+                if not eligible(u, v):
+                    waiting.append(heapq.heappop(heap))
+                elif seen != state["version"]:
+                    gain = forests.gain(u, v)
+                    if gain == 0:
+                        heapq.heappop(heap)
+                    else:
+                        heapq.heapreplace(heap, (-gain, u, v, state["version"]))
+                else:
+                    return -negative, u, v
+            if not phased or not waiting or (algorithm == "gpm" and state["phase"] >= max_degree):
+                return None
+            state["phase"] += 1
+            heap.extend(waiting)
+            heapq.heapify(heap)
+            waiting.clear()
+
+    first_divergence, below = None, 0
+    for step, (u, v, gain) in enumerate(edges):
+        top = best()
+        assert top is not None, f"step {step}: no eligible link has a positive gain"
+        assert u < v and eligible(u, v), f"step {step}: ({u}, {v}) is not eligible in phase {state['phase']}"
+        actual = forests.gain(u, v)
+        assert actual == gain > 0, f"step {step}: ({u}, {v}) recorded gain {gain}, has gain {actual}"
+        if first_divergence is None and (u, v) != top[1:]:
+            first_divergence = step
+        below += gain < top[0]
+        forests.add(u, v)
+        degree[u] = degree.get(u, 0) + 1
+        degree[v] = degree.get(v, 0) + 1
+        state["version"] += 1
+    if not (algorithm == "gpa" and len(edges) == max_edges):
+        assert best() is None, "stopped while an eligible link still had a positive gain"
+    return {"first_divergence": first_divergence, "below_best": below / len(edges) if edges else 0.0}

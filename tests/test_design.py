@@ -59,13 +59,13 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
 
     monkeypatch.setattr(lakehouse, "append_run_rows", crash_on_third_round_row)
     with pytest.raises(Crash):
-        run_design(spark, lakehouse, request, "mmo", batch_size=10, diameters=False, commit_seconds=0)
+        run_design(spark, lakehouse, request, "mmo", batch_size=2, diameters=False, commit_seconds=0, per_node=1)
     monkeypatch.undo()
     with pytest.raises(InputError, match="not complete"):
         complete_run(lakehouse, "mmo")  # never looks complete before it is
     torn = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "mmo").agg(F.max(S.ROUND)).first()[0]
     assert torn == 3  # the third round's edges were stored, its row was not
-    run = run_design(spark, lakehouse, request, "mmo", batch_size=10, diameters=False)
+    run = run_design(spark, lakehouse, request, "mmo", batch_size=2, diameters=False, per_node=1)
     assert run[S.STATUS] == S.COMPLETE
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
 

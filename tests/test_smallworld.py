@@ -95,7 +95,8 @@ def test_gswico_matches_the_oracle(spark, trial):
     n = rng.randint(9, 18)
     subscriptions = _random_subscriptions(rng, n, topics=6, per_node=4)
     frame = local_frame(spark, subscriptions, f"{S.NODE_ID} long, {S.TOPIC_ID} long")
-    overlay = small_world_overlay(frame, n, "gswico", "gswico", batch_size=rng.choice([2, 5, 50]))
+    size = rng.choice([1, 2, 50])
+    overlay = small_world_overlay(frame, n, "gswico", "gswico", batch_size=size, per_node=size)
     positions, ring_links, forests = oracle.gswico_ring_oracle(subscriptions, n)
     slots, long_links = oracle.gswico_fingers_oracle(subscriptions, n, positions, ring_links, forests)
 

@@ -33,7 +33,6 @@ BOUND = "bound"
 KIND, NODE = "_kind", "_node"
 ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
 ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
-ROWS_PER_PARTITION = 4_000_000
 
 
 def _batch(kind: int, nodes, us, vs, bounds) -> pa.RecordBatch:
@@ -48,6 +47,14 @@ def _batch(kind: int, nodes, us, vs, bounds) -> pa.RecordBatch:
         ],
         names=[KIND, NODE, S.U, S.V, BOUND],
     )
+
+
+def key_order(us: np.ndarray, vs: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """The order of rows by key (gain desc, u, v): a linear counting sort when they come in (u, v)
+    order, as `overlay.design.pairs` writes them and compaction keeps them."""
+    if len(us) > 1 and not np.all((us[1:] > us[:-1]) | ((us[1:] == us[:-1]) & (vs[1:] > vs[:-1]))):
+        return np.lexsort((vs, us, -gains))
+    return kernels.order_by_gain(gains)
 
 
 def round_in_partition(
@@ -65,7 +72,7 @@ def round_in_partition(
         gains = kernels.pair_gains(csr.offsets, csr.topics, root.value, us, vs)
         alive = (gains > 0) & ~row_filter.dead(us, vs)
         eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
-        eligible = eligible[np.lexsort((vs[eligible], us[eligible], -gains[eligible]))]
+        eligible = eligible[key_order(us[eligible], vs[eligible], gains[eligible])]
         eu, ev, eg = us[eligible], vs[eligible], gains[eligible]
         take, tail, first_left = kernels.sample_in_key_order(eu, ev, nodes, per_node, top)
         yield _batch(SAMPLED, None, eu[take], ev[take], eg[take])
@@ -85,15 +92,12 @@ class CandidateTable:
     """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
 
     def __init__(self, pairs: DataFrame) -> None:
-        """`pairs`: (u, v, bound), u < v, each pair once."""
-        spark = pairs.sparkSession
+        """`pairs`: (u, v, bound), u < v, each pair once, in the partitions the rounds will use
+        (`overlay.design.pairs` cuts them by work)."""
         table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.rows = table.count()
-        wanted = max(spark.sparkContext.defaultParallelism, -(-self.rows // ROWS_PER_PARTITION))
-        if table.rdd.getNumPartitions() != wanted:
-            table = table.repartition(wanted).localCheckpoint(eager=True)
         self.table = table
-        self.partitions = wanted
+        self.partitions = table.rdd.getNumPartitions()
         self.alive = self.rows
 
     def sample(
@@ -122,8 +126,35 @@ class CandidateTable:
         _, left_us, left_vs, left_gains = part(LEFT)
         alive_counts, _, _, _ = part(ALIVE)
         self.alive = int(alive_counts.sum())
-        first_left = None
-        if len(left_us):
-            best = np.lexsort((left_vs, left_us, -left_gains))[0]
-            first_left = (int(left_gains[best]), int(left_us[best]), int(left_vs[best]))
-        return Sample.build(us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left)
+        return global_sample(
+            np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
+            (left_us, left_vs, left_gains), nodes, per_node, top,
+        )
+
+
+def global_sample(us, vs, gains, lefts, nodes: int, per_node: int, top: int) -> Sample:
+    """The round's sample as if the table were one partition: the best `top` rows and the best
+    `per_node` rows of every node, with the exact tails and best row left out.
+
+    The partitions' samples and tail rows hold every row of these (a node's best per_node + 1
+    rows overall are among its best per_node + 1 in some partition), and each partition's best
+    unsampled row bounds the rows it did not send. So the sample, and a relaxed run, do not
+    depend on how the table is partitioned."""
+    codes = us * max(1, nodes) + vs
+    _, first = np.unique(codes, return_index=True)
+    us, vs, gains = us[first], vs[first], gains[first]
+    order = np.lexsort((vs, us, -gains))
+    us, vs, gains = us[order], vs[order], gains[order]
+    take, tail, first_unsampled = kernels.sample_in_key_order(us, vs, nodes, per_node, top)
+    left_us, left_vs, left_gains = lefts
+    if first_unsampled >= 0:
+        left_us = np.append(left_us, us[first_unsampled])
+        left_vs = np.append(left_vs, vs[first_unsampled])
+        left_gains = np.append(left_gains, gains[first_unsampled])
+    first_left = None
+    if len(left_us):
+        best = np.lexsort((left_vs, left_us, -left_gains))[0]
+        first_left = (int(left_gains[best]), int(left_us[best]), int(left_vs[best]))
+    tail_nodes = np.flatnonzero(tail >= 0)
+    rows = tail[tail_nodes]
+    return Sample.build(us[take], vs[take], gains[take], tail_nodes, gains[rows], us[rows], vs[rows], first_left)

@@ -30,7 +30,7 @@ class RowFilter:
 
 
 class Eligibility:
-    """The rule of GM and GPA: every pair, always, in one phase."""
+    """A rule that admits every pair, always, in one phase (subclasses narrow it)."""
 
     phase = 0  # the degree limit D of the current phase; 0 for rules without phases
 
@@ -43,8 +43,13 @@ class Eligibility:
     def live(self, x: int) -> bool:
         return True
 
-    def row_filter(self) -> RowFilter:
+    def row_filter(self, lookahead: int = 1) -> RowFilter:
+        """The rows eligible now; a phased rule: in any of the next `lookahead` phases."""
         return RowFilter()
+
+    def last_phase(self, lookahead: int) -> int:
+        """The last phase a sample taken with `lookahead` covers."""
+        return self.phase
 
     def next_phase(self) -> bool:
         """No eligible pair has a positive gain any more: open the next phase (True) or stop."""
@@ -56,7 +61,8 @@ class Eligibility:
         return False
 
 
-Unlimited = Eligibility
+class Unlimited(Eligibility):
+    """GM and GPA: every pair is eligible."""
 
 
 @dataclass
@@ -93,8 +99,12 @@ class DegreePhases(Eligibility):
     def live(self, x: int) -> bool:
         return self.degrees[x] < self.phase
 
-    def row_filter(self) -> RowFilter:
-        return DegreeFilter(self.degrees.copy(), self.phase, self.max_degree)
+    def row_filter(self, lookahead: int = 1) -> RowFilter:
+        return DegreeFilter(self.degrees.copy(), self.last_phase(lookahead), self.max_degree)
+
+    def last_phase(self, lookahead: int) -> int:
+        last = self.phase + lookahead - 1
+        return last if self.max_degree is None else min(last, self.max_degree)
 
     def next_phase(self) -> bool:
         self.phase += 1

@@ -42,8 +42,8 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.candidates import BOUND, CandidateTable
 from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS, ComponentClasses, Subscriptions
-from overlay.design.eligibility import DegreePhases, Eligibility
-from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
+from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
+from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import settle
 from overlay.graph import Backend
 
@@ -55,8 +55,9 @@ PHASED = ("minmaxoda", "gpm")
 Mode = Literal["exact", "relaxed"]
 MODES: tuple[str, ...] = ("exact", "relaxed")
 DEFAULT_EPSILON = 0.1
-SAMPLE_ROWS = 200_000  # rows a round brings to the driver, at most (auto batch)
-MAX_PER_NODE = 64
+SAMPLE_ROWS = 400_000  # rows a partition sends the driver in a round, about (auto sizes)
+MAX_PER_NODE = 1024
+MAX_LOOKAHEAD = 64  # phases one round may sample ahead, once a whole phase fits in a sample
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class GreedyParams:
     per_node: int | None = None  # best rows of every node sampled per partition and round (None: auto)
     mode: Mode = "exact"
     epsilon: float = DEFAULT_EPSILON
+    partitions: int | None = None  # of the candidate table (None: sized to the counting work)
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -115,6 +117,7 @@ class GreedyRound:
     finished: bool
     seconds: float
     spark_seconds: float = 0.0  # the round's Spark job; the rest is the driver's settling
+    candidate_rows: int = 0  # rows of the candidate table the round read
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ class GreedyEngine:
     """Greedy rounds under one eligibility rule; `rounds()` yields each completed round.
 
     `subscriptions`: the driver copy (`collect_subscriptions`); `frame`: the same rows as a
-    DataFrame, for the shared-topic counts unless `shared_counts` (u, v, shared) are given.
+    DataFrame. `shared_counts` (u, v, shared): the candidate pairs, when the caller has them.
     `initial_links` (u, v): links already in the overlay (a resumed run, or a ring under GSwicoL).
     """
 
@@ -166,6 +169,7 @@ class GreedyEngine:
         per_node: int | None = None,
         mode: Mode = "exact",
         epsilon: float = DEFAULT_EPSILON,
+        partitions: int | None = None,
         first_round: int = 1,
         edges_total: int = 0,
         gain_total: int = 0,
@@ -182,14 +186,16 @@ class GreedyEngine:
         self.max_edges = max_edges
         self.batch_size, self.per_node = batch_size, per_node
         self.epsilon = epsilon if mode == "relaxed" else None
+        self.partitions = partitions
         self.round_no = first_round - 1
         self.edges_total, self.gain_total = edges_total, gain_total
         self.name = name
         self.finished = False
+        self.lookahead = 1
 
     def _sample_sizes(self, partitions: int) -> tuple[int, int]:
-        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * partitions * max(1, self.size.nodes))))
-        top = self.batch_size or max(1, SAMPLE_ROWS // (2 * partitions))
+        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * max(1, self.size.nodes))))
+        top = self.batch_size or max(1, SAMPLE_ROWS // 2)
         return per_node, top
 
     def done(self) -> bool:
@@ -203,10 +209,15 @@ class GreedyEngine:
         if self.done():
             return
         spark = self.frame.sparkSession
+        clock = time.monotonic()
         counts = self.shared_counts
         if counts is None:
-            counts = shared_topic_counts(self.frame, heavy_threshold_for(self.size.nodes))
+            counts = shared_topic_counts(spark, self.subscriptions, self.partitions)
         table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)))
+        log.info(
+            "%s: %d candidate pairs in %d partitions, in %.1fs", self.name, table.rows, table.partitions,
+            time.monotonic() - clock,
+        )
         per_node, top = self._sample_sizes(table.partitions)
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
@@ -221,15 +232,19 @@ class GreedyEngine:
         clock = time.monotonic()
         self.round_no += 1
         rule = self.rule
+        candidate_rows = table.rows
         root = spark.sparkContext.broadcast(self.classes.snapshot())
+        last_phase = rule.last_phase(self.lookahead)
         try:
-            sample = table.sample(static, root, rule.row_filter(), self.size.nodes, per_node, top)
+            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top)
         finally:
             root.unpersist()
         spark_seconds = time.monotonic() - clock
+        # The sample held every eligible row: next time, sample more phases at once.
+        self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if sample.first_left is None else 1
         phase = rule.phase
         edges_left = None if self.max_edges is None else self.max_edges - self.edges_total
-        settled = settle(sample, self.classes, rule, edges_left, self.epsilon)
+        settled = settle(sample, self.classes, rule, edges_left, self.epsilon, last_phase)
         first_order = self.edges_total + 1
         self.edges_total += len(settled.accepted)
         self.gain_total += sum(gain for _, _, gain in settled.accepted)
@@ -257,6 +272,7 @@ class GreedyEngine:
             finished=self.finished,
             seconds=seconds,
             spark_seconds=spark_seconds,
+            candidate_rows=candidate_rows,
         )
 
 
@@ -296,11 +312,12 @@ class GreedyDesign:
                 degrees[v] += 1
             rule: Eligibility = DegreePhases(subscriptions.nodes, params.max_degree, start.phase, degrees)
         else:
-            rule = Eligibility()
+            rule = Unlimited()
         return GreedyEngine(
             self.frame, subscriptions, rule,
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
+            partitions=params.partitions,
             first_round=start.rounds_done + 1, edges_total=start.edges_total, gain_total=start.gain_total,
             name=params.algorithm,
         )

@@ -136,3 +136,67 @@ def sample_in_key_order(us, vs, nodes, per_node, top):
         count[a] += 1
         count[b] += 1
     return take, tail, first_left
+
+
+@nb.njit(cache=True, nogil=True)
+def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, first, last):
+    """(u, v, |T(u) & T(v)|) for every u in [first, last) and v > u sharing a topic with u.
+
+    Row by row, as a sparse product of the subscription matrix with its transpose: for each
+    topic of u, count every later subscriber of it. Work: sum over u's topics of their sizes."""
+    nodes = len(offsets) - 1
+    count = np.zeros(nodes, dtype=np.int64)
+    touched = np.empty(nodes, dtype=np.int64)
+    capacity = 1024
+    out_u = np.empty(capacity, dtype=np.int64)
+    out_v = np.empty(capacity, dtype=np.int64)
+    out_c = np.empty(capacity, dtype=np.int64)
+    size = 0
+    for u in range(first, last):
+        found = 0
+        for i in range(offsets[u], offsets[u + 1]):
+            t = topics[i]
+            lo, hi = topic_offsets[t], topic_offsets[t + 1]
+            start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
+            for j in range(start, hi):
+                v = topic_nodes[j]
+                if count[v] == 0:
+                    touched[found] = v
+                    found += 1
+                count[v] += 1
+        if size + found > capacity:
+            while size + found > capacity:
+                capacity *= 2
+            out_u = np.concatenate((out_u[:size], np.empty(capacity - size, dtype=np.int64)))
+            out_v = np.concatenate((out_v[:size], np.empty(capacity - size, dtype=np.int64)))
+            out_c = np.concatenate((out_c[:size], np.empty(capacity - size, dtype=np.int64)))
+        touched[:found].sort()  # rows come out in (u, v) order: rounds sort them by gain alone
+        for q in range(found):
+            v = touched[q]
+            out_u[size] = u
+            out_v[size] = v
+            out_c[size] = count[v]
+            count[v] = 0
+            size += 1
+    return out_u[:size], out_v[:size], out_c[:size]
+
+
+@nb.njit(cache=True, nogil=True)
+def order_by_gain(gains):
+    """A stable order of the rows by gain, highest first (a counting sort: gains are small
+    integers). Rows already in (u, v) order come out in key order."""
+    top = 0
+    for g in gains:
+        if g > top:
+            top = g
+    counts = np.zeros(top + 2, dtype=np.int64)
+    for g in gains:
+        counts[top - g + 1] += 1
+    for i in range(1, len(counts)):
+        counts[i] += counts[i - 1]
+    order = np.empty(len(gains), dtype=np.int64)
+    for r in range(len(gains)):
+        slot = top - gains[r]
+        order[counts[slot]] = r
+        counts[slot] += 1
+    return order

@@ -1,96 +1,71 @@
 """Shared-topic counts |T(u) & T(v)| for every node pair that shares a topic.
 
-These counts are the gains of all edges on the empty overlay, and, because gains never grow
+These counts are the gains of all links on the empty overlay, and, because gains never grow
 (NOTES.md section 2), upper bounds on every later gain: the greedy engine starts its candidate
-table from them and never needs them again.
+table from them.
 
-A plain self-join of the subscriptions on topic costs sum |V(t)|^2 / 2 rows: 8.6e7 on the
-ICDCS'16 Zipf 1K x 1K workload, 1.1e9 on Zipf 10K, almost all of it from a few popular topics.
-So topics are split by size:
-
-* light topics (fewer than `heavy_threshold` subscribers) are self-joined on topic and counted;
-* heavy topics (at most `64 * max_heavy_words` of the largest) become a bitset per node, and the
-  pairs of nodes holding a heavy topic are counted with `bit_count(x & y)` over a few longs.
-
-The heavy part is a cross join of the nodes that hold a heavy topic, which is what the pairs
-sharing a popular topic are anyway; the two counts add up because every topic is in one part.
+A self-join of the subscriptions on topic costs sum |V(t)|^2 / 2 rows (8.6e7 on the ICDCS'16
+Zipf 1K x 1K workload, 1.1e9 on Zipf 10K), almost all from a few popular topics, and a shuffle
+to count them. Instead, each partition takes a range of nodes u and counts, per u, every later
+subscriber of each of u's topics in a dense counter (a sparse product of the subscription matrix
+with its transpose, compiled: `overlay.design.kernels`), against the subscriptions broadcast in
+CSR form by node and by topic. No shuffle; the output rows are the candidate table's partitions.
+Node ranges are cut so that each holds about the same counting work.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 
 from overlay import schema as S
-from overlay.frames import local_frame
+from overlay.design import kernels
+from overlay.design.classes import Subscriptions
 
 SHARED = "shared"
-HEAVY_BITS = 64
+WORK_PER_PARTITION = 50_000_000  # counter increments per partition
 
 
-def heavy_threshold_for(node_count: int) -> int:
-    """Topics this large go to the bitset: a topic with n/16 subscribers costs n^2/512 join rows."""
-    return max(64, node_count // 16)
+def _by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
+    """The transpose: subscribers of topic t are `nodes[offsets[t]:offsets[t + 1]]`, ascending."""
+    owners = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
+    order = np.lexsort((owners, subscriptions.topics))
+    topics = subscriptions.topics[order]
+    span = int(topics.max()) + 1 if len(topics) else 0
+    return np.searchsorted(topics, np.arange(span + 1)).astype(np.int64), owners[order]
 
 
-def shared_topic_counts(
-    subscriptions: DataFrame,
-    heavy_threshold: int,
-    max_heavy_words: int = 32,
-) -> DataFrame:
-    """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0."""
-    subscriptions = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
-    sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count("*").alias("_size"))
-    ranked = sizes.filter(F.col("_size") >= heavy_threshold).orderBy(F.desc("_size"), S.TOPIC_ID)
-    heavy = ranked.limit(HEAVY_BITS * max_heavy_words).select(S.TOPIC_ID).collect()  # bounded
-    heavy_ids = [row[S.TOPIC_ID] for row in heavy]
-    light_pairs = _light_pairs(subscriptions, heavy_ids)
-    if not heavy_ids:
-        return light_pairs
-    heavy_pairs = _heavy_pairs(subscriptions, heavy_ids)
-    return (
-        light_pairs.unionByName(heavy_pairs)
-        .groupBy(S.U, S.V)
-        .agg(F.sum(SHARED).cast("long").alias(SHARED))
-    )
+def node_ranges(subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: int | None, parallelism: int) -> np.ndarray:
+    """Boundaries [b0 = 0, b1, ..., bP = nodes] of node ranges of about equal counting work."""
+    sizes = np.diff(topic_offsets)
+    running = np.concatenate([[0], np.cumsum(sizes[subscriptions.topics])])
+    work = running[subscriptions.offsets[1:]] - running[subscriptions.offsets[:-1]]  # per node
+    total = int(work.sum())
+    if parts is None:
+        parts = max(parallelism, -(-total // 2 // WORK_PER_PARTITION))
+    parts = max(1, min(parts, max(1, subscriptions.nodes)))
+    cumulative = np.cumsum(work)
+    cuts = np.searchsorted(cumulative, np.arange(1, parts) * (total / parts), side="left")
+    return np.unique(np.concatenate([[0], cuts, [subscriptions.nodes]])).astype(np.int64)
 
 
-def _light_pairs(subscriptions: DataFrame, heavy_ids: list[int]) -> DataFrame:
-    light = subscriptions.filter(~F.col(S.TOPIC_ID).isin(heavy_ids)) if heavy_ids else subscriptions
-    left = light.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
-    right = light.select(F.col(S.NODE_ID).alias(S.V), S.TOPIC_ID)
-    return (
-        left.join(right, on=S.TOPIC_ID)
-        .filter(F.col(S.U) < F.col(S.V))
-        .groupBy(S.U, S.V)
-        .agg(F.count("*").alias(SHARED))
-    )
+def shared_topic_counts(spark: SparkSession, subscriptions: Subscriptions, partitions: int | None = None) -> DataFrame:
+    """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0, one partition per node range."""
+    topic_offsets, topic_nodes = _by_topic(subscriptions)
+    bounds = node_ranges(subscriptions, topic_offsets, partitions, spark.sparkContext.defaultParallelism)
+    parts = len(bounds) - 1
+    shared = spark.sparkContext.broadcast((subscriptions, topic_offsets, topic_nodes, bounds))
 
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        csr, by_topic, members, cuts = shared.value
+        for batch in batches:
+            for part in batch.column("id").to_pylist():
+                us, vs, counts = kernels.shared_counts_of_range(
+                    csr.offsets, csr.topics, by_topic, members, cuts[part], cuts[part + 1]
+                )
+                yield pa.RecordBatch.from_arrays([pa.array(us), pa.array(vs), pa.array(counts)], names=[S.U, S.V, SHARED])
 
-def _heavy_pairs(subscriptions: DataFrame, heavy_ids: list[int]) -> DataFrame:
-    spark = subscriptions.sparkSession
-    words = (len(heavy_ids) + HEAVY_BITS - 1) // HEAVY_BITS
-    index = local_frame(spark, [(topic, i) for i, topic in enumerate(heavy_ids)], f"{S.TOPIC_ID} long, _bit int")
-    bits = (
-        subscriptions.join(F.broadcast(index), on=S.TOPIC_ID)
-        .groupBy(S.NODE_ID, (F.col("_bit") / HEAVY_BITS).cast("int").alias("_word"))
-        .agg(F.bit_or(F.expr(f"shiftleft(1L, _bit % {HEAVY_BITS})")).alias("_bits"))
-    )
-    word_columns = [f"w{i}" for i in range(words)]
-    vectors = (
-        bits.groupBy(S.NODE_ID)
-        .pivot("_word", list(range(words)))
-        .agg(F.first("_bits"))
-        .toDF(S.NODE_ID, *word_columns)
-        .na.fill(0)
-    )
-    left = vectors.select(F.col(S.NODE_ID).alias(S.U), *[F.col(w).alias("l" + w) for w in word_columns])
-    right = vectors.select(F.col(S.NODE_ID).alias(S.V), *[F.col(w).alias("r" + w) for w in word_columns])
-    shared = sum(
-        (F.bit_count(F.col("l" + w).bitwiseAND(F.col("r" + w))) for w in word_columns), F.lit(0)
-    )
-    return (
-        left.join(right, F.col(S.U) < F.col(S.V))
-        .select(S.U, S.V, shared.cast("long").alias(SHARED))
-        .filter(F.col(SHARED) > 0)
-    )
+    return spark.range(parts, numPartitions=parts).mapInArrow(count, f"{S.U} long, {S.V} long, {SHARED} long")

@@ -49,13 +49,8 @@ class Sample:
 
     @classmethod
     def build(cls, us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left) -> "Sample":
-        """From per-partition rows: a node's tail is the best of its partitions' tails."""
-        order = np.lexsort((tail_vs, tail_us, -tail_gains, tail_nodes))
-        nodes = tail_nodes[order]
-        first = np.ones(len(nodes), dtype=bool)
-        first[1:] = nodes[1:] != nodes[:-1]
-        picked = order[first]
-        by_key = picked[np.lexsort((tail_vs[picked], tail_us[picked], -tail_gains[picked]))]
+        """From arrays; `tail_nodes` distinct, with their tails' keys in the other arrays."""
+        by_key = np.lexsort((tail_vs, tail_us, -tail_gains))
         keys = list(zip(tail_gains[by_key].tolist(), tail_us[by_key].tolist(), tail_vs[by_key].tolist()))
         return cls(us, vs, gains, tail_nodes[by_key], keys, first_left)
 
@@ -92,7 +87,7 @@ class OutsideBound:
 @dataclass
 class Settled:
     accepted: list[tuple[int, int, int]]  # (u, v, gain) in the order added
-    exhausted: bool  # no eligible candidate with a positive gain is left anywhere
+    exhausted: bool  # no candidate eligible in the rule's phase has a positive gain any more
     stopped_by_outside: bool
     reevaluations: int
 
@@ -103,43 +98,53 @@ def settle(
     rule: Eligibility,
     edges_left: int | None = None,
     epsilon: float | None = None,
+    last_phase: int | None = None,
 ) -> Settled:
     """Add links from `sample` while each provably is the best eligible link overall (or, with
     `epsilon`, within a factor 1 + epsilon of it). `classes` and `rule` are updated as links are
-    added. `edges_left`: how many more links the budget allows, or None."""
-    outside = OutsideBound(sample, rule.live)
+    added. `edges_left`: how many more links the budget allows, or None. `last_phase`: the
+    sample holds every candidate eligible up to that phase of a phased rule, so a phase that runs
+    dry opens the next one in the same round, up to it."""
     heap = list(zip((-sample.gains).tolist(), sample.us.tolist(), sample.vs.tolist(), [0] * len(sample)))
     heapq.heapify(heap)
+    waiting: list[tuple[int, int, int, int]] = []  # ineligible in this phase, maybe not in the next
     version = 0
     accepted: list[tuple[int, int, int]] = []
     reevaluations = 0
     stopped_by_outside = False
-    while heap and (edges_left is None or len(accepted) < edges_left):
-        negative_gain, u, v, seen = heap[0]
-        if not rule.allows(u, v):
+    while True:
+        outside = OutsideBound(sample, rule.live)
+        while heap and (edges_left is None or len(accepted) < edges_left):
+            negative_gain, u, v, seen = heap[0]
+            if not rule.allows(u, v):
+                waiting.append(heapq.heappop(heap))
+                continue
+            if seen != version:
+                reevaluations += 1
+                gain = classes.gain(u, v)
+                if gain == 0:
+                    heapq.heappop(heap)
+                else:
+                    heapq.heapreplace(heap, (-gain, u, v, version))
+                continue
+            gain = -negative_gain
+            bound = outside.key()
+            if bound is not None:
+                beats = ranks_before(gain, u, v, bound) if epsilon is None else gain * (1.0 + epsilon) >= bound[0]
+                if not beats:
+                    stopped_by_outside = True
+                    break
             heapq.heappop(heap)
+            merged = classes.merge(u, v)
+            if merged != gain:
+                raise AssertionError(f"gain of ({u}, {v}) was {gain} but the link joined {merged} classes")
+            rule.accept(u, v)
+            accepted.append((u, v, gain))
+            version += 1
+        budget_spent = edges_left is not None and len(accepted) >= edges_left
+        dry = not heap and not budget_spent and outside.key() is None
+        if dry and last_phase is not None and rule.phase < last_phase and rule.next_phase():
+            heap, waiting = waiting, []
+            heapq.heapify(heap)
             continue
-        if seen != version:
-            reevaluations += 1
-            gain = classes.gain(u, v)
-            if gain == 0:
-                heapq.heappop(heap)
-            else:
-                heapq.heapreplace(heap, (-gain, u, v, version))
-            continue
-        gain = -negative_gain
-        bound = outside.key()
-        if bound is not None:
-            beats = ranks_before(gain, u, v, bound) if epsilon is None else gain * (1.0 + epsilon) >= bound[0]
-            if not beats:
-                stopped_by_outside = True
-                break
-        heapq.heappop(heap)
-        merged = classes.merge(u, v)
-        assert merged == gain, f"gain of ({u}, {v}) was {gain} but the link joined {merged} classes"
-        rule.accept(u, v)
-        accepted.append((u, v, gain))
-        version += 1
-    budget_spent = edges_left is not None and len(accepted) >= edges_left
-    exhausted = not heap and not budget_spent and outside.key() is None
-    return Settled(accepted, exhausted, stopped_by_outside, reevaluations)
+        return Settled(accepted, dry, stopped_by_outside, reevaluations)

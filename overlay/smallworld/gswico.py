@@ -14,16 +14,15 @@ still allowed, with ties broken by the smallest (u, v):
   when free). When no allowed pair has a positive gain, every free slot gets its Chord finger
   (position + 2^i), which has gain 0 like every other choice then.
 
-The rounds reuse the exact batched engine of `overlay.design.greedy`: a top-K sample of the
-candidate table filtered by the rule's state, settled on the driver against the best candidate
-outside the batch. The rules' state is one small integer per node on the driver (degree and
-fragment; or a slot mask): the deliberate, bounded driver step, O(|V|), never O(|I|).
+Both run on the project's greedy engine (`overlay.design.greedy`) with their own eligibility
+rule. The rules' state is one small integer per node on the driver (degree and fragment; or a
+slot mask), handed to the executors each round as a vectorised row filter: the deliberate,
+bounded driver step, O(|V|), never O(|I|).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,20 +32,12 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
-from overlay.design.greedy import (
-    BOUND,
-    COMP,
-    CandidateTable,
-    exact_gains,
-    gather_batch,
-    merge_components,
-    top_candidates,
-)
-from overlay.design.pairs import SHARED, heavy_threshold_for, shared_topic_counts
-from overlay.design.settle import settle
+from overlay.design.classes import Subscriptions
+from overlay.design.eligibility import Eligibility, RowFilter
+from overlay.design.greedy import GreedyEngine, collect_subscriptions
+from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.frames import local_frame
 from overlay.graph import Backend
-from overlay.quality import topic_components
 from overlay.smallworld.baselines import (
     chord_fingers,
     random_fingers,
@@ -54,17 +45,9 @@ from overlay.smallworld.baselines import (
     successor_fingers,
 )
 from overlay.smallworld.fingers import undirected_links
-from overlay.smallworld.geometry import (
-    clockwise_column,
-    phase_column,
-    phase_count,
-    phase_of,
-    power_of_two,
-)
+from overlay.smallworld.geometry import phase_count, phase_of
 
 log = logging.getLogger(__name__)
-
-MAX_BATCH_GROWTH = 32
 
 
 @dataclass
@@ -75,7 +58,24 @@ class GreedyLinks:
     rounds: int = 0
 
 
-class RingRule:
+@dataclass
+class RingFilter(RowFilter):
+    degree: np.ndarray
+    fragment: np.ndarray
+    closing: bool
+    complete: bool
+
+    def eligible(self, us, vs):
+        if self.complete:
+            return np.zeros(len(us), dtype=bool)
+        open_ends = (self.degree[us] < 2) & (self.degree[vs] < 2)
+        return open_ends & ((self.fragment[us] != self.fragment[vs]) | self.closing)
+
+    def dead(self, us, vs):
+        return (self.degree[us] >= 2) | (self.degree[vs] >= 2) | self.complete
+
+
+class RingRule(Eligibility):
     """GSwicoS: edges that can still be part of a Hamiltonian circle of the n nodes."""
 
     def __init__(self, n: int) -> None:
@@ -117,27 +117,17 @@ class RingRule:
         self.parent[max(ru, rv)] = min(ru, rv)
         self.edges += 1
 
-    def eligible(self, candidates: DataFrame) -> DataFrame:
-        """The candidates the rule allows now, in Spark: a broadcast of the nodes on a fragment."""
-        spark = candidates.sparkSession
-        touched = np.nonzero(self.degree)[0]
-        state = local_frame(
-            spark,
-            [(int(x), int(self.degree[x]), self.find(int(x))) for x in touched],
-            "_node long, _deg long, _frag long",
-        )
-        frame = candidates
-        for end in (S.U, S.V):
-            known = F.broadcast(state.select(
-                F.col("_node").alias(end), F.col("_deg").alias("_deg" + end), F.col("_frag").alias("_frag" + end)
-            ))
-            frame = frame.join(known, on=end, how="left")
-        degree_ok = (F.coalesce(F.col("_deg" + S.U), F.lit(0)) < 2) & (F.coalesce(F.col("_deg" + S.V), F.lit(0)) < 2)
-        apart = F.coalesce(F.col("_frag" + S.U), F.col(S.U)) != F.coalesce(F.col("_frag" + S.V), F.col(S.V))
-        closing = F.lit(self.edges == self.n - 1 and self.n >= 3)
-        return frame.filter(degree_ok & (apart | closing) & F.lit(not self.complete)).select(
-            S.U, S.V, BOUND, F.lit(0).alias("_du"), F.lit(0).alias("_dv")
-        )
+    def live(self, x: int) -> bool:
+        return not self.complete and self.degree[x] < 2
+
+    def row_filter(self, lookahead: int = 1) -> RowFilter:
+        fragment = self.parent.copy()
+        while True:  # point every node at its fragment's root
+            hop = fragment[fragment]
+            if np.array_equal(hop, fragment):
+                break
+            fragment = hop
+        return RingFilter(self.degree.copy(), fragment, self.edges == self.n - 1 and self.n >= 3, self.complete)
 
     def fragments(self) -> list[list[int]]:
         """The path fragments (isolated nodes included), each from its smaller end, ordered by
@@ -171,7 +161,27 @@ class RingRule:
         return [(node, position) for position, node in enumerate(order)]
 
 
-class SlotRule:
+@dataclass
+class SlotFilter(RowFilter):
+    position: np.ndarray
+    mask: np.ndarray
+    n: int
+
+    def _free(self, owner, other):
+        distance = (self.position[other] - self.position[owner]) % self.n
+        phase = np.zeros(len(distance), dtype=np.int64)
+        for i in range(1, phase_count(self.n)):
+            phase += distance >= (1 << i)
+        return (self.mask[owner] >> phase) & 1 == 0
+
+    def eligible(self, us, vs):
+        return self._free(us, vs) | self._free(vs, us)
+
+    def dead(self, us, vs):
+        return ~self.eligible(us, vs)  # slots only fill up
+
+
+class SlotRule(Eligibility):
     """GSwicoL: a pair is allowed while one end still has a free finger slot for the other's phase."""
 
     def __init__(self, positions: np.ndarray, n: int) -> None:
@@ -196,93 +206,35 @@ class SlotRule:
         self.mask[owner] |= 1 << phase
         self.fingers.append((owner, phase, other))
 
-    def eligible(self, candidates: DataFrame) -> DataFrame:
-        spark = candidates.sparkSession
-        taken = local_frame(
-            spark,
-            [(int(x), int(self.position[x]), int(self.mask[x])) for x in range(self.n)],
-            "_node long, _pos long, _mask long",
-        )
-        frame = candidates
-        for end in (S.U, S.V):
-            frame = frame.join(
-                F.broadcast(taken.select(
-                    F.col("_node").alias(end), F.col("_pos").alias("_pos" + end), F.col("_mask").alias("_mask" + end)
-                )),
-                on=end,
-            )
-        n = self.n
-        phase_u = phase_column(clockwise_column(F.col("_pos" + S.U), F.col("_pos" + S.V), n), n)
-        phase_v = phase_column(clockwise_column(F.col("_pos" + S.V), F.col("_pos" + S.U), n), n)
-        free_u = F.col("_mask" + S.U).bitwiseAND(power_of_two(phase_u)) == 0
-        free_v = F.col("_mask" + S.V).bitwiseAND(power_of_two(phase_v)) == 0
-        return frame.filter(free_u | free_v).select(S.U, S.V, BOUND, F.lit(0).alias("_du"), F.lit(0).alias("_dv"))
+    def row_filter(self, lookahead: int = 1) -> RowFilter:
+        return SlotFilter(self.position, self.mask.copy(), self.n)
 
 
 def _constrained_greedy(
-    subscriptions: DataFrame,
+    frame: DataFrame,
+    subscriptions: Subscriptions,
     counts: DataFrame,
-    n: int,
-    initial_links: DataFrame | None,
-    rule,
+    initial_links: list[tuple[int, int]],
+    rule: Eligibility,
     name: str,
     batch_size: int | None,
-    backend: Backend,
     first_round: int = 1,
     on_round: Callable[[str, int, int, int, float], None] | None = None,
-) -> tuple[GreedyLinks, DataFrame]:
+    per_node: int | None = None,
+) -> tuple[GreedyLinks, GreedyEngine]:
     """Add max-gain allowed links until no allowed candidate has a positive gain; returns the
-    links and the final component labels (topic, node, comp)."""
-    spark = subscriptions.sparkSession
-    bounds = counts.select(S.U, S.V, F.col(SHARED).alias(BOUND))
-    if initial_links is None:
-        labels = subscriptions.select(S.TOPIC_ID, S.NODE_ID, F.col(S.NODE_ID).alias(COMP))
-    else:
-        pairs = initial_links.select(S.U, S.V)
-        bounds = bounds.join(pairs, on=[S.U, S.V], how="left_anti")
-        labels = topic_components(subscriptions, pairs, backend=backend).select(
-            S.TOPIC_ID, S.NODE_ID, F.col(S.COMPONENT).alias(COMP)
-        )
-    candidates = CandidateTable(bounds, materialised=initial_links is None)
-    labels = labels.localCheckpoint(eager=True)
-    initial_batch = batch_size or candidates.auto_batch_size()
-    size = initial_batch
+    links and the engine (its classes are the final topic components)."""
+    engine = GreedyEngine(
+        frame, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
+        batch_size=batch_size, per_node=per_node, first_round=first_round, name=name,
+    )
     result = GreedyLinks()
-    round_no = first_round - 1
-    since_refresh = 0
-    while True:
-        clock = time.monotonic()
-        round_no += 1
-        sampled, outside = top_candidates(rule.eligible(candidates.current()), size)
-        batch = gather_batch(spark, sampled, labels, outside, n)
-        settled = settle(batch, None, None, rule=rule)
-        result.links.extend((u, v, gain, round_no) for u, v, gain in settled.accepted)
+    for r in engine.rounds():
+        result.links.extend((u, v, gain, r.round) for u, v, gain in r.edges)
         result.rounds += 1
-        candidates.lower([(u, v, g) for (u, v), g in zip(batch.pairs, settled.gains)])
-        labels = merge_components(spark, labels, settled.relabel, n)
-        seconds = time.monotonic() - clock
-        log.info(
-            "%s round %d: +%d links (%d in all), %d candidates sampled, %.1fs",
-            name, round_no, len(settled.accepted), len(result.links), len(sampled), seconds,
-        )
         if on_round is not None:
-            on_round(name, round_no, len(settled.accepted), len(result.links), seconds)
-        if settled.exhausted or getattr(rule, "complete", False):
-            return result, labels
-        since_refresh += len(settled.accepted)
-        possible = len({x for pair in batch.pairs for x in pair}) // 2
-        if settled.stopped_by_outside and len(settled.accepted) < possible // 4:
-            if since_refresh > 0:
-                candidates.refresh(exact_gains(counts, labels))
-                since_refresh = 0
-            else:
-                size = min(size * 2, initial_batch * MAX_BATCH_GROWTH)
-
-
-def _gain_of(spark, labels: DataFrame, u: int, v: int, n: int) -> int:
-    """The gain of one pair against `labels`: its shared topics whose components differ."""
-    batch = gather_batch(spark, [(u, v, 0, 0, 0)], labels, None, n)
-    return int(batch.starts[1] - batch.starts[0])
+            on_round(name, r.round, len(r.edges), len(result.links), r.seconds)
+    return result, engine
 
 
 @dataclass
@@ -296,21 +248,22 @@ class SmallWorld:
     rounds: int
 
 
-def shared_counts(subscriptions: DataFrame, n: int) -> DataFrame:
-    return shared_topic_counts(subscriptions, heavy_threshold_for(n)).select(S.U, S.V, SHARED).localCheckpoint(eager=True)
+def shared_counts(spark, subscriptions: Subscriptions) -> DataFrame:
+    """The shared-topic counts, computed once for both greedy stages."""
+    return shared_topic_counts(spark, subscriptions).select(S.U, S.V, SHARED).localCheckpoint(eager=True)
 
 
 def gswico_ring(
-    subscriptions: DataFrame, counts: DataFrame, n: int, batch_size: int | None = None,
-    backend: Backend = "auto", on_round=None,
+    frame: DataFrame, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None, on_round=None,
+    per_node: int | None = None,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
+    n = subscriptions.nodes
     rule = RingRule(n)
-    stage, labels = _constrained_greedy(
-        subscriptions, counts, n, None, rule, "gswico-s", batch_size, backend, on_round=on_round
+    stage, engine = _constrained_greedy(
+        frame, subscriptions, counts, [], rule, "gswico-s", batch_size, on_round=on_round, per_node=per_node
     )
     if not rule.complete:
-        spark = subscriptions.sparkSession
         fill_round = stage.rounds + 1
         paths = rule.fragments()
         ends = [(path[-1], paths[(i + 1) % len(paths)][0]) for i, path in enumerate(paths)]
@@ -320,24 +273,26 @@ def gswico_ring(
             stage.links.append((min(a, b), max(a, b), 0, fill_round))
         if n >= 3:
             a, b = closing
-            stage.links.append((min(a, b), max(a, b), _gain_of(spark, labels, min(a, b), max(a, b), n), fill_round))
+            stage.links.append((min(a, b), max(a, b), engine.classes.gain(min(a, b), max(a, b)), fill_round))
             rule.accept(a, b)
         stage.rounds += 1
     return rule.positions(), stage
 
 
 def gswico_fingers(
-    subscriptions: DataFrame, counts: DataFrame, ring: DataFrame, ring_links: DataFrame, n: int,
-    batch_size: int | None = None, backend: Backend = "auto", first_round: int = 1, on_round=None,
+    frame: DataFrame, subscriptions: Subscriptions, counts: DataFrame, positions: list[tuple[int, int]],
+    ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1, on_round=None,
+    per_node: int | None = None,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
     """GSwicoL: greedy long fingers (node, phase, finger) on a given ring, and their links in
     order. Free slots left when gains run out are filled by the caller (Chord fingers)."""
-    positions = np.zeros(n, dtype=np.int64)
-    ordered = ring.select(S.NODE_ID, S.POSITION).toPandas()  # n rows: the driver's slot rule needs them
-    positions[ordered[S.NODE_ID].to_numpy()] = ordered[S.POSITION].to_numpy()
-    rule = SlotRule(positions, n)
+    n = subscriptions.nodes
+    position = np.zeros(n, dtype=np.int64)
+    for node, at in positions:
+        position[node] = at
+    rule = SlotRule(position, n)
     stage, _ = _constrained_greedy(
-        subscriptions, counts, n, ring_links, rule, "gswico-l", batch_size, backend, first_round, on_round
+        frame, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_round, per_node
     )
     return rule.fingers, stage
 
@@ -376,6 +331,7 @@ def small_world_overlay(
     batch_size: int | None = None,
     backend: Backend = "auto",
     on_round=None,
+    per_node: int | None = None,
 ) -> SmallWorld:
     """One of the four overlay types of BeaConvey Table 2 over nodes 0..n-1.
 
@@ -387,12 +343,14 @@ def small_world_overlay(
     if short not in SHORT_KINDS or long not in LONG_KINDS:
         raise ValueError(f"unknown small-world overlay short={short!r} long={long!r}")
     spark = subscriptions.sparkSession
-    subscriptions = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
-    counts = shared_counts(subscriptions, n) if "gswico" in (short, long) else None
+    frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    greedy_stages = "gswico" in (short, long)
+    driver_copy = collect_subscriptions(frame, n) if greedy_stages else None
+    counts = shared_counts(spark, driver_copy) if greedy_stages else None
     rounds = 0
     seq = 0
     if short == "gswico":
-        positions, stage = gswico_ring(subscriptions, counts, n, batch_size, backend, on_round)
+        positions, stage = gswico_ring(frame, driver_copy, counts, batch_size, on_round, per_node)
         ring = local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long").localCheckpoint(eager=True)
         rounds = stage.rounds
         position = dict(positions)
@@ -412,9 +370,13 @@ def small_world_overlay(
         rounds = 1
         short_fingers = _plain(successor_fingers(ring, n), "random", rounds)
     if long == "gswico":
-        ring_links = undirected_links(short_fingers)
+        # The ring's n positions and n links: the driver's slot rule and union-find need them.
+        placed = ring.select(S.NODE_ID, S.POSITION).toArrow()
+        positions = list(zip(placed.column(S.NODE_ID).to_pylist(), placed.column(S.POSITION).to_pylist()))
+        links = undirected_links(short_fingers).select(S.U, S.V).toArrow()
+        ring_links = list(zip(links.column(S.U).to_pylist(), links.column(S.V).to_pylist()))
         fingers, stage = gswico_fingers(
-            subscriptions, counts, ring, ring_links, n, batch_size, backend, rounds + 1, on_round
+            frame, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_round, per_node
         )
         rows = [(node, phase, finger, seq + i, gain, r) for i, ((node, phase, finger), (_, _, gain, r))
                 in enumerate(zip(fingers, stage.links))]
