@@ -26,7 +26,8 @@ from overlay.design import kernels
 from overlay.design.classes import Subscriptions
 
 SHARED = "shared"
-WORK_PER_PARTITION = 50_000_000  # counter increments per partition
+WORK_PER_PARTITION = 50_000_000  # counter increments per partition, at most
+MIN_WORK_PER_PARTITION = 20_000_000  # below this, another partition costs more than it saves
 
 
 def _by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +46,7 @@ def node_ranges(subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: 
     work = running[subscriptions.offsets[1:]] - running[subscriptions.offsets[:-1]]  # per node
     total = int(work.sum())
     if parts is None:
-        parts = max(parallelism, -(-total // 2 // WORK_PER_PARTITION))
+        parts = max(-(-total // WORK_PER_PARTITION), min(parallelism, -(-total // MIN_WORK_PER_PARTITION)))
     parts = max(1, min(parts, max(1, subscriptions.nodes)))
     cumulative = np.cumsum(work)
     cuts = np.searchsorted(cumulative, np.arange(1, parts) * (total / parts), side="left")
