@@ -51,6 +51,7 @@ RELAXED = ["--mode", "relaxed"]
 # case -> (instance, [(algorithm, design flags, with oracle)])
 CASES = {
     "zipf-1k": ("zipf-1k", [("gpm", ["--max-degree", "4"], True), ("gpm", ["--max-degree", "4", *RELAXED], True)]),
+    "zipf-1k-exact": ("zipf-1k", [("gpm", ["--max-degree", "4"], True)]),
     "zipf-1k-minmaxoda": ("zipf-1k", [("minmaxoda", [], True), ("minmaxoda", RELAXED, True)]),
     "fb-1k": ("fb-1k", [("minmaxoda", [], True), ("gpm", ["--budget-ratio", "0.2"], True),
                         ("gpm", ["--budget-ratio", "0.2", *RELAXED], True)]),

@@ -69,7 +69,8 @@ def round_in_partition(
             for name in (S.U, S.V)
         )
         csr = subscriptions.value
-        gains = kernels.pair_gains(csr.offsets, csr.topics, root.value, us, vs)
+        classes = np.require(root.value, requirements="W")  # compiled for writable arrays; never written
+        gains = kernels.pair_gains(csr.offsets, csr.topics, classes, us, vs)
         alive = (gains > 0) & ~row_filter.dead(us, vs)
         eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
         eligible = eligible[key_order(us[eligible], vs[eligible], gains[eligible])]

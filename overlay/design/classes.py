@@ -96,8 +96,3 @@ class ComponentClasses:
         """The number of classes (TCCs) over all topics."""
         kernels.flatten(self.parent)
         return int(np.count_nonzero(self.parent == np.arange(len(self.parent))))
-
-
-def pair_gains(subscriptions: Subscriptions, root: np.ndarray, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
-    """Gains of many pairs against a flattened union-find (what a round runs on executors)."""
-    return kernels.pair_gains(subscriptions.offsets, subscriptions.topics, root, us, vs)

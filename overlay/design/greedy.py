@@ -55,7 +55,7 @@ PHASED = ("minmaxoda", "gpm")
 Mode = Literal["exact", "relaxed"]
 MODES: tuple[str, ...] = ("exact", "relaxed")
 DEFAULT_EPSILON = 0.1
-SAMPLE_ROWS = 800_000  # rows the partitions of a round send the driver, at most about (auto sizes)
+SAMPLE_ROWS = 400_000  # rows each partition of a round sends the driver, at most about (auto sizes)
 MAX_PER_NODE = 1024
 MAX_LOOKAHEAD = 64  # phases one round may sample ahead, once a whole phase fits in a sample
 
@@ -194,8 +194,9 @@ class GreedyEngine:
         self.lookahead = 1
 
     def _sample_sizes(self, partitions: int) -> tuple[int, int]:
-        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * partitions * max(1, self.size.nodes))))
-        top = self.batch_size or max(1, SAMPLE_ROWS // (2 * partitions))
+        # Per partition: a node's rows are spread over the partitions, so each sends its best ones.
+        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * max(1, self.size.nodes))))
+        top = self.batch_size or max(1, SAMPLE_ROWS // 2)
         return per_node, top
 
     def done(self) -> bool:

@@ -9,7 +9,8 @@ Subscriptions are held in CSR form: the subscriptions of node x are rows
 `offsets[x]:offsets[x + 1]` of `topics` (sorted). `parent` is a union-find over subscription
 rows: rows i and j of one topic are in the same class when `find(parent, i) == find(parent, j)`.
 The root of a class is its smallest row, so `flatten` makes every entry point at its root in one
-ascending pass, and a flattened array answers `find` in one step (what executors receive).
+ascending pass, and a flattened array answers `find` in one step, without writing (what
+executors receive).
 """
 
 from __future__ import annotations
@@ -31,60 +32,12 @@ def find(parent, x):
 
 
 @nb.njit(cache=True, nogil=True)
-def pair_gain(offsets, topics, parent, u, v):
-    """Shared topics of u and v whose two subscriptions are in different classes."""
+def _walk_shared(offsets, topics, parent, u, v, merge):
+    """Walk the shared topics of u and v (a merge of two sorted lists); count those whose two
+    subscriptions are in different classes, and join those classes when `merge`."""
     i, i_end = offsets[u], offsets[u + 1]
     j, j_end = offsets[v], offsets[v + 1]
-    gain = 0
-    while i < i_end and j < j_end:
-        ti, tj = topics[i], topics[j]
-        if ti < tj:
-            i += 1
-        elif ti > tj:
-            j += 1
-        else:
-            if find(parent, i) != find(parent, j):
-                gain += 1
-            i += 1
-            j += 1
-    return gain
-
-
-@nb.njit(cache=True, nogil=True)
-def flat_pair_gain(offsets, topics, root, u, v):
-    """`pair_gain` against a flattened (read-only) union-find: what executors hold."""
-    i, i_end = offsets[u], offsets[u + 1]
-    j, j_end = offsets[v], offsets[v + 1]
-    gain = 0
-    while i < i_end and j < j_end:
-        ti, tj = topics[i], topics[j]
-        if ti < tj:
-            i += 1
-        elif ti > tj:
-            j += 1
-        else:
-            if root[i] != root[j]:
-                gain += 1
-            i += 1
-            j += 1
-    return gain
-
-
-@nb.njit(cache=True, nogil=True)
-def pair_gains(offsets, topics, root, us, vs):
-    """The gains of many pairs against a flattened union-find."""
-    gains = np.empty(len(us), dtype=np.int64)
-    for r in range(len(us)):
-        gains[r] = flat_pair_gain(offsets, topics, root, us[r], vs[r])
-    return gains
-
-
-@nb.njit(cache=True, nogil=True)
-def merge_pair(offsets, topics, parent, u, v):
-    """Join the classes of u's and v's subscriptions on every shared topic; the gain realised."""
-    i, i_end = offsets[u], offsets[u + 1]
-    j, j_end = offsets[v], offsets[v + 1]
-    gain = 0
+    apart = 0
     while i < i_end and j < j_end:
         ti, tj = topics[i], topics[j]
         if ti < tj:
@@ -94,14 +47,36 @@ def merge_pair(offsets, topics, parent, u, v):
         else:
             a, b = find(parent, i), find(parent, j)
             if a != b:
-                if a < b:
-                    parent[b] = a
-                else:
-                    parent[a] = b
-                gain += 1
+                apart += 1
+                if merge:
+                    if a < b:
+                        parent[b] = a
+                    else:
+                        parent[a] = b
             i += 1
             j += 1
-    return gain
+    return apart
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_gain(offsets, topics, parent, u, v):
+    """Shared topics of u and v whose two subscriptions are in different classes."""
+    return _walk_shared(offsets, topics, parent, u, v, False)
+
+
+@nb.njit(cache=True, nogil=True)
+def merge_pair(offsets, topics, parent, u, v):
+    """Join the classes of u's and v's subscriptions on every shared topic; the gain realised."""
+    return _walk_shared(offsets, topics, parent, u, v, True)
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_gains(offsets, topics, parent, us, vs):
+    """The gains of many pairs (executors pass a flattened union-find: one step per lookup)."""
+    gains = np.empty(len(us), dtype=np.int64)
+    for r in range(len(us)):
+        gains[r] = _walk_shared(offsets, topics, parent, us[r], vs[r], False)
+    return gains
 
 
 @nb.njit(cache=True, nogil=True)
