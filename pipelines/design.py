@@ -400,7 +400,7 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
 
 
 def _run_greedy(
-    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, backend, progress,
+    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
     resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
 ) -> int | None:
     """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran).
@@ -422,7 +422,7 @@ def _run_greedy(
     clock = committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
     try:
-        for r in GreedyDesign(subscriptions, params, start=start, backend=backend).rounds():
+        for r in GreedyDesign(subscriptions, params, start=start).rounds():
             pending.append(r)
             bar.round(r)
             rounds_seconds += r.seconds
@@ -442,12 +442,12 @@ def _run_greedy(
 
 
 def _run_small_world(
-    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, backend, per_node=None,
+    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, per_node=None,
 ) -> None:
     """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
     scratch on resume (deterministic). Property 1 is checked before anything is stored."""
     overlay = small_world_overlay(
-        subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size, backend=backend,
+        subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
         per_node=per_node,
     )
     violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
@@ -509,14 +509,13 @@ def run_design(
         if request.algorithm in GREEDY_ALGORITHMS:
             engine_tcc = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
-                batch_size, backend, progress, resuming=existing is not None, commit_seconds=commit_seconds,
+                batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
                 timings=timings, per_node=per_node,
             )
         elif request.algorithm == "swico":
             engine_tcc = None
             _run_small_world(
-                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, backend,
-                per_node,
+                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, per_node,
             )
         else:
             engine_tcc = None

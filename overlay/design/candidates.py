@@ -95,24 +95,21 @@ class CandidateTable:
     def __init__(self, pairs: DataFrame) -> None:
         """`pairs`: (u, v, bound), u < v, each pair once, in the partitions the rounds will use
         (`overlay.design.pairs` cuts them by work)."""
-        table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
-        self.rows = table.count()
-        self.table = table
-        self.partitions = table.rdd.getNumPartitions()
-        self.alive = self.rows
+        self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
+        self.partitions = self.table.rdd.getNumPartitions()
+        self.rows_read = self.alive = None  # known from each round's pass: no count of its own
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
     ) -> Sample:
         """One round's job: refreshed gains, the sample and the bounds of the rest."""
-        keep = self.alive * 2 <= self.rows
+        keep = self.alive is not None and self.alive * 2 <= self.rows_read
         output = self.table.mapInArrow(
             round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
         )
         if keep:
             output = output.localCheckpoint(eager=True)
             self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
-            self.rows = self.alive
             output = output.filter(F.col(KIND) != ROW)
         found = output.toArrow()
         kind = found.column(KIND).to_numpy()
@@ -125,8 +122,8 @@ class CandidateTable:
         _, us, vs, gains = part(SAMPLED)
         tail_nodes, tail_us, tail_vs, tail_gains = part(TAIL)
         _, left_us, left_vs, left_gains = part(LEFT)
-        alive_counts, _, _, _ = part(ALIVE)
-        self.alive = int(alive_counts.sum())
+        alive_counts, _, _, read_counts = part(ALIVE)
+        self.alive, self.rows_read = int(alive_counts.sum()), int(read_counts.sum())
         return global_sample(
             np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
             (left_us, left_vs, left_gains), nodes, per_node, top,

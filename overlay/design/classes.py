@@ -91,8 +91,3 @@ class ComponentClasses:
         """The flattened union-find (every row points at its root), for the executors."""
         kernels.flatten(self.parent)
         return self.parent.copy()
-
-    def classes_per_topic(self) -> int:
-        """The number of classes (TCCs) over all topics."""
-        kernels.flatten(self.parent)
-        return int(np.count_nonzero(self.parent == np.arange(len(self.parent))))

@@ -38,7 +38,7 @@ class Eligibility:
         return True
 
     def accept(self, u: int, v: int) -> None:
-        pass
+        """Told of every link added; a rule without state has nothing to record."""
 
     def live(self, x: int) -> bool:
         return True
@@ -108,4 +108,9 @@ class DegreePhases(Eligibility):
 
     def next_phase(self) -> bool:
         self.phase += 1
-        return self.max_degree is None or self.phase <= self.max_degree
+        return not self.complete
+
+    @property
+    def complete(self) -> bool:
+        """GPM after phase d (a resumed run may start there)."""
+        return self.max_degree is not None and self.phase > self.max_degree

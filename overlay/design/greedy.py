@@ -36,16 +36,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.candidates import BOUND, CandidateTable
-from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS, ComponentClasses, Subscriptions
+from overlay.design.classes import ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import settle
-from overlay.graph import Backend
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +124,6 @@ class InstanceSize:
     nodes: int  # node ids lie in [0, nodes)
     tcc_empty: int  # |I|
     tcc_complete: int  # topics with a subscriber
-    topic_span: int = 0  # topic ids lie in [0, topic_span)
 
     def tco_support(self, tcc: int) -> float:
         span = self.tcc_empty - self.tcc_complete
@@ -138,27 +136,20 @@ class InstanceSize:
             nodes=subscriptions.nodes,
             tcc_empty=subscriptions.rows,
             tcc_complete=len(np.unique(topics)),
-            topic_span=int(topics.max()) + 1 if len(topics) else 0,
         )
-
-
-def collect_subscriptions(subscriptions: DataFrame, nodes: int | None = None,
-                          max_rows: int = MAX_DRIVER_SUBSCRIPTIONS) -> Subscriptions:
-    """The driver copy of (node_id, topic_id); node ids in [0, nodes) (default: up to the largest)."""
-    return Subscriptions.collect(subscriptions, nodes, max_rows)
 
 
 class GreedyEngine:
     """Greedy rounds under one eligibility rule; `rounds()` yields each completed round.
 
-    `subscriptions`: the driver copy (`collect_subscriptions`); `frame`: the same rows as a
-    DataFrame. `shared_counts` (u, v, shared): the candidate pairs, when the caller has them.
+    `subscriptions`: the driver copy (`Subscriptions.collect`). `shared_counts` (u, v, shared):
+    the candidate pairs, when the caller has them.
     `initial_links` (u, v): links already in the overlay (a resumed run, or a ring under GSwicoL).
     """
 
     def __init__(
         self,
-        frame: DataFrame,
+        spark: SparkSession,
         subscriptions: Subscriptions,
         rule: Eligibility,
         *,
@@ -175,7 +166,7 @@ class GreedyEngine:
         gain_total: int = 0,
         name: str = "greedy",
     ) -> None:
-        self.frame = frame
+        self.spark = spark
         self.subscriptions = subscriptions
         self.size = InstanceSize.of(subscriptions)
         self.rule = rule
@@ -209,16 +200,13 @@ class GreedyEngine:
     def rounds(self) -> Iterator[GreedyRound]:
         if self.done():
             return
-        spark = self.frame.sparkSession
+        spark = self.spark
         clock = time.monotonic()
         counts = self.shared_counts
         if counts is None:
             counts = shared_topic_counts(spark, self.subscriptions, self.partitions)
         table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)))
-        log.info(
-            "%s: %d candidate pairs in %d partitions, in %.1fs", self.name, table.rows, table.partitions,
-            time.monotonic() - clock,
-        )
+        log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
         per_node, top = self._sample_sizes(table.partitions)
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
@@ -233,7 +221,6 @@ class GreedyEngine:
         clock = time.monotonic()
         self.round_no += 1
         rule = self.rule
-        candidate_rows = table.rows
         root = spark.sparkContext.broadcast(self.classes.snapshot())
         last_phase = rule.last_phase(self.lookahead)
         try:
@@ -273,7 +260,7 @@ class GreedyEngine:
             finished=self.finished,
             seconds=seconds,
             spark_seconds=spark_seconds,
-            candidate_rows=candidate_rows,
+            candidate_rows=table.rows_read,
         )
 
 
@@ -290,32 +277,28 @@ class GreedyDesign:
         params: GreedyParams,
         start: GreedyStart | None = None,
         shared_counts: DataFrame | None = None,
-        backend: Backend = "auto",
     ) -> None:
         self.params = params
         self.start = start or GreedyStart()
         self.frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
         self.shared_counts = shared_counts
-        self.backend = backend  # kept for callers; the engine's classes live in its union-find
 
     def engine(self) -> GreedyEngine:
         params, start = self.params, self.start
-        subscriptions = collect_subscriptions(self.frame)
+        subscriptions = Subscriptions.collect(self.frame)
         links: list[tuple[int, int]] = []
         if start.edges is not None:
             # Replaying the stored links into the union-find: |E| rows, a bounded driver step.
             stored = start.edges.select(S.U, S.V).toArrow()
             links = list(zip(stored.column(S.U).to_pylist(), stored.column(S.V).to_pylist()))
         if params.phased:
-            degrees = np.zeros(subscriptions.nodes, dtype=np.int64)
-            for u, v in links:
-                degrees[u] += 1
-                degrees[v] += 1
+            ends = np.array(links, dtype=np.int64).reshape(-1)
+            degrees = np.bincount(ends, minlength=subscriptions.nodes).astype(np.int64)
             rule: Eligibility = DegreePhases(subscriptions.nodes, params.max_degree, start.phase, degrees)
         else:
             rule = Unlimited()
         return GreedyEngine(
-            self.frame, subscriptions, rule,
+            self.frame.sparkSession, subscriptions, rule,
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
             partitions=params.partitions,
@@ -324,7 +307,4 @@ class GreedyDesign:
         )
 
     def rounds(self) -> Iterator[GreedyRound]:
-        engine = self.engine()
-        if self.params.phased and self.params.max_degree is not None and engine.rule.phase > self.params.max_degree:
-            return
-        yield from engine.rounds()
+        yield from self.engine().rounds()

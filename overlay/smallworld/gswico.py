@@ -27,17 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
 from overlay.design.classes import Subscriptions
 from overlay.design.eligibility import Eligibility, RowFilter
-from overlay.design.greedy import GreedyEngine, collect_subscriptions
+from overlay.design.greedy import GreedyEngine
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.frames import local_frame
-from overlay.graph import Backend
 from overlay.smallworld.baselines import (
     chord_fingers,
     random_fingers,
@@ -211,7 +210,7 @@ class SlotRule(Eligibility):
 
 
 def _constrained_greedy(
-    frame: DataFrame,
+    spark: SparkSession,
     subscriptions: Subscriptions,
     counts: DataFrame,
     initial_links: list[tuple[int, int]],
@@ -225,7 +224,7 @@ def _constrained_greedy(
     """Add max-gain allowed links until no allowed candidate has a positive gain; returns the
     links and the engine (its classes are the final topic components)."""
     engine = GreedyEngine(
-        frame, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
+        spark, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
         batch_size=batch_size, per_node=per_node, first_round=first_round, name=name,
     )
     result = GreedyLinks()
@@ -254,14 +253,14 @@ def shared_counts(spark, subscriptions: Subscriptions) -> DataFrame:
 
 
 def gswico_ring(
-    frame: DataFrame, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None, on_round=None,
+    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None, on_round=None,
     per_node: int | None = None,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
     n = subscriptions.nodes
     rule = RingRule(n)
     stage, engine = _constrained_greedy(
-        frame, subscriptions, counts, [], rule, "gswico-s", batch_size, on_round=on_round, per_node=per_node
+        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_round=on_round, per_node=per_node
     )
     if not rule.complete:
         fill_round = stage.rounds + 1
@@ -280,7 +279,7 @@ def gswico_ring(
 
 
 def gswico_fingers(
-    frame: DataFrame, subscriptions: Subscriptions, counts: DataFrame, positions: list[tuple[int, int]],
+    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, positions: list[tuple[int, int]],
     ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1, on_round=None,
     per_node: int | None = None,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
@@ -292,7 +291,7 @@ def gswico_fingers(
         position[node] = at
     rule = SlotRule(position, n)
     stage, _ = _constrained_greedy(
-        frame, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_round, per_node
+        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_round, per_node
     )
     return rule.fingers, stage
 
@@ -329,7 +328,6 @@ def small_world_overlay(
     long: str,
     seed: int = 1,
     batch_size: int | None = None,
-    backend: Backend = "auto",
     on_round=None,
     per_node: int | None = None,
 ) -> SmallWorld:
@@ -343,14 +341,13 @@ def small_world_overlay(
     if short not in SHORT_KINDS or long not in LONG_KINDS:
         raise ValueError(f"unknown small-world overlay short={short!r} long={long!r}")
     spark = subscriptions.sparkSession
-    frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
     greedy_stages = "gswico" in (short, long)
-    driver_copy = collect_subscriptions(frame, n) if greedy_stages else None
+    driver_copy = Subscriptions.collect(subscriptions, n) if greedy_stages else None
     counts = shared_counts(spark, driver_copy) if greedy_stages else None
     rounds = 0
     seq = 0
     if short == "gswico":
-        positions, stage = gswico_ring(frame, driver_copy, counts, batch_size, on_round, per_node)
+        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_round, per_node)
         ring = local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long").localCheckpoint(eager=True)
         rounds = stage.rounds
         position = dict(positions)
@@ -376,7 +373,7 @@ def small_world_overlay(
         links = undirected_links(short_fingers).select(S.U, S.V).toArrow()
         ring_links = list(zip(links.column(S.U).to_pylist(), links.column(S.V).to_pylist()))
         fingers, stage = gswico_fingers(
-            frame, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_round, per_node
+            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_round, per_node
         )
         rows = [(node, phase, finger, seq + i, gain, r) for i, ((node, phase, finger), (_, _, gain, r))
                 in enumerate(zip(fingers, stage.links))]
