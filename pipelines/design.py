@@ -7,8 +7,8 @@ Storage protocol (what makes a run resumable and safe to read):
   a round row is its round's commit point; edges of a round without a row are debris of a
   crash and are deleted when the run resumes. Rounds are committed in groups, at most
   `COMMIT_SECONDS` apart (`--commit-every`): each Delta commit costs about a second locally;
-* at the end the job checks the engine's TCC count against the connected-components count,
-  stores the quality metrics, and only then flips the run to `complete`, in a write that
+* at the end the job checks the engine's TCC count against the topic components, labelled on
+  the driver and proven by Spark joins (`overlay.certified`), stores the quality metrics, and only then flips the run to `complete`, in a write that
   checks the attempt token (`Lakehouse.update_run_if_owned`): a process that was taken over
   can neither complete nor fail its successor's run.
 
@@ -522,12 +522,14 @@ def run_design(
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
         _check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
-        metrics = evaluate_run(spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters)
+        metrics = evaluate_run(
+            spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters, certified=True
+        )
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
-                f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but connected components "
-                f"count {metrics[S.TCC]}; the overlay is not trustworthy"
+                f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but the checked topic "
+                f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
             )
         completed = lakehouse.update_run_if_owned(
             run_id, attempt, **{

@@ -16,6 +16,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.certified import certified_topic_components
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.graph import Backend
@@ -139,8 +140,19 @@ def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: s
 
 def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:
     """Compute, store and return the quality metrics of one complete run (`options`: those of
-    `evaluate_run`)."""
-    return evaluate_run(spark, lakehouse, complete_run(lakehouse, run_id), backend, **options)
+    `evaluate_run`); the run row gets the new TcoSuppR (a design job sets it as it completes)."""
+    metrics = evaluate_run(spark, lakehouse, complete_run(lakehouse, run_id), backend, **options)
+    lakehouse.update_run(run_id, **{S.TCO_SUPPORT: metrics[S.TCO_SUPPORT]})
+    return metrics
+
+
+def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int):
+    """The certified TCC labels, or None when the instance exceeds the driver cap."""
+    try:
+        return certified_topic_components(spark, subscriptions, edges, nodes)
+    except InputError as error:
+        log.info("topic components by connected components: %s", error)
+        return None
 
 
 def evaluate_run(
@@ -151,21 +163,29 @@ def evaluate_run(
     diameter_exact_limit: int = DIAMETER_EXACT_LIMIT,
     diameter_samples: int = DIAMETER_SAMPLES,
     diameters: bool = True,
+    certified: bool = False,
 ) -> dict:
     """Quality metrics of a run's stored links (the caller vouches that they are all there).
 
     `diameters=False` skips the topic diameters (the costliest metric at scale): they are stored
-    as 0 with method "skipped"."""
+    as 0 with method "skipped". `certified=True` labels the TCCs with a driver-side forest proven
+    by Spark joins (`overlay.certified`, what a design job uses) instead of the GraphFrames
+    connected components, falling back to those above the driver cap."""
     run_id = run[S.RUN_ID]
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(
         S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
     ).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
-    check_id_ranges(subscriptions)
     clock = time.monotonic()
-    components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
-    log.info("evaluate %s: topic components in %.1fs", run_id, time.monotonic() - clock)
+    components = _certified_components(spark, subscriptions, edges, instance[S.NODES]) if certified else None
+    method = "certified forest"
+    if components is None or diameters:
+        check_id_ranges(subscriptions)  # the (topic, node) graph packs both ids into one
+    if components is None:
+        method = "connected components"
+        components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
+    log.info("evaluate %s: topic components (%s) in %.1fs", run_id, method, time.monotonic() - clock)
     lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
     tccs = summarise_tccs(components)
     degrees = summarise_degrees(edges, instance[S.NODES], backend)
@@ -200,7 +220,6 @@ def evaluate_run(
     }
     row = local_frame(spark, [tuple(metrics[c] for c in S.OVERLAY_METRICS.columns)], S.OVERLAY_METRICS.schema)
     lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
-    lakehouse.update_run(run_id, **{S.TCO_SUPPORT: tccs.tco_support})
     return metrics
 
 

@@ -239,7 +239,7 @@ def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeyp
         return {**real(*args, **kwargs), S.TCC: -1}
 
     monkeypatch.setattr(design, "evaluate_run", miscounting)
-    with pytest.raises(design.DesignError, match="connected components count -1"):
+    with pytest.raises(design.DesignError, match="topic components count -1"):
         run_design(spark, lakehouse, DesignRequest("z", "gpa", max_edges=3), "mismatch", diameters=False)
     run = lakehouse.run_row("mismatch")
     assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]

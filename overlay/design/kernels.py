@@ -72,10 +72,31 @@ def merge_pair(offsets, topics, parent, u, v):
 
 @nb.njit(cache=True, nogil=True)
 def pair_gains(offsets, topics, parent, us, vs):
-    """The gains of many pairs (executors pass a flattened union-find: one step per lookup)."""
+    """The gains of many pairs (executors pass a flattened union-find: one step per lookup).
+
+    Rows come grouped by u (the table's (u, v) order): u's subscription rows are marked by topic
+    once per group, and each v's topics are looked up, so a pair costs |T(v)| steps instead of a
+    merge of two lists. Any order is correct; a new u only costs its marking."""
     gains = np.empty(len(us), dtype=np.int64)
+    if len(us) == 0:
+        return gains
+    row_of_topic = np.full(topics.max() + 1 if len(topics) else 1, -1, dtype=np.int64)
+    marked = -1
     for r in range(len(us)):
-        gains[r] = _walk_shared(offsets, topics, parent, us[r], vs[r], False)
+        u, v = us[r], vs[r]
+        if u != marked:
+            if marked >= 0:
+                for i in range(offsets[marked], offsets[marked + 1]):
+                    row_of_topic[topics[i]] = -1
+            for i in range(offsets[u], offsets[u + 1]):
+                row_of_topic[topics[i]] = i
+            marked = u
+        apart = 0
+        for j in range(offsets[v], offsets[v + 1]):
+            i = row_of_topic[topics[j]]
+            if i >= 0 and find(parent, i) != find(parent, j):
+                apart += 1
+        gains[r] = apart
     return gains
 
 
