@@ -53,6 +53,7 @@ from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
 from pipelines.lakehouse import Lakehouse, RunTakenOver
 from pipelines.overlays import _now, check_run_id, evaluate_run
+from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
 
@@ -415,6 +416,7 @@ def _run_greedy(
         request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
         max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
         per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
+        parallelism=task_slots(spark),
     )
     bar = _Progress(run_id, params.max_edges, progress)
     tcc = last[S.TCC] if last is not None else None
@@ -448,7 +450,7 @@ def _run_small_world(
     scratch on resume (deterministic). Property 1 is checked before anything is stored."""
     overlay = small_world_overlay(
         subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
-        per_node=per_node,
+        per_node=per_node, parallelism=task_slots(spark),
     )
     violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
     if violation is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -91,6 +92,19 @@ def shuffle_partitions(spark: SparkSession) -> int:
         return max(1, spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - no SparkContext on Spark Connect
         return 200
+
+
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks run at once: the threads of a local master (`local[4]`, `local[*]`: the
+    machine's cores), else the cluster's default parallelism (its executors' cores unless set).
+    The lab sets `spark.default.parallelism` to its shuffle partitions, so on a local master
+    that setting says nothing about cores."""
+    master = spark.sparkContext.master
+    local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if local:
+        threads = local.group(1)
+        return (os.cpu_count() or 1) if threads == "*" else int(threads or 1)
+    return max(1, spark.sparkContext.defaultParallelism)
 
 
 def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[str, ...] = ()) -> dict[str, str]:

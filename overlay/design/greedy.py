@@ -69,6 +69,7 @@ class GreedyParams:
     mode: Mode = "exact"
     epsilon: float = DEFAULT_EPSILON
     partitions: int | None = None  # of the candidate table (None: sized to the counting work)
+    parallelism: int | None = None  # tasks that run at once (None: the context's default parallelism)
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -161,6 +162,7 @@ class GreedyEngine:
         mode: Mode = "exact",
         epsilon: float = DEFAULT_EPSILON,
         partitions: int | None = None,
+        parallelism: int | None = None,
         first_round: int = 1,
         edges_total: int = 0,
         gain_total: int = 0,
@@ -177,7 +179,7 @@ class GreedyEngine:
         self.max_edges = max_edges
         self.batch_size, self.per_node = batch_size, per_node
         self.epsilon = epsilon if mode == "relaxed" else None
-        self.partitions = partitions
+        self.partitions, self.parallelism = partitions, parallelism
         self.round_no = first_round - 1
         self.edges_total, self.gain_total = edges_total, gain_total
         self.name = name
@@ -204,7 +206,7 @@ class GreedyEngine:
         clock = time.monotonic()
         counts = self.shared_counts
         if counts is None:
-            counts = shared_topic_counts(spark, self.subscriptions, self.partitions)
+            counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
         table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)))
         log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
         per_node, top = self._sample_sizes(table.partitions)
@@ -301,7 +303,7 @@ class GreedyDesign:
             self.frame.sparkSession, subscriptions, rule,
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
-            partitions=params.partitions,
+            partitions=params.partitions, parallelism=params.parallelism,
             first_round=start.rounds_done + 1, edges_total=start.edges_total, gain_total=start.gain_total,
             name=params.algorithm,
         )

@@ -53,10 +53,16 @@ def node_ranges(subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: 
     return np.unique(np.concatenate([[0], cuts, [subscriptions.nodes]])).astype(np.int64)
 
 
-def shared_topic_counts(spark: SparkSession, subscriptions: Subscriptions, partitions: int | None = None) -> DataFrame:
-    """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0, one partition per node range."""
+def shared_topic_counts(
+    spark: SparkSession, subscriptions: Subscriptions, partitions: int | None = None, parallelism: int | None = None,
+) -> DataFrame:
+    """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0, one partition per node range.
+
+    `partitions`: how many (None: by work, at least `parallelism` when there is work enough);
+    `parallelism`: how many tasks run at once (None: the context's default parallelism). Each
+    round reads every partition, so more partitions than task slots only add waves of tasks."""
     topic_offsets, topic_nodes = _by_topic(subscriptions)
-    bounds = node_ranges(subscriptions, topic_offsets, partitions, spark.sparkContext.defaultParallelism)
+    bounds = node_ranges(subscriptions, topic_offsets, partitions, parallelism or spark.sparkContext.defaultParallelism)
     parts = len(bounds) - 1
     shared = spark.sparkContext.broadcast((subscriptions, topic_offsets, topic_nodes, bounds))
 

@@ -247,9 +247,10 @@ class SmallWorld:
     rounds: int
 
 
-def shared_counts(spark, subscriptions: Subscriptions) -> DataFrame:
-    """The shared-topic counts, computed once for both greedy stages."""
-    return shared_topic_counts(spark, subscriptions).select(S.U, S.V, SHARED).localCheckpoint(eager=True)
+def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None = None) -> DataFrame:
+    """The shared-topic counts, computed once for both greedy stages (`parallelism`: see
+    `shared_topic_counts`)."""
+    return shared_topic_counts(spark, subscriptions, parallelism=parallelism).select(S.U, S.V, SHARED).localCheckpoint(eager=True)
 
 
 def gswico_ring(
@@ -330,6 +331,7 @@ def small_world_overlay(
     batch_size: int | None = None,
     on_round=None,
     per_node: int | None = None,
+    parallelism: int | None = None,
 ) -> SmallWorld:
     """One of the four overlay types of BeaConvey Table 2 over nodes 0..n-1.
 
@@ -343,7 +345,7 @@ def small_world_overlay(
     spark = subscriptions.sparkSession
     greedy_stages = "gswico" in (short, long)
     driver_copy = Subscriptions.collect(subscriptions, n) if greedy_stages else None
-    counts = shared_counts(spark, driver_copy) if greedy_stages else None
+    counts = shared_counts(spark, driver_copy, parallelism) if greedy_stages else None
     rounds = 0
     seq = 0
     if short == "gswico":
