@@ -160,7 +160,7 @@ FINISHED_AT = "finished_at"
 SECONDS = "seconds"
 SECONDS_SETUP, SECONDS_ROUNDS = "seconds_setup", "seconds_rounds"
 SECONDS_COMMITS, SECONDS_EVALUATE = "seconds_commits", "seconds_evaluate"
-SPARK_SECONDS, CANDIDATE_ROWS = "spark_seconds", "candidate_rows"
+SPARK_SECONDS, CANDIDATE_ROWS, GAIN_FLOOR = "spark_seconds", "candidate_rows", "gain_floor"
 MESSAGE = "message"
 U = "u"
 V = "v"
@@ -265,6 +265,7 @@ OVERLAY_ROUNDS = TableSpec(
         (COMPUTED_AT, TimestampType(), False),
         (SPARK_SECONDS, DoubleType(), True),
         (CANDIDATE_ROWS, LongType(), True),
+        (GAIN_FLOOR, LongType(), True),
     ),
     partition_by=(),
     description=(

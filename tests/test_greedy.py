@@ -12,7 +12,7 @@ import numpy as np
 
 from overlay.design.classes import ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility
-from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
+from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart, next_floor
 from overlay.design.pairs import shared_topic_counts
 from overlay.design.settle import OutsideBound, Sample, settle
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
@@ -160,6 +160,14 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
     assert sum(r.candidates for r in rounds) < len(rounds) * rounds[0].candidate_rows / 2
     if algorithm != "gpa":
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
+    floored = [r.floor for r in rounds if r.floor > 1]
+    assert floored, "no round read only the rows above a gain floor"
+
+
+def test_the_floor_is_the_highest_gain_enough_rows_reach():
+    counts = np.array([0, 5, 3, 2])  # eligible rows of gain 0, 1, 2, 3
+    assert [next_floor(counts, rows) for rows in (1, 2, 3, 5, 6, 10, 11)] == [3, 3, 2, 2, 1, 1, 1]
+    assert next_floor(None, 1) == 1 and next_floor(np.array([7]), 1) == 1
 
 
 @pytest.mark.parametrize("algorithm,budget", (("gm", {}), ("gpa", {"max_edges": 30}), ("minmaxoda", {}), ("gpm", {"max_degree": 3})))

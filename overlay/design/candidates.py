@@ -12,6 +12,12 @@ rows.
 Rows that cannot gain any more (gain 0, or ends that can never be eligible again) are dropped
 from the table when they make up half of it: that round's pass also writes the surviving rows,
 with their fresh gains as bounds, to a local checkpoint (the next rounds read that).
+
+A round may read only the rows whose `bound` reaches a *floor* (a filter in the JVM, so the rest
+never cross to Python): gains never grow, so every row left out has a gain below the floor, and
+so has every row read whose fresh gain fell below it. Both kinds rank after the key
+(floor - 1, -1, -1), which joins the bounds of the rest. A full pass (floor 1) also returns the
+histogram of the eligible rows' gains, from which the engine picks the next floor.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from overlay.design.settle import Sample
 
 BOUND = "bound"
 KIND, NODE = "_kind", "_node"
-ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
+ROW, SAMPLED, TAIL, LEFT, ALIVE, GAINS = 0, 1, 2, 3, 4, 5
 ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
 
 
@@ -59,8 +65,9 @@ def key_order(us: np.ndarray, vs: np.ndarray, gains: np.ndarray) -> np.ndarray:
 
 def round_in_partition(
     subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int, keep: bool,
+    floor: int = 1,
 ):
-    """The executor side of a round (a `mapInArrow` function)."""
+    """The executor side of a round (a `mapInArrow` function); rows below `floor` are not sampled."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = list(batches)
@@ -72,7 +79,7 @@ def round_in_partition(
         classes = np.require(root.value, requirements="W")  # compiled for writable arrays; never written
         gains = kernels.pair_gains(csr.offsets, csr.topics, classes, us, vs)
         alive = (gains > 0) & ~row_filter.dead(us, vs)
-        eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
+        eligible = np.flatnonzero(alive & row_filter.eligible(us, vs) & (gains >= floor))
         eligible = eligible[key_order(us[eligible], vs[eligible], gains[eligible])]
         eu, ev, eg = us[eligible], vs[eligible], gains[eligible]
         take, tail, first_left = kernels.sample_in_key_order(eu, ev, nodes, per_node, top)
@@ -83,6 +90,10 @@ def round_in_partition(
         if first_left >= 0:
             yield _batch(LEFT, None, eu[first_left:first_left + 1], ev[first_left:first_left + 1], eg[first_left:first_left + 1])
         yield _batch(ALIVE, [int(alive.sum())], [-1], [-1], [len(us)])
+        if floor <= 1:
+            counts = np.bincount(eg)
+            present = np.flatnonzero(counts)
+            yield _batch(GAINS, present, np.full(len(present), -1), np.full(len(present), -1), counts[present])
         if keep:
             yield _batch(ROW, None, us[alive], vs[alive], gains[alive])
 
@@ -97,15 +108,25 @@ class CandidateTable:
         (`overlay.design.pairs` cuts them by work)."""
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
-        self.rows_read = self.alive = None  # known from each round's pass: no count of its own
+        # Known from the rounds' passes (no count of its own): the table's rows at the last full
+        # pass, and how many of them are known dead (a floored pass can find more: the rows it
+        # reads are the same until the next full pass, so its count is a lower bound).
+        self.rows_read: int | None = None
+        self.dead = 0
+        self.gain_counts: np.ndarray | None = None  # eligible rows by fresh gain, at the last full pass
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
+        floor: int = 1,
     ) -> Sample:
-        """One round's job: refreshed gains, the sample and the bounds of the rest."""
-        keep = self.alive is not None and self.alive * 2 <= self.rows_read
-        output = self.table.mapInArrow(
-            round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
+        """One round's job: refreshed gains, the sample and the bounds of the rest. With a
+        `floor` above 1 only rows whose bound reaches it are read (and the table is not compacted:
+        the pass does not see every row)."""
+        full = floor <= 1
+        keep = full and self.rows_read is not None and self.dead * 2 >= self.rows_read
+        source = self.table if full else self.table.filter(F.col(BOUND) >= floor)
+        output = source.mapInArrow(
+            round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep, floor), ROUND_SCHEMA
         )
         if keep:
             output = output.localCheckpoint(eager=True)
@@ -123,11 +144,23 @@ class CandidateTable:
         tail_nodes, tail_us, tail_vs, tail_gains = part(TAIL)
         _, left_us, left_vs, left_gains = part(LEFT)
         alive_counts, _, _, read_counts = part(ALIVE)
-        self.alive, self.rows_read = int(alive_counts.sum()), int(read_counts.sum())
-        return global_sample(
+        alive, read = int(alive_counts.sum()), int(read_counts.sum())
+        if keep:
+            self.rows_read, self.dead = alive, 0  # the table is now the rows alive
+        elif full:
+            self.rows_read, self.dead = read, read - alive
+        else:
+            self.dead = max(self.dead, read - alive)
+        if full:
+            gain_values, _, _, gain_counts = part(GAINS)
+            self.gain_counts = np.bincount(gain_values, weights=gain_counts).astype(np.int64) if len(gain_values) else np.zeros(1, np.int64)
+        sample = global_sample(
             np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
             (left_us, left_vs, left_gains), nodes, per_node, top,
         )
+        if not full:
+            sample.floor = (floor - 1, -1, -1)  # every row below the floor ranks after this key
+        return sample
 
 
 def global_sample(us, vs, gains, lefts, nodes: int, per_node: int, top: int) -> Sample:

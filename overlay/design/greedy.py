@@ -18,9 +18,13 @@ One round is one Spark job and one bounded driver step:
 2. `overlay.design.settle` adds, on the driver, every sampled link that provably is the best
    eligible link of the whole table at its step, updating the union-find and the rule as it goes.
 
-Nothing is written back: the next round's broadcast carries the new classes. A phased rule whose
-eligible candidates run out opens its next phase; a run stops at a TCO, at GPA's m links, after
-GPM's phase d, or when the rule is complete.
+Nothing is written back: the next round's broadcast carries the new classes. After a full pass,
+the next rounds read only the rows whose bound reaches a *floor*: the highest gain that
+`FLOOR_SAMPLES` round samples' worth of eligible rows reach (from the pass's histogram of gains).
+Rows below it are bounded by the floor (`overlay.design.candidates`), so the rounds stay exact;
+when the rows above the floor run out (the floor is what stops the settling), the next round is a
+full pass again. A phased rule whose eligible candidates run out opens its next phase; a run stops
+at a TCO, at GPA's m links, after GPM's phase d, or when the rule is complete.
 
 The relaxed mode (`mode="relaxed"`) settles with slack: a link is added when its gain, exact at
 that step, is within a factor (1 + epsilon) of the bound on every other eligible link, so a round
@@ -56,6 +60,7 @@ MODES: tuple[str, ...] = ("exact", "relaxed")
 DEFAULT_EPSILON = 0.1
 SAMPLE_ROWS = 400_000  # rows each partition of a round sends the driver, at most about (auto sizes)
 MAX_PER_NODE = 1024
+FLOOR_SAMPLES = 2  # rows above a floor: this many round samples' worth
 MAX_LOOKAHEAD = 64  # phases one round may sample ahead, once a whole phase fits in a sample
 
 
@@ -117,7 +122,8 @@ class GreedyRound:
     finished: bool
     seconds: float
     spark_seconds: float = 0.0  # the round's Spark job; the rest is the driver's settling
-    candidate_rows: int = 0  # rows of the candidate table the round read
+    candidate_rows: int = 0  # rows of the candidate table (at its last full pass)
+    floor: int = 1  # the round read only rows whose bound reaches this gain (1: every row)
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,7 @@ class GreedyEngine:
         self.name = name
         self.finished = False
         self.lookahead = 1
+        self.floor = 1
 
     def _sample_sizes(self, partitions: int) -> tuple[int, int]:
         # Per partition: a node's rows are spread over the partitions, so each sends its best ones.
@@ -225,16 +232,24 @@ class GreedyEngine:
         rule = self.rule
         root = spark.sparkContext.broadcast(self.classes.snapshot())
         last_phase = rule.last_phase(self.lookahead)
+        floor = self.floor
         try:
-            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top)
+            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, floor)
         finally:
             root.unpersist()
         spark_seconds = time.monotonic() - clock
         # The sample held every eligible row: next time, sample more phases at once.
-        self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if sample.first_left is None else 1
+        held_all = sample.first_left is None and sample.floor is None  # a floored pass leaves rows out
+        self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if held_all else 1
         phase = rule.phase
         edges_left = None if self.max_edges is None else self.max_edges - self.edges_total
         settled = settle(sample, self.classes, rule, edges_left, self.epsilon, last_phase)
+        if floor > 1:
+            ran_dry = settled.bound is not None and settled.bound[1] < 0  # the floor's key stopped it
+            self.floor = 1 if ran_dry else floor
+        else:
+            # Sized by the sample as re-cut on the driver, so rounds do not depend on the layout.
+            self.floor = next_floor(table.gain_counts, FLOOR_SAMPLES * (top + per_node * self.size.nodes))
         first_order = self.edges_total + 1
         self.edges_total += len(settled.accepted)
         self.gain_total += sum(gain for _, _, gain in settled.accepted)
@@ -244,8 +259,8 @@ class GreedyEngine:
         tcc = self.size.tcc_empty - self.gain_total
         seconds = time.monotonic() - clock
         log.info(
-            "%s round %d (phase %d): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
-            self.name, self.round_no, phase, len(settled.accepted), self.edges_total, len(sample),
+            "%s round %d (phase %d, floor %d): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
+            self.name, self.round_no, phase, floor, len(settled.accepted), self.edges_total, len(sample),
             settled.reevaluations, seconds, spark_seconds,
         )
         return GreedyRound(
@@ -263,7 +278,21 @@ class GreedyEngine:
             seconds=seconds,
             spark_seconds=spark_seconds,
             candidate_rows=table.rows_read,
+            floor=floor,
         )
+
+
+def next_floor(gain_counts: np.ndarray | None, rows: int) -> int:
+    """The highest gain that at least `rows` eligible rows reach (1 when fewer are eligible).
+
+    `gain_counts[g]`: eligible rows of gain g at the last full pass. Gains only fall after it, so
+    fewer rows may reach the floor by the next round: a floored round that runs dry is followed
+    by a full pass."""
+    if gain_counts is None or len(gain_counts) < 2:
+        return 1
+    reaching = np.cumsum(gain_counts[::-1])[::-1]  # reaching[g]: rows of gain >= g
+    enough = np.flatnonzero(reaching[1:] >= rows)
+    return int(enough[-1]) + 1 if len(enough) else 1
 
 
 class GreedyDesign:
