@@ -56,6 +56,7 @@ CASES = {
     "fb-1k": ("fb-1k", [("minmaxoda", [], True), ("gpm", ["--budget-ratio", "0.2"], True),
                         ("gpm", ["--budget-ratio", "0.2", *RELAXED], True)]),
     "zipf-10k": ("zipf-10k", [("gpm", ["--max-degree", "4"], False), ("gpm", ["--max-degree", "4", *RELAXED], False)]),
+    "zipf-10k-exact": ("zipf-10k", [("gpm", ["--max-degree", "4"], False)]),
     "douban": ("douban", [("gpm", ["--max-degree", "4"], False), ("gpm", ["--max-degree", "4", *RELAXED], False)]),
     "slashdot": ("slashdot", [("gpm", ["--max-degree", "4"], False)]),
 }
