@@ -160,7 +160,7 @@ FINISHED_AT = "finished_at"
 SECONDS = "seconds"
 SECONDS_SETUP, SECONDS_ROUNDS = "seconds_setup", "seconds_rounds"
 SECONDS_COMMITS, SECONDS_EVALUATE = "seconds_commits", "seconds_evaluate"
-SPARK_SECONDS, CANDIDATE_ROWS, GAIN_FLOOR = "spark_seconds", "candidate_rows", "gain_floor"
+SPARK_SECONDS, CANDIDATE_ROWS, OPEN_NODES = "spark_seconds", "candidate_rows", "open_nodes"
 MESSAGE = "message"
 U = "u"
 V = "v"
@@ -265,14 +265,16 @@ OVERLAY_ROUNDS = TableSpec(
         (COMPUTED_AT, TimestampType(), False),
         (SPARK_SECONDS, DoubleType(), True),
         (CANDIDATE_ROWS, LongType(), True),
-        (GAIN_FLOOR, LongType(), True),
+        (OPEN_NODES, LongType(), True),
     ),
     partition_by=(),
     description=(
         "One row per completed round of a design run: the phase (degree limit D; 0 when the "
         "algorithm has none), edges added, candidates sampled and gains recomputed, the running "
         "totals (edges, TCC, TcoSuppR) and seconds (of which `spark_seconds` in the round's Spark job), "
-        "and the rows of the candidate table it read. A round exists once its edges are stored."
+        "the rows of the candidate table (`candidate_rows`, at its last full pass) and, when the round "
+        "read only the rows between the nodes still open in its phase, how many (`open_nodes`). "
+        "A round exists once its edges are stored."
     ),
 )
 

@@ -314,6 +314,7 @@ def running_reference(lakehouse, instance: str, attempt: str) -> str:
     return run_id
 
 
+@pytest.mark.ci  # waits on a reference another process owns, about 20-30 s
 def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehouse, instance, monkeypatch, caplog):
     """The owner of the reference died (no round, no metrics, no new attempt): the budgeted design
     waits for the staleness bound (2 s here, 15 min by default), then takes the reference over."""
@@ -332,6 +333,7 @@ def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehous
 TINY = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
 
 
+@pytest.mark.ci  # waits on a reference another process owns, about 20-30 s
 def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_path, monkeypatch):
     fresh = Lakehouse(spark, tmp_path / "lakehouse")
     pairs = store_instance(spark, fresh, "y", TINY)

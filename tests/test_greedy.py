@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
+from chispa import assert_df_equality
 
 from overlay import schema as S
-import numpy as np
-
+from overlay.design.candidates import BOUND, between
 from overlay.design.classes import ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility
-from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart, next_floor
+from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
 from overlay.design.pairs import shared_topic_counts
 from overlay.design.settle import OutsideBound, Sample, settle
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
@@ -82,6 +83,15 @@ def sample_of(rows, tails=(), first_left=None) -> Sample:
 TOY = [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1), (4, 1), (2, 2), (3, 2), (4, 2)]
 
 
+def test_a_round_over_open_nodes_reads_the_rows_between_them_in_table_order(spark):
+    rows = [(0, 1, 3), (0, 2, 1), (1, 2, 2), (1, 3, 5), (2, 3, 4), (3, 4, 1)]
+    table = spark.createDataFrame(rows, f"{S.U} long, {S.V} long, {BOUND} long").repartition(1)
+    kept = between(table, np.array([1, 2, 3]))
+    expected = spark.createDataFrame([r for r in rows if {r[0], r[1]} <= {1, 2, 3}], table.schema)
+    assert_df_equality(kept, expected)  # same columns, rows and order
+    assert kept.rdd.getNumPartitions() == 1
+
+
 def test_settle_adds_only_links_that_beat_the_outside_bound():
     # (0, 1) gains 2 and beats the bound (1, 0, 3); (2, 3) also gains 2 and is next in key order;
     # then (0, 4) has gain 1 but ranks after the bound (a tie on gain, and (0, 4) > (0, 3)).
@@ -147,27 +157,28 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         assert [r.round for r in rounds] == list(range(1, len(rounds) + 1))
 
 
-@pytest.mark.parametrize("algorithm,budget", ALGORITHMS)
-def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget):
+@pytest.mark.parametrize("algorithm,budget,open_read_share", [
+    (algorithm, budget, 0.9) for algorithm, budget in ALGORITHMS
+] + [("minmaxoda", {}, 0.0), ("gpm", {"max_degree": 2}, 0.0)])
+def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget, open_read_share):
     """One best row per partition and one per node: nearly every round ends on the outside bound
     (ties included: unif gives many equal gains), bounds computed at a round's start go stale
-    within it, and the table is compacted as pairs die."""
+    within it, phases fill up (rounds read only the open nodes' rows), and the table is compacted
+    as pairs die (phased rules: with every round reading every row, since a round that reads the
+    open nodes' rows never compacts)."""
     subscriptions = random_instance("unif", 60, 10, 2, 4, seed=21)
-    params = GreedyParams(algorithm, batch_size=1, per_node=1, partitions=3, **budget)
+    params = GreedyParams(algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, **budget)
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     edges = [edge for r in rounds for edge in r.edges]
     assert edges == greedy_oracle(subscriptions, algorithm, **budget)
     assert sum(r.candidates for r in rounds) < len(rounds) * rounds[0].candidate_rows / 2
-    if algorithm != "gpa":
+    narrowed = [r.open_nodes for r in rounds if r.open_nodes is not None]
+    if algorithm in ("minmaxoda", "gpm") and open_read_share > 0:
+        assert narrowed and max(narrowed) <= 0.9 * 60, "no round read only the open nodes' rows"
+    else:
+        assert not narrowed
+    if algorithm == "gm" or open_read_share == 0:
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
-    floored = [r.floor for r in rounds if r.floor > 1]
-    assert floored, "no round read only the rows above a gain floor"
-
-
-def test_the_floor_is_the_highest_gain_enough_rows_reach():
-    counts = np.array([0, 5, 3, 2])  # eligible rows of gain 0, 1, 2, 3
-    assert [next_floor(counts, rows) for rows in (1, 2, 3, 5, 6, 10, 11)] == [3, 3, 2, 2, 1, 1, 1]
-    assert next_floor(None, 1) == 1 and next_floor(np.array([7]), 1) == 1
 
 
 @pytest.mark.parametrize("algorithm,budget", (("gm", {}), ("gpa", {"max_edges": 30}), ("minmaxoda", {}), ("gpm", {"max_degree": 3})))

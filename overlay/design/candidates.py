@@ -13,11 +13,11 @@ Rows that cannot gain any more (gain 0, or ends that can never be eligible again
 from the table when they make up half of it: that round's pass also writes the surviving rows,
 with their fresh gains as bounds, to a local checkpoint (the next rounds read that).
 
-A round may read only the rows whose `bound` reaches a *floor* (a filter in the JVM, so the rest
-never cross to Python): gains never grow, so every row left out has a gain below the floor, and
-so has every row read whose fresh gain fell below it. Both kinds rank after the key
-(floor - 1, -1, -1), which joins the bounds of the rest. A full pass (floor 1) also returns the
-histogram of the eligible rows' gains, from which the engine picks the next floor.
+A round may read only the rows between *open* nodes, those that can still be an end of an eligible
+link in the round's phases (in a matching phase, the nodes not yet matched): a broadcast semi-join
+in the JVM, so the other rows never cross to Python. Eligibility only shrinks within a phase, so
+the rows left out are ineligible for the whole round and bound nothing; such a pass cannot
+compact the table (it does not see every row) but counts the dead rows it read.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from overlay.design.settle import Sample
 
 BOUND = "bound"
 KIND, NODE = "_kind", "_node"
-ROW, SAMPLED, TAIL, LEFT, ALIVE, GAINS = 0, 1, 2, 3, 4, 5
+ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
 ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
 
 
@@ -65,9 +65,8 @@ def key_order(us: np.ndarray, vs: np.ndarray, gains: np.ndarray) -> np.ndarray:
 
 def round_in_partition(
     subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int, keep: bool,
-    floor: int = 1,
 ):
-    """The executor side of a round (a `mapInArrow` function); rows below `floor` are not sampled."""
+    """The executor side of a round (a `mapInArrow` function)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = list(batches)
@@ -79,7 +78,7 @@ def round_in_partition(
         classes = np.require(root.value, requirements="W")  # compiled for writable arrays; never written
         gains = kernels.pair_gains(csr.offsets, csr.topics, classes, us, vs)
         alive = (gains > 0) & ~row_filter.dead(us, vs)
-        eligible = np.flatnonzero(alive & row_filter.eligible(us, vs) & (gains >= floor))
+        eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
         eligible = eligible[key_order(us[eligible], vs[eligible], gains[eligible])]
         eu, ev, eg = us[eligible], vs[eligible], gains[eligible]
         take, tail, first_left = kernels.sample_in_key_order(eu, ev, nodes, per_node, top)
@@ -90,10 +89,6 @@ def round_in_partition(
         if first_left >= 0:
             yield _batch(LEFT, None, eu[first_left:first_left + 1], ev[first_left:first_left + 1], eg[first_left:first_left + 1])
         yield _batch(ALIVE, [int(alive.sum())], [-1], [-1], [len(us)])
-        if floor <= 1:
-            counts = np.bincount(eg)
-            present = np.flatnonzero(counts)
-            yield _batch(GAINS, present, np.full(len(present), -1), np.full(len(present), -1), counts[present])
         if keep:
             yield _batch(ROW, None, us[alive], vs[alive], gains[alive])
 
@@ -109,24 +104,23 @@ class CandidateTable:
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
         # Known from the rounds' passes (no count of its own): the table's rows at the last full
-        # pass, and how many of them are known dead (a floored pass can find more: the rows it
-        # reads are the same until the next full pass, so its count is a lower bound).
-        self.rows_read: int | None = None
+        # pass, and how many of them are known dead (a pass over the open nodes' rows can find
+        # more: the rows are the same until the next full pass, so its count is a lower bound).
+        self.rows: int | None = None
         self.dead = 0
-        self.gain_counts: np.ndarray | None = None  # eligible rows by fresh gain, at the last full pass
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
-        floor: int = 1,
+        open_nodes: np.ndarray | None = None,
     ) -> Sample:
-        """One round's job: refreshed gains, the sample and the bounds of the rest. With a
-        `floor` above 1 only rows whose bound reaches it are read (and the table is not compacted:
-        the pass does not see every row)."""
-        full = floor <= 1
-        keep = full and self.rows_read is not None and self.dead * 2 >= self.rows_read
-        source = self.table if full else self.table.filter(F.col(BOUND) >= floor)
+        """One round's job: refreshed gains, the sample and the bounds of the rest. With
+        `open_nodes` (node ids) only the rows between two of them are read, and the table is not
+        compacted: the pass does not see every row."""
+        full = open_nodes is None
+        keep = full and self.rows is not None and self.dead * 2 >= self.rows
+        source = self.table if full else between(self.table, open_nodes)
         output = source.mapInArrow(
-            round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep, floor), ROUND_SCHEMA
+            round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
         )
         if keep:
             output = output.localCheckpoint(eager=True)
@@ -146,21 +140,24 @@ class CandidateTable:
         alive_counts, _, _, read_counts = part(ALIVE)
         alive, read = int(alive_counts.sum()), int(read_counts.sum())
         if keep:
-            self.rows_read, self.dead = alive, 0  # the table is now the rows alive
+            self.rows, self.dead = alive, 0  # the table is now the rows alive
         elif full:
-            self.rows_read, self.dead = read, read - alive
+            self.rows, self.dead = read, read - alive
         else:
             self.dead = max(self.dead, read - alive)
-        if full:
-            gain_values, _, _, gain_counts = part(GAINS)
-            self.gain_counts = np.bincount(gain_values, weights=gain_counts).astype(np.int64) if len(gain_values) else np.zeros(1, np.int64)
-        sample = global_sample(
+        return global_sample(
             np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
             (left_us, left_vs, left_gains), nodes, per_node, top,
         )
-        if not full:
-            sample.floor = (floor - 1, -1, -1)  # every row below the floor ranks after this key
-        return sample
+
+
+def between(table: DataFrame, open_nodes: np.ndarray) -> DataFrame:
+    """The rows of `table` whose two ends are in `open_nodes`: two broadcast semi-joins, which keep
+    the table's partitions and row order (the driver's node list is bounded by the nodes)."""
+    ends = table.sparkSession.createDataFrame(pa.table({S.U: pa.array(open_nodes, type=pa.int64())}))
+    ends = F.broadcast(ends)
+    both = table.join(ends, S.U, "left_semi").join(ends.withColumnRenamed(S.U, S.V), S.V, "left_semi")
+    return both.select(S.U, S.V, BOUND)
 
 
 def global_sample(us, vs, gains, lefts, nodes: int, per_node: int, top: int) -> Sample:

@@ -47,6 +47,11 @@ class Eligibility:
         """The rows eligible now; a phased rule: in any of the next `lookahead` phases."""
         return RowFilter()
 
+    def open_nodes(self, lookahead: int = 1) -> np.ndarray | None:
+        """The nodes that can be an end of a pair `row_filter(lookahead)` admits, now or later in
+        the round (None: every node). A round reads only the rows between them."""
+        return None
+
     def last_phase(self, lookahead: int) -> int:
         """The last phase a sample taken with `lookahead` covers."""
         return self.phase
@@ -101,6 +106,9 @@ class DegreePhases(Eligibility):
 
     def row_filter(self, lookahead: int = 1) -> RowFilter:
         return DegreeFilter(self.degrees.copy(), self.last_phase(lookahead), self.max_degree)
+
+    def open_nodes(self, lookahead: int = 1) -> np.ndarray:
+        return np.flatnonzero(self.degrees < self.last_phase(lookahead))
 
     def last_phase(self, lookahead: int) -> int:
         last = self.phase + lookahead - 1

@@ -18,12 +18,9 @@ One round is one Spark job and one bounded driver step:
 2. `overlay.design.settle` adds, on the driver, every sampled link that provably is the best
    eligible link of the whole table at its step, updating the union-find and the rule as it goes.
 
-Nothing is written back: the next round's broadcast carries the new classes. After a full pass,
-the next rounds read only the rows whose bound reaches a *floor*: the highest gain that
-`FLOOR_SAMPLES` round samples' worth of eligible rows reach (from the pass's histogram of gains).
-Rows below it are bounded by the floor (`overlay.design.candidates`), so the rounds stay exact;
-when the rows above the floor run out (the floor is what stops the settling), the next round is a
-full pass again. A phased rule whose eligible candidates run out opens its next phase; a run stops
+Nothing is written back: the next round's broadcast carries the new classes. When at most
+`OPEN_READ_SHARE` of the nodes can still be an end of an eligible link (a matching phase fills
+up), the round reads only the rows between those nodes (`overlay.design.candidates`). A phased rule whose eligible candidates run out opens its next phase; a run stops
 at a TCO, at GPA's m links, after GPM's phase d, or when the rule is complete.
 
 The relaxed mode (`mode="relaxed"`) settles with slack: a link is added when its gain, exact at
@@ -60,7 +57,7 @@ MODES: tuple[str, ...] = ("exact", "relaxed")
 DEFAULT_EPSILON = 0.1
 SAMPLE_ROWS = 400_000  # rows each partition of a round sends the driver, at most about (auto sizes)
 MAX_PER_NODE = 1024
-FLOOR_SAMPLES = 2  # rows above a floor: this many round samples' worth
+OPEN_READ_SHARE = 0.9  # read only the open nodes' rows when at most this share of nodes is open
 MAX_LOOKAHEAD = 64  # phases one round may sample ahead, once a whole phase fits in a sample
 
 
@@ -75,6 +72,7 @@ class GreedyParams:
     epsilon: float = DEFAULT_EPSILON
     partitions: int | None = None  # of the candidate table (None: sized to the counting work)
     parallelism: int | None = None  # tasks that run at once (None: the context's default parallelism)
+    open_read_share: float = OPEN_READ_SHARE  # read only open nodes' rows at most at this share (0: never)
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -123,7 +121,7 @@ class GreedyRound:
     seconds: float
     spark_seconds: float = 0.0  # the round's Spark job; the rest is the driver's settling
     candidate_rows: int = 0  # rows of the candidate table (at its last full pass)
-    floor: int = 1  # the round read only rows whose bound reaches this gain (1: every row)
+    open_nodes: int | None = None  # the round read only the rows between this many open nodes (None: all rows)
 
 
 @dataclass(frozen=True)
@@ -169,6 +167,7 @@ class GreedyEngine:
         epsilon: float = DEFAULT_EPSILON,
         partitions: int | None = None,
         parallelism: int | None = None,
+        open_read_share: float = OPEN_READ_SHARE,
         first_round: int = 1,
         edges_total: int = 0,
         gain_total: int = 0,
@@ -186,16 +185,18 @@ class GreedyEngine:
         self.batch_size, self.per_node = batch_size, per_node
         self.epsilon = epsilon if mode == "relaxed" else None
         self.partitions, self.parallelism = partitions, parallelism
+        self.open_read_share = open_read_share
         self.round_no = first_round - 1
         self.edges_total, self.gain_total = edges_total, gain_total
         self.name = name
         self.finished = False
         self.lookahead = 1
-        self.floor = 1
 
-    def _sample_sizes(self, partitions: int) -> tuple[int, int]:
-        # Per partition: a node's rows are spread over the partitions, so each sends its best ones.
-        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * max(1, self.size.nodes))))
+    def _sample_sizes(self, open_nodes: int) -> tuple[int, int]:
+        """Rows per node and best rows overall a round samples. Auto: half the sample for the
+        nodes whose rows the round reads, so a filling matching phase samples its open nodes
+        deeper (and their tails bound less)."""
+        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * max(1, open_nodes))))
         top = self.batch_size or max(1, SAMPLE_ROWS // 2)
         return per_node, top
 
@@ -216,40 +217,35 @@ class GreedyEngine:
             counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
         table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)))
         log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
-        per_node, top = self._sample_sizes(table.partitions)
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
             while True:
-                yield self._round(spark, table, static, per_node, top)
+                yield self._round(spark, table, static)
                 if self.finished:
                     return
         finally:
             static.unpersist()
 
-    def _round(self, spark, table: CandidateTable, static, per_node: int, top: int) -> GreedyRound:
+    def _round(self, spark, table: CandidateTable, static) -> GreedyRound:
         clock = time.monotonic()
         self.round_no += 1
         rule = self.rule
         root = spark.sparkContext.broadcast(self.classes.snapshot())
         last_phase = rule.last_phase(self.lookahead)
-        floor = self.floor
+        open_nodes = rule.open_nodes(self.lookahead)
+        per_node, top = self._sample_sizes(self.size.nodes if open_nodes is None else len(open_nodes))
+        if open_nodes is not None and len(open_nodes) > self.open_read_share * self.size.nodes:
+            open_nodes = None  # most rows would pass: the semi-joins would not pay
         try:
-            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, floor)
+            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, open_nodes)
         finally:
             root.unpersist()
         spark_seconds = time.monotonic() - clock
         # The sample held every eligible row: next time, sample more phases at once.
-        held_all = sample.first_left is None and sample.floor is None  # a floored pass leaves rows out
-        self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if held_all else 1
+        self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if sample.first_left is None else 1
         phase = rule.phase
         edges_left = None if self.max_edges is None else self.max_edges - self.edges_total
         settled = settle(sample, self.classes, rule, edges_left, self.epsilon, last_phase)
-        if floor > 1:
-            ran_dry = settled.bound is not None and settled.bound[1] < 0  # the floor's key stopped it
-            self.floor = 1 if ran_dry else floor
-        else:
-            # Sized by the sample as re-cut on the driver, so rounds do not depend on the layout.
-            self.floor = next_floor(table.gain_counts, FLOOR_SAMPLES * (top + per_node * self.size.nodes))
         first_order = self.edges_total + 1
         self.edges_total += len(settled.accepted)
         self.gain_total += sum(gain for _, _, gain in settled.accepted)
@@ -259,8 +255,9 @@ class GreedyEngine:
         tcc = self.size.tcc_empty - self.gain_total
         seconds = time.monotonic() - clock
         log.info(
-            "%s round %d (phase %d, floor %d): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
-            self.name, self.round_no, phase, floor, len(settled.accepted), self.edges_total, len(sample),
+            "%s round %d (phase %d, %s): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
+            self.name, self.round_no, phase,
+            "all rows" if open_nodes is None else f"rows of {len(open_nodes)} open nodes", len(settled.accepted), self.edges_total, len(sample),
             settled.reevaluations, seconds, spark_seconds,
         )
         return GreedyRound(
@@ -277,22 +274,9 @@ class GreedyEngine:
             finished=self.finished,
             seconds=seconds,
             spark_seconds=spark_seconds,
-            candidate_rows=table.rows_read,
-            floor=floor,
+            candidate_rows=table.rows,
+            open_nodes=None if open_nodes is None else len(open_nodes),
         )
-
-
-def next_floor(gain_counts: np.ndarray | None, rows: int) -> int:
-    """The highest gain that at least `rows` eligible rows reach (1 when fewer are eligible).
-
-    `gain_counts[g]`: eligible rows of gain g at the last full pass. Gains only fall after it, so
-    fewer rows may reach the floor by the next round: a floored round that runs dry is followed
-    by a full pass."""
-    if gain_counts is None or len(gain_counts) < 2:
-        return 1
-    reaching = np.cumsum(gain_counts[::-1])[::-1]  # reaching[g]: rows of gain >= g
-    enough = np.flatnonzero(reaching[1:] >= rows)
-    return int(enough[-1]) + 1 if len(enough) else 1
 
 
 class GreedyDesign:
@@ -332,7 +316,7 @@ class GreedyDesign:
             self.frame.sparkSession, subscriptions, rule,
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
-            partitions=params.partitions, parallelism=params.parallelism,
+            partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,
             first_round=start.rounds_done + 1, edges_total=start.edges_total, gain_total=start.gain_total,
             name=params.algorithm,
         )

@@ -7,10 +7,7 @@ with their gains exact at the start of the round, and what bounds every candidat
 * per node x, a *tail*: the key of x's first candidate left out; every unsampled pair (x, y) ranks
   at or after both tails. An unsampled pair is eligible only while both ends are live, so the
   best unsampled eligible key ranks at or after the *second* best tail of a live node. As nodes
-  fill up (a matching phase), their tails stop counting and this bound falls;
-* `floor`, when the round read only the rows whose bound reaches a gain floor: the key
-  (floor - 1, -1, -1), which every row below the floor ranks after. It bounds the rest when the
-  rows read bound nothing any more.
+  fill up (a matching phase), their tails stop counting and this bound falls.
 
 Settling is a lazy greedy over the sample under the key order: pop the best entry; if its gain is
 stale (computed before the last link was added) recompute it and push it back (gains only
@@ -49,7 +46,6 @@ class Sample:
     tail_nodes: np.ndarray  # nodes with a tail, in key order of their tails
     tail_keys: list[Key]
     first_left: Key | None
-    floor: Key | None = None  # when only rows above a gain floor were read: a key the others rank after
 
     @classmethod
     def build(cls, us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left) -> "Sample":
@@ -69,17 +65,10 @@ class OutsideBound:
         self.nodes = sample.tail_nodes.tolist()
         self.keys = sample.tail_keys
         self.first_left = sample.first_left
-        self.floor = sample.floor
         self.live = live
         self.first, self.second = 0, 1
 
     def key(self) -> Key | None:
-        """The bound of the rows read but not sampled (see the module docstring), else the floor's
-        key: rows below the floor rank after both."""
-        bound = self._key_of_rows_read()
-        return self.floor if bound is None else bound
-
-    def _key_of_rows_read(self) -> Key | None:
         if self.first_left is None:
             return None
         nodes, live = self.nodes, self.live
@@ -101,7 +90,6 @@ class Settled:
     exhausted: bool  # no candidate eligible in the rule's phase has a positive gain any more
     stopped_by_outside: bool
     reevaluations: int
-    bound: Key | None = None  # the outside bound in force when settling ended
 
 
 def settle(
@@ -159,4 +147,4 @@ def settle(
             heap, waiting = waiting, []
             heapq.heapify(heap)
             continue
-        return Settled(accepted, dry, stopped_by_outside, reevaluations, outside.key())
+        return Settled(accepted, dry, stopped_by_outside, reevaluations)

@@ -119,6 +119,9 @@ class RingRule(Eligibility):
     def live(self, x: int) -> bool:
         return not self.complete and self.degree[x] < 2
 
+    def open_nodes(self, lookahead: int = 1) -> np.ndarray:
+        return np.flatnonzero(self.degree < 2) if not self.complete else np.zeros(0, dtype=np.int64)
+
     def row_filter(self, lookahead: int = 1) -> RowFilter:
         fragment = self.parent.copy()
         while True:  # point every node at its fragment's root
