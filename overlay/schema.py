@@ -266,6 +266,7 @@ OVERLAY_ROUNDS = TableSpec(
         (SPARK_SECONDS, DoubleType(), True),
         (CANDIDATE_ROWS, LongType(), True),
         (OPEN_NODES, LongType(), True),
+        (ROWS_READ, LongType(), True),
     ),
     partition_by=(),
     description=(
@@ -273,7 +274,8 @@ OVERLAY_ROUNDS = TableSpec(
         "algorithm has none), edges added, candidates sampled and gains recomputed, the running "
         "totals (edges, TCC, TcoSuppR) and seconds (of which `spark_seconds` in the round's Spark job), "
         "the rows of the candidate table (`candidate_rows`, at its last full pass) and, when the round "
-        "read only the rows between the nodes still open in its phase, how many (`open_nodes`). "
+        "read only the rows between the nodes still open in its phase, how many (`open_nodes`), and "
+        "the rows its pass read (`rows_read`). "
         "A round exists once its edges are stored."
     ),
 )

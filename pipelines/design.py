@@ -393,7 +393,7 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
             S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
             S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
             S.FINISHED: r.finished, S.COMPUTED_AT: _now(), S.SPARK_SECONDS: r.spark_seconds,
-            S.CANDIDATE_ROWS: r.candidate_rows, S.OPEN_NODES: r.open_nodes,
+            S.CANDIDATE_ROWS: r.candidate_rows, S.OPEN_NODES: r.open_nodes, S.ROWS_READ: r.rows_read,
         }
         records.append(tuple(record[c] for c in columns))
     frame = local_frame(spark, records, S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))

@@ -122,6 +122,8 @@ class GreedyRound:
     spark_seconds: float = 0.0  # the round's Spark job; the rest is the driver's settling
     candidate_rows: int = 0  # rows of the candidate table (at its last full pass)
     open_nodes: int | None = None  # the round read only the rows between this many open nodes (None: all rows)
+    rows_read: int = 0  # rows the round's pass read
+    from_subset: bool = False  # it read them from the phase subset (`overlay.design.candidates`)
 
 
 @dataclass(frozen=True)
@@ -255,10 +257,10 @@ class GreedyEngine:
         tcc = self.size.tcc_empty - self.gain_total
         seconds = time.monotonic() - clock
         log.info(
-            "%s round %d (phase %d, %s): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
-            self.name, self.round_no, phase,
-            "all rows" if open_nodes is None else f"rows of {len(open_nodes)} open nodes", len(settled.accepted), self.edges_total, len(sample),
-            settled.reevaluations, seconds, spark_seconds,
+            "%s round %d (phase %d, %d rows read%s): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
+            self.name, self.round_no, phase, table.last_read,
+            "" if open_nodes is None else f" between {len(open_nodes)} open nodes", len(settled.accepted),
+            self.edges_total, len(sample), settled.reevaluations, seconds, spark_seconds,
         )
         return GreedyRound(
             round=self.round_no,
@@ -276,6 +278,8 @@ class GreedyEngine:
             spark_seconds=spark_seconds,
             candidate_rows=table.rows,
             open_nodes=None if open_nodes is None else len(open_nodes),
+            rows_read=table.last_read,
+            from_subset=table.last_from_subset,
         )
 
 
