@@ -17,10 +17,7 @@ A round may read only the rows between *open* nodes, those that can still be an 
 link in the round's phases (in a matching phase, the nodes not yet matched): a broadcast semi-join
 in the JVM, so the other rows never cross to Python. Eligibility only shrinks within a phase, so
 the rows left out are ineligible for the whole round and bound nothing; such a pass cannot
-compact the table (it does not see every row) but counts the dead rows it read. Once the open
-nodes are at most half of those of the rows it reads, the pass also keeps the rows it read that
-are alive (a local checkpoint, the *phase subset*): while the open nodes only shrink, the next
-rounds read that subset instead of the whole table.
+compact the table (it does not see every row) but counts the dead rows it read.
 """
 
 from __future__ import annotations
@@ -111,40 +108,24 @@ class CandidateTable:
         # more: the rows are the same until the next full pass, so its count is a lower bound).
         self.rows: int | None = None
         self.dead = 0
-        # The phase subset: the alive rows between the nodes open when it was kept (a mask).
-        self.subset: DataFrame | None = None
-        self.subset_open: np.ndarray | None = None
-        self.last_read, self.last_from_subset = 0, False  # of the last pass
+        self.last_read = 0  # rows the last pass read
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
         open_nodes: np.ndarray | None = None,
     ) -> Sample:
         """One round's job: refreshed gains, the sample and the bounds of the rest. With
-        `open_nodes` (node ids) only the rows between two of them are read (from the phase subset
-        while they are among its nodes), and the table is not compacted: the pass does not see
-        every row."""
+        `open_nodes` (node ids) only the rows between two of them are read, and the table is not
+        compacted: the pass does not see every row."""
         full = open_nodes is None
-        in_subset = False
-        if full:
-            self.subset = self.subset_open = None  # a new phase: nodes open again
-            source, keep = self.table, self.rows is not None and self.dead * 2 >= self.rows
-        else:
-            in_subset = self.subset is not None and bool(self.subset_open[open_nodes].all())
-            source = between(self.subset if in_subset else self.table, open_nodes)
-            reading = int(self.subset_open.sum()) if in_subset else nodes
-            keep = 2 * len(open_nodes) <= reading
+        keep = full and self.rows is not None and self.dead * 2 >= self.rows
+        source = self.table if full else between(self.table, open_nodes)
         output = source.mapInArrow(
             round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
         )
         if keep:
             output = output.localCheckpoint(eager=True)
-            kept = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
-            if full:
-                self.table = kept
-            else:
-                self.subset, self.subset_open = kept, np.zeros(nodes, dtype=bool)
-                self.subset_open[open_nodes] = True
+            self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
             output = output.filter(F.col(KIND) != ROW)
         found = output.toArrow()
         kind = found.column(KIND).to_numpy()
@@ -159,8 +140,8 @@ class CandidateTable:
         _, left_us, left_vs, left_gains = part(LEFT)
         alive_counts, _, _, read_counts = part(ALIVE)
         alive, read = int(alive_counts.sum()), int(read_counts.sum())
-        self.last_read, self.last_from_subset = read, in_subset
-        if full and keep:
+        self.last_read = read
+        if keep:
             self.rows, self.dead = alive, 0  # the table is now the rows alive
         elif full:
             self.rows, self.dead = read, read - alive
