@@ -8,13 +8,14 @@ import random
 import numpy as np
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.design.candidates import BOUND, between
+from overlay.design.candidates import BOUND, CandidateTable, between
 from overlay.design.classes import ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
-from overlay.design.pairs import shared_topic_counts
+from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import OutsideBound, Sample, settle
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
 
@@ -90,6 +91,31 @@ def test_a_round_over_open_nodes_reads_the_rows_between_them_in_table_order(spar
     expected = spark.createDataFrame([r for r in rows if {r[0], r[1]} <= {1, 2, 3}], table.schema)
     assert_df_equality(kept, expected)  # same columns, rows and order
     assert kept.rdd.getNumPartitions() == 1
+
+
+def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
+    """Rounds over shrinking open nodes read a phase subset (made at half the nodes, then again
+    at half of its nodes) and sample exactly what the whole table gives; a full pass drops it."""
+    subscriptions = Subscriptions.from_pairs(50, np.array(random_instance("zipf", 50, 12, 2, 6, seed=5), dtype=np.int64))
+    counts = shared_topic_counts(spark, subscriptions, partitions=4).select(S.U, S.V, F.col(SHARED).alias(BOUND))
+    with_subsets, whole = CandidateTable(counts, subset_min_rows=0), CandidateTable(counts, subset_min_rows=10**9)
+    static = spark.sparkContext.broadcast(subscriptions)
+    root = spark.sparkContext.broadcast(ComponentClasses(subscriptions).snapshot())
+    rule = DegreePhases(50)
+    read = []
+    for open_count in (None, 40, 25, 20, 12, 5, None):
+        opened = None if open_count is None else np.arange(50 - open_count, 50)
+        rule.degrees[:] = 0 if opened is None else 1
+        if opened is not None:
+            rule.degrees[opened] = 0
+        samples = [
+            table.sample(static, root, rule.row_filter(), 50, 2, 3, opened) for table in (with_subsets, whole)
+        ]
+        for name in ("us", "vs", "gains", "tail_nodes", "tail_keys", "first_left"):
+            assert np.array_equal(getattr(samples[0], name), getattr(samples[1], name)), (open_count, name)
+        assert with_subsets.last_read == whole.last_read
+        read.append(with_subsets.last_from_subset)
+    assert read == [False, False, True, True, True, True, False]  # made at 25 (of 50), 12 and 5
 
 
 def test_settle_adds_only_links_that_beat_the_outside_bound():

@@ -17,11 +17,16 @@ A round may read only the rows between *open* nodes, those that can still be an 
 link in the round's phases (in a matching phase, the nodes not yet matched): a broadcast semi-join
 in the JVM, so the other rows never cross to Python. Eligibility only shrinks within a phase, so
 the rows left out are ineligible for the whole round and bound nothing; such a pass cannot
-compact the table (it does not see every row) but counts the dead rows it read.
+compact the table (it does not see every row) but counts the dead rows it read. Once the open
+nodes are at most half of those of the rows it would read, the round first copies those rows, in
+the JVM, to a *phase subset* (a local checkpoint in proportionally fewer partitions: a task costs
+a fixed tenth of a second or more); while the open nodes only shrink, the next rounds of the
+phase read the subset instead of the whole table.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -38,6 +43,7 @@ from overlay.design.settle import Sample
 BOUND = "bound"
 KIND, NODE = "_kind", "_node"
 ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
+SUBSET_MIN_ROWS = 1_000_000
 ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
 
 
@@ -98,9 +104,11 @@ def round_in_partition(
 class CandidateTable:
     """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
 
-    def __init__(self, pairs: DataFrame) -> None:
+    def __init__(self, pairs: DataFrame, subset_min_rows: int = SUBSET_MIN_ROWS) -> None:
         """`pairs`: (u, v, bound), u < v, each pair once, in the partitions the rounds will use
-        (`overlay.design.pairs` cuts them by work)."""
+        (`overlay.design.pairs` cuts them by work). Phase subsets are made only of tables of at
+        least `subset_min_rows` rows (below, the extra job costs more than it saves)."""
+        self.subset_min_rows = subset_min_rows
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
         # Known from the rounds' passes (no count of its own): the table's rows at the last full
@@ -108,18 +116,25 @@ class CandidateTable:
         # more: the rows are the same until the next full pass, so its count is a lower bound).
         self.rows: int | None = None
         self.dead = 0
-        self.last_read = 0  # rows the last pass read
+        self.last_read, self.last_from_subset = 0, False  # of the last pass
+        # The phase subset: the rows between the nodes open when it was made (`subset_open`).
+        self.subset: DataFrame | None = None
+        self.subset_open: np.ndarray | None = None
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
         open_nodes: np.ndarray | None = None,
     ) -> Sample:
         """One round's job: refreshed gains, the sample and the bounds of the rest. With
-        `open_nodes` (node ids) only the rows between two of them are read, and the table is not
-        compacted: the pass does not see every row."""
+        `open_nodes` (node ids) only the rows between two of them are read (from the phase subset
+        while they are among its nodes), and the table is not compacted: the pass does not see
+        every row."""
         full = open_nodes is None
+        self.last_from_subset = False
+        if full:
+            self.subset = self.subset_open = None  # a new phase: nodes open again
         keep = full and self.rows is not None and self.dead * 2 >= self.rows
-        source = self.table if full else between(self.table, open_nodes)
+        source = self.table if full else self._rows_between(open_nodes, nodes)
         output = source.mapInArrow(
             round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
         )
@@ -151,6 +166,23 @@ class CandidateTable:
             np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
             (left_us, left_vs, left_gains), nodes, per_node, top,
         )
+
+    def _rows_between(self, open_nodes: np.ndarray, nodes: int) -> DataFrame:
+        """The rows between `open_nodes`, from the phase subset when it holds them all; a new,
+        smaller subset when they are at most half the nodes of the rows they come from."""
+        in_subset = self.subset is not None and bool(self.subset_open[open_nodes].all())
+        base, base_open = (self.subset, int(self.subset_open.sum())) if in_subset else (self.table, nodes)
+        rows = between(base, open_nodes)
+        self.last_from_subset = in_subset
+        if 2 * len(open_nodes) > base_open or (self.rows or 0) < self.subset_min_rows:
+            return rows
+        share = len(open_nodes) / base_open  # rows scale with its square
+        partitions = base.rdd.getNumPartitions()
+        self.subset = rows.coalesce(max(1, math.ceil(partitions * share * share))).localCheckpoint(eager=True)
+        self.subset_open = np.zeros(nodes, dtype=bool)
+        self.subset_open[open_nodes] = True
+        self.last_from_subset = True
+        return self.subset
 
 
 def between(table: DataFrame, open_nodes: np.ndarray) -> DataFrame:
