@@ -102,7 +102,7 @@ def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
     static = spark.sparkContext.broadcast(subscriptions)
     root = spark.sparkContext.broadcast(ComponentClasses(subscriptions).snapshot())
     rule = DegreePhases(50)
-    read = []
+    read, subsets = [], set()
     for open_count in (None, 40, 25, 20, 12, 5, None):
         opened = None if open_count is None else np.arange(50 - open_count, 50)
         rule.degrees[:] = 0 if opened is None else 1
@@ -115,7 +115,11 @@ def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
             assert np.array_equal(getattr(samples[0], name), getattr(samples[1], name)), (open_count, name)
         assert with_subsets.last_read == whole.last_read
         read.append(with_subsets.last_from_subset)
+        subsets.add(with_subsets.subset)
+        cached = [frame for frame in subsets - {None} if frame.storageLevel.useMemory]
+        assert cached == ([with_subsets.subset] if with_subsets.subset is not None else [])  # old ones released
     assert read == [False, False, True, True, True, True, False]  # made at 25 (of 50), 12 and 5
+    assert len(subsets - {None}) == 3
 
 
 def test_settle_adds_only_links_that_beat_the_outside_bound():
@@ -199,11 +203,11 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
     assert edges == greedy_oracle(subscriptions, algorithm, **budget)
     assert sum(r.candidates for r in rounds) < len(rounds) * rounds[0].candidate_rows / 2
     narrowed = [r.open_nodes for r in rounds if r.open_nodes is not None]
-    if algorithm in ("minmaxoda", "gpm") and open_read_share > 0:
+    if open_read_share == 0:
+        assert not narrowed
+    elif algorithm != "gpa":  # GPA stops early; GM narrows to the nodes that still have rows
         assert narrowed and max(narrowed) <= 0.9 * 60, "no round read only the open nodes' rows"
         assert all(r.rows_read < rounds[0].rows_read for r in rounds if r.open_nodes is not None)
-    else:
-        assert not narrowed
     if algorithm == "gm" or open_read_share == 0:
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
 

@@ -18,10 +18,13 @@ link in the round's phases (in a matching phase, the nodes not yet matched): a b
 in the JVM, so the other rows never cross to Python. Eligibility only shrinks within a phase, so
 the rows left out are ineligible for the whole round and bound nothing; such a pass cannot
 compact the table (it does not see every row) but counts the dead rows it read. Once the open
-nodes are at most half of those of the rows it would read, the round first copies those rows, in
-the JVM, to a *phase subset* (a local checkpoint in proportionally fewer partitions: a task costs
-a fixed tenth of a second or more); while the open nodes only shrink, the next rounds of the
-phase read the subset instead of the whole table.
+nodes are at most half of those of the rows it would read, the round reads those rows through a
+*phase subset*: the semi-joins' output in proportionally fewer partitions (a task costs a fixed
+tenth of a second or more), cached as the pass reads it (so it costs no job of its own); while
+the open nodes only shrink, the next rounds of the phase read the subset instead of the whole
+table. A subset is released (unpersisted) once a smaller one is filled or the phase ends, so it
+does not crowd the table out of memory; its lineage is a few semi-joins over the table's local
+checkpoint, so an evicted block is recomputed from there.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark import Broadcast
+from pyspark import Broadcast, StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -120,6 +123,7 @@ class CandidateTable:
         # The phase subset: the rows between the nodes open when it was made (`subset_open`).
         self.subset: DataFrame | None = None
         self.subset_open: np.ndarray | None = None
+        self.retired: list[DataFrame] = []  # subsets to release once the pass that replaces them ran
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
@@ -132,7 +136,7 @@ class CandidateTable:
         full = open_nodes is None
         self.last_from_subset = False
         if full:
-            self.subset = self.subset_open = None  # a new phase: nodes open again
+            self._retire()  # a new phase: nodes open again
         keep = full and self.rows is not None and self.dead * 2 >= self.rows
         source = self.table if full else self._rows_between(open_nodes, nodes)
         output = source.mapInArrow(
@@ -143,6 +147,9 @@ class CandidateTable:
             self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
             output = output.filter(F.col(KIND) != ROW)
         found = output.toArrow()
+        for frame in self.retired:
+            frame.unpersist()
+        self.retired = []
         kind = found.column(KIND).to_numpy()
         column = {name: found.column(name).to_numpy() for name in (NODE, S.U, S.V, BOUND)}
 
@@ -178,11 +185,17 @@ class CandidateTable:
             return rows
         share = len(open_nodes) / base_open  # rows scale with its square
         partitions = base.rdd.getNumPartitions()
-        self.subset = rows.coalesce(max(1, math.ceil(partitions * share * share))).localCheckpoint(eager=True)
+        self._retire()
+        self.subset = rows.coalesce(max(1, math.ceil(partitions * share * share))).persist(StorageLevel.MEMORY_AND_DISK)
         self.subset_open = np.zeros(nodes, dtype=bool)
         self.subset_open[open_nodes] = True
         self.last_from_subset = True
         return self.subset
+
+    def _retire(self) -> None:
+        if self.subset is not None:
+            self.retired.append(self.subset)
+        self.subset = self.subset_open = None
 
 
 def between(table: DataFrame, open_nodes: np.ndarray) -> DataFrame:

@@ -20,7 +20,9 @@ One round is one Spark job and one bounded driver step:
 
 Nothing is written back: the next round's broadcast carries the new classes. When at most
 `OPEN_READ_SHARE` of the nodes can still be an end of an eligible link (a matching phase fills
-up), the round reads only the rows between those nodes (`overlay.design.candidates`). A phased rule whose eligible candidates run out opens its next phase; a run stops
+up, or nodes have no eligible row left: the last sample, which holds rows of every node that has
+one, did not touch them), the round reads only the rows between those nodes
+(`overlay.design.candidates`). A phased rule whose eligible candidates run out opens its next phase; a run stops
 at a TCO, at GPA's m links, after GPM's phase d, or when the rule is complete.
 
 The relaxed mode (`mode="relaxed"`) settles with slack: a link is added when its gain, exact at
@@ -193,6 +195,7 @@ class GreedyEngine:
         self.name = name
         self.finished = False
         self.lookahead = 1
+        self.with_rows: tuple[tuple[int, int], np.ndarray] | None = None  # (phases, nodes the last sample touched)
 
     def _sample_sizes(self, open_nodes: int) -> tuple[int, int]:
         """Rows per node and best rows overall a round samples. Auto: half the sample for the
@@ -235,14 +238,25 @@ class GreedyEngine:
         root = spark.sparkContext.broadcast(self.classes.snapshot())
         last_phase = rule.last_phase(self.lookahead)
         open_nodes = rule.open_nodes(self.lookahead)
+        reach = (rule.phase, last_phase)
+        if self.with_rows is not None and self.with_rows[0] == reach:
+            # A node the last sample did not touch had no eligible row left: it has none for the
+            # rest of these phases (gains never grow, eligibility only shrinks within a phase).
+            has_rows = self.with_rows[1]
+            open_nodes = np.flatnonzero(has_rows) if open_nodes is None else open_nodes[has_rows[open_nodes]]
         per_node, top = self._sample_sizes(self.size.nodes if open_nodes is None else len(open_nodes))
-        if open_nodes is not None and len(open_nodes) > self.open_read_share * self.size.nodes:
+        share = self.open_read_share
+        if open_nodes is not None and (share <= 0 or len(open_nodes) > share * self.size.nodes):
             open_nodes = None  # most rows would pass: the semi-joins would not pay
         try:
             sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, open_nodes)
         finally:
             root.unpersist()
         spark_seconds = time.monotonic() - clock
+        has_rows = np.zeros(self.size.nodes, dtype=bool)  # every node with an eligible row has one sampled
+        has_rows[sample.us] = True
+        has_rows[sample.vs] = True
+        self.with_rows = (reach, has_rows)
         # The sample held every eligible row: next time, sample more phases at once.
         self.lookahead = min(MAX_LOOKAHEAD, 2 * self.lookahead) if sample.first_left is None else 1
         phase = rule.phase
