@@ -122,6 +122,20 @@ def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
     assert len(subsets - {None}) == 3
 
 
+def test_rounds_read_the_table_in_as_many_partitions_as_task_slots(spark):
+    subscriptions = Subscriptions.from_pairs(40, np.array(random_instance("zipf", 40, 12, 2, 6, seed=6), dtype=np.int64))
+    counts = shared_topic_counts(spark, subscriptions, partitions=5).select(S.U, S.V, F.col(SHARED).alias(BOUND))
+    coalesced, as_counted = CandidateTable(counts, task_slots=2), CandidateTable(counts)
+    assert (coalesced.partitions, as_counted.partitions) == (2, 5)
+    assert coalesced.rows == counts.count() and as_counted.rows is None  # counted only to size the partitions
+    static = spark.sparkContext.broadcast(subscriptions)
+    root = spark.sparkContext.broadcast(ComponentClasses(subscriptions).snapshot())
+    rule = DegreePhases(40)
+    first, second = (table.sample(static, root, rule.row_filter(), 40, 1, 4) for table in (coalesced, as_counted))
+    for name in ("us", "vs", "gains", "tail_nodes", "tail_keys", "first_left"):
+        assert np.array_equal(getattr(first, name), getattr(second, name)), name
+
+
 def test_settle_adds_only_links_that_beat_the_outside_bound():
     # (0, 1) gains 2 and beats the bound (1, 0, 3); (2, 3) also gains 2 and is next in key order;
     # then (0, 4) has gain 1 but ranks after the bound (a tie on gain, and (0, 4) > (0, 3)).

@@ -47,6 +47,7 @@ BOUND = "bound"
 KIND, NODE = "_kind", "_node"
 ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
 SUBSET_MIN_ROWS = 1_000_000
+MAX_ROWS_PER_TASK = 25_000_000  # candidate rows one round task reads, at most (about 1.5 GB of Python arrays)
 ROUND_SCHEMA = f"{KIND} int, {NODE} long, {S.U} long, {S.V} long, {BOUND} long"
 
 
@@ -107,19 +108,30 @@ def round_in_partition(
 class CandidateTable:
     """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
 
-    def __init__(self, pairs: DataFrame, subset_min_rows: int = SUBSET_MIN_ROWS) -> None:
-        """`pairs`: (u, v, bound), u < v, each pair once, in the partitions the rounds will use
-        (`overlay.design.pairs` cuts them by work). Phase subsets are made only of tables of at
-        least `subset_min_rows` rows (below, the extra job costs more than it saves)."""
+    def __init__(
+        self, pairs: DataFrame, subset_min_rows: int = SUBSET_MIN_ROWS, task_slots: int | None = None,
+    ) -> None:
+        """`pairs`: (u, v, bound), u < v, each pair once (`overlay.design.pairs` cuts them by
+        counting work). With `task_slots` (tasks that run at once) the rounds read them in as few
+        partitions as that allows, at most `MAX_ROWS_PER_TASK` rows each: every partition of a
+        round costs a task's fixed work and sends the driver its own sample. Phase subsets are
+        made only of tables of at least `subset_min_rows` rows (below, they cost more than they
+        save)."""
         self.subset_min_rows = subset_min_rows
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
-        # Known from the rounds' passes (no count of its own): the table's rows at the last full
-        # pass, and how many of them are known dead (a pass over the open nodes' rows can find
-        # more: the rows are the same until the next full pass, so its count is a lower bound).
+        # Known from the rounds' passes (or counted here): the table's rows at the last full pass,
+        # and how many of them are known dead (a pass over the open nodes' rows can find more: the
+        # rows are the same until the next full pass, so its count is a lower bound).
         self.rows: int | None = None
         self.dead = 0
-        self.last_read, self.last_from_subset = 0, False  # of the last pass
+        if task_slots is not None and self.partitions > task_slots:
+            self.rows = rows = self.table.count()
+            waves = max(1, math.ceil(rows / (task_slots * MAX_ROWS_PER_TASK)))
+            if waves * task_slots < self.partitions:
+                self.partitions = waves * task_slots
+                self.table = self.table.coalesce(self.partitions)  # reads the checkpoint's blocks, no recount
+        self.last_read, self.last_from_subset, self.last_received = 0, False, 0  # of the last pass
         # The phase subset: the rows between the nodes open when it was made (`subset_open`).
         self.subset: DataFrame | None = None
         self.subset_open: np.ndarray | None = None
@@ -147,6 +159,7 @@ class CandidateTable:
             self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
             output = output.filter(F.col(KIND) != ROW)
         found = output.toArrow()
+        self.last_received = found.num_rows
         for frame in self.retired:
             frame.unpersist()
         self.retired = []

@@ -220,7 +220,9 @@ class GreedyEngine:
         counts = self.shared_counts
         if counts is None:
             counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
-        table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)))
+        # Partitions chosen by the caller stay (the tests use them to vary the layout).
+        slots = None if self.partitions is not None else self.parallelism or spark.sparkContext.defaultParallelism
+        table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)), task_slots=slots)
         log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
@@ -271,9 +273,11 @@ class GreedyEngine:
         tcc = self.size.tcc_empty - self.gain_total
         seconds = time.monotonic() - clock
         log.info(
-            "%s round %d (phase %d, %d rows read%s): +%d links (%d in all), %d sampled, %d re-evaluated, %.2fs (Spark %.2fs)",
+            "%s round %d (phase %d, %d rows read%s, %d received): +%d links (%d in all), %d sampled, %d re-evaluated, "
+            "%.2fs (Spark %.2fs)",
             self.name, self.round_no, phase, table.last_read,
-            "" if open_nodes is None else f" between {len(open_nodes)} open nodes", len(settled.accepted),
+            "" if open_nodes is None else f" between {len(open_nodes)} open nodes", table.last_received,
+            len(settled.accepted),
             self.edges_total, len(sample), settled.reevaluations, seconds, spark_seconds,
         )
         return GreedyRound(
