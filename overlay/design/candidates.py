@@ -117,7 +117,7 @@ class CandidateTable:
         round costs a task's fixed work and sends the driver its own sample. Phase subsets are
         made only of tables of at least `subset_min_rows` rows (below, they cost more than they
         save)."""
-        self.subset_min_rows = subset_min_rows
+        self.subset_min_rows, self.task_slots = subset_min_rows, task_slots
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
         # Known from the rounds' passes (or counted here): the table's rows at the last full pass,
@@ -199,7 +199,9 @@ class CandidateTable:
         share = len(open_nodes) / base_open  # rows scale with its square
         partitions = base.rdd.getNumPartitions()
         self._retire()
-        self.subset = rows.coalesce(max(1, math.ceil(partitions * share * share))).persist(StorageLevel.MEMORY_AND_DISK)
+        # Proportionally fewer partitions, but not fewer than the tasks that run at once.
+        fewer = min(partitions, max(self.task_slots or 1, math.ceil(partitions * share * share)))
+        self.subset = rows.coalesce(fewer).persist(StorageLevel.MEMORY_AND_DISK)
         self.subset_open = np.zeros(nodes, dtype=bool)
         self.subset_open[open_nodes] = True
         self.last_from_subset = True
