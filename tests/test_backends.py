@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from chispa import assert_df_equality
 
 from overlay import schema as S
@@ -41,6 +42,7 @@ def test_diameters_agree_with_each_other_and_the_oracle(spark, graphframes):
         assert r["diameter"] == expected[r[S.TOPIC_ID]] if r["exact"] else r["diameter"] <= expected[r[S.TOPIC_ID]]
 
 
+@pytest.mark.ci  # a Facebook sample on both backends, about 20 s
 def test_both_backends_agree_on_a_facebook_sample(spark, graphframes):
     """A 60-node BFS sample of the shipped Facebook graph, 150 random links and a self-loop
     (which counts twice in a degree)."""
