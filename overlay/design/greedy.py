@@ -125,7 +125,6 @@ class GreedyRound:
     candidate_rows: int = 0  # rows of the candidate table (at its last full pass)
     open_nodes: int | None = None  # the round read only the rows between this many open nodes (None: all rows)
     rows_read: int = 0  # rows the round's pass read
-    from_subset: bool = False  # it read them from a phase subset (`overlay.design.candidates`)
 
 
 @dataclass(frozen=True)
@@ -297,7 +296,6 @@ class GreedyEngine:
             candidate_rows=table.rows,
             open_nodes=None if open_nodes is None else len(open_nodes),
             rows_read=table.last_read,
-            from_subset=table.last_from_subset,
         )
 
 

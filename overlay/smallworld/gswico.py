@@ -120,7 +120,7 @@ class RingRule(Eligibility):
         return not self.complete and self.degree[x] < 2
 
     def open_nodes(self, lookahead: int = 1) -> np.ndarray:
-        return np.flatnonzero(self.degree < 2) if not self.complete else np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.degree < 2)  # none once the circle is closed
 
     def row_filter(self, lookahead: int = 1) -> RowFilter:
         fragment = self.parent.copy()
