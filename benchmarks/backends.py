@@ -19,6 +19,7 @@ multisets of rows (two `exceptAll` jobs, nothing collected). Load averages are p
 and after: the machine may be shared.
 
 Usage: .venv/bin/python benchmarks/backends.py [--sizes small|1k|10k|full]
+           [--operations components,degrees,diameters,routing]
 
 Measured 2026-11-26, `--sizes full`, one run of 908 s on 2 cores shared with other jobs (load
 average 9.2 before, 6.0 after; other Spark test runs throughout). Jobs include AQE's map-stage
@@ -73,6 +74,7 @@ from routing.workload import publications  # noqa: E402
 FACEBOOK = ROOT / "pipelines" / "datasets" / "facebook_combined.txt.gz"
 TWITTER = ROOT / "pipelines" / "datasets" / "twitter_bofa_careers.edges.gz"
 BACKENDS = ("dataframe", "graphframes")
+OPERATIONS = ("components", "degrees", "diameters", "routing")
 _groups = itertools.count()
 HEADER = "| operation | size | DataFrame s | GraphFrames s | ratio (GF / DF) | same answer | jobs (DF / GF) |"
 RULE = "|---|---|---:|---:|---:|---|---:|"
@@ -160,16 +162,22 @@ def compare(spark: SparkSession, operation: str, size: str, compute) -> str:
     return row
 
 
-def overlay_rows(spark: SparkSession, overlay: Overlay) -> list[str]:
+def overlay_rows(spark: SparkSession, overlay: Overlay, operations: set[str]) -> list[str]:
     vertices, topic_edges = topic_graph(overlay.subscriptions, overlay.links)
     vertices = vertices.select(ID).localCheckpoint(eager=True)
     topic_edges = topic_edges.localCheckpoint(eager=True)
     size = f"{overlay.label} ({vertices.count():,} (topic, node) vertices, {topic_edges.count():,} edges)"
-    return [
-        compare(spark, "connected components", size, lambda b: connected_components(vertices, topic_edges, backend=b)),
-        compare(spark, "node degrees", overlay.label, lambda b: node_degrees(overlay.links, b)),
-        compare(spark, "topic diameters", overlay.label, lambda b: topic_diameters(overlay.subscriptions, overlay.links, backend=b)),
-    ]
+    measures = {
+        "components": lambda: compare(
+            spark, "connected components", size, lambda b: connected_components(vertices, topic_edges, backend=b)
+        ),
+        "degrees": lambda: compare(spark, "node degrees", overlay.label, lambda b: node_degrees(overlay.links, b)),
+        "diameters": lambda: compare(
+            spark, "topic diameters", overlay.label,
+            lambda b: topic_diameters(overlay.subscriptions, overlay.links, backend=b),
+        ),
+    }
+    return [measure() for name, measure in measures.items() if name in operations]
 
 
 def routing_row(spark: SparkSession, routing: Routing) -> str:
@@ -196,7 +204,11 @@ def busiest() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", choices=("small", "1k", "10k", "full"), default="full")
+    parser.add_argument("--operations", default=",".join(OPERATIONS), help=f"comma-separated, of {','.join(OPERATIONS)}")
     args = parser.parse_args()
+    operations = set(args.operations.split(","))
+    if not operations <= set(OPERATIONS):
+        parser.error(f"--operations: unknown {sorted(operations - set(OPERATIONS))}")
     print(f"before: {load()}\n{busiest()}", flush=True)
     started = time.monotonic()
     root = tempfile.mkdtemp(prefix="bench-backends-")
@@ -210,17 +222,20 @@ def main() -> None:
     rows = []
     if args.sizes == "small":
         fb, n = social_sample(spark, facebook_spec(200))
-        rows += overlay_rows(spark, random_m_overlay("fb-200", fb, 8))
-        rows += overlay_rows(spark, zipf(spark, 500, 1000, 5, 15))
-        rows.append(routing_row(spark, scribe_workload("fb-200", fb, n, 200)))
+        rows += overlay_rows(spark, random_m_overlay("fb-200", fb, 8), operations)
+        rows += overlay_rows(spark, zipf(spark, 500, 1000, 5, 15), operations)
+        if "routing" in operations:
+            rows.append(routing_row(spark, scribe_workload("fb-200", fb, n, 200)))
     if args.sizes in ("1k", "full"):
         fb, n = social_sample(spark, facebook_spec(1000))
-        rows += overlay_rows(spark, random_m_overlay("fb-1k", fb, 12))
-        rows.append(routing_row(spark, scribe_workload("fb-1k", fb, n, 1000)))
+        rows += overlay_rows(spark, random_m_overlay("fb-1k", fb, 12), operations)
+        if "routing" in operations:
+            rows.append(routing_row(spark, scribe_workload("fb-1k", fb, n, 1000)))
     if args.sizes in ("10k", "full"):
-        rows += overlay_rows(spark, zipf(spark, 10_000, 20_000, 20, 60))
-        tw, n = social_sample(spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1))
-        rows.append(routing_row(spark, scribe_workload("tw-10k", tw, n, 10_000)))
+        rows += overlay_rows(spark, zipf(spark, 10_000, 20_000, 20, 60), operations)
+        if "routing" in operations:
+            tw, n = social_sample(spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1))
+            rows.append(routing_row(spark, scribe_workload("tw-10k", tw, n, 10_000)))
     print("\n" + "\n".join([HEADER, RULE, *rows]))
     print(f"\ntotal {time.monotonic() - started:.0f} s\nafter: {load()}\n{busiest()}", flush=True)
 

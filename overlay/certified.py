@@ -9,8 +9,8 @@ on the driver already (`overlay.design.classes`, capped). So it
 1. computes, on the driver, a BFS forest of every topic subgraph G(t): each subscription (t, x)
    gets its component's smallest node `component`, its BFS `parent` (a node of t linked to x;
    null at the root) and its `depth`;
-2. checks the forest with Spark joins against the stored subscriptions and links, every rule in
-   one job (`forest_violations`):
+2. checks the forest in Spark against the stored subscriptions and links, every rule in one
+   job with one shuffle (`forest_violations`):
    - the forest has exactly one row per subscription;
    - a root has depth 0, no parent and is its own component; any other row has depth > 0;
    - every row's component is at most its node;
@@ -40,6 +40,8 @@ from overlay.errors import InputError
 
 PARENT, DEPTH = "parent", "depth"
 NO_PARENT = -1
+# Links broadcast to the check's join up to this many (two longs each, sent both ways).
+BROADCAST_LINKS = 2_000_000
 
 
 class CertificateError(RuntimeError):
@@ -126,69 +128,83 @@ def topic_forest(subscriptions: Subscriptions, links: np.ndarray) -> TopicForest
     return TopicForest(topics, topic_nodes, component, parent, depth)
 
 
-def _normalised(edges: DataFrame) -> DataFrame:
-    return edges.filter(F.col(S.U) != F.col(S.V)).select(
-        F.least(S.U, S.V).alias("_a"), F.greatest(S.U, S.V).alias("_b")
-    ).distinct()
-
-
-def forest_violations(subscriptions: DataFrame, edges: DataFrame, forest: DataFrame) -> dict[str, int]:
-    """How many rows break each rule of the module docstring (one Spark job; all 0: proven).
+def forest_violations(
+    subscriptions: DataFrame, edges: DataFrame, forest: DataFrame, broadcast_links: bool = False,
+) -> dict[str, int]:
+    """How many (topic, node) keys break each rule of the module docstring (one Spark job, one
+    shuffle when the links are broadcast: every fact about a key meets in one group; all 0:
+    proven).
 
     subscriptions: (node_id, topic_id); edges: (u, v); forest: (topic_id, node_id, component,
-    parent, depth)."""
+    parent, depth). Each link tells both its ends the other end's label on every topic the other
+    end has a forest row for (a join of the links, both ways, with the forest on the node); each
+    child asks its parent for its label; a tree edge missing from the links (an anti-join) is a
+    fact of its child. `broadcast_links`: the links are few enough to broadcast to those joins
+    (the caller knows how many there are)."""
     t, x, c, p, d = S.TOPIC_ID, S.NODE_ID, S.COMPONENT, PARENT, DEPTH
-    subs = subscriptions.select(t, x)
-    links = _normalised(edges)
-    kind = "_kind"
-
-    def broken(frame: DataFrame, rule: str) -> DataFrame:
-        return frame.select(F.lit(rule).alias(kind))
-
-    # One row per key on each side: a missing, extra or repeated row shows in the counts.
-    tagged = subs.select(t, x, F.lit(1).alias("_s"), F.lit(0).alias("_f")).unionByName(
-        forest.select(t, x, F.lit(0).alias("_s"), F.lit(1).alias("_f"))
+    links = edges.filter(F.col(S.U) != F.col(S.V))
+    both_ways = links.select(F.col(S.U).alias("_from"), F.col(S.V).alias(x)).unionByName(
+        links.select(F.col(S.V).alias("_from"), F.col(S.U).alias(x))
     )
-    coverage = tagged.groupBy(t, x).agg(F.sum("_s").alias("_s"), F.sum("_f").alias("_f"))
+    one_way = links.select(F.least(S.U, S.V).alias("_a"), F.greatest(S.U, S.V).alias("_b"))
+    if broadcast_links:
+        both_ways, one_way = F.broadcast(both_ways), F.broadcast(one_way)
+    labels = forest.select(t, F.col(x).alias("_from"), F.col(c).alias("_nc"))
+    children = forest.filter(F.col(p).isNotNull())
+    unlinked = children.select(t, x, F.least(x, p).alias("_a"), F.greatest(x, p).alias("_b")).join(
+        one_way, ["_a", "_b"], "left_anti"
+    )
     is_root = F.col(d) == 0
-    root_rules = forest.filter(
-        (F.col(d) < 0) | (is_root != F.col(p).isNull()) | (is_root != (F.col(c) == F.col(x))) | (F.col(c) > F.col(x))
-    )
-    parents = forest.select(
-        t, F.col(x).alias(p), F.col(c).alias("_pc"), F.col(d).alias("_pd"), F.lit(1).alias("_pf")
-    )
-    child = forest.filter(F.col(p).isNotNull())
-    up = child.join(parents, [t, p], "left")
-    tree_links = child.select(F.least(x, p).alias("_a"), F.greatest(x, p).alias("_b")).join(
-        links.withColumn("_l", F.lit(1)), ["_a", "_b"], "left"
-    )
-    labels = forest.select(t, x, c)
-    at_a = labels.select(t, F.col(x).alias("_a"), F.col(c).alias("_ca"))
-    at_b = labels.select(t, F.col(x).alias("_b"), F.col(c).alias("_cb"))
-    across = links.join(at_a, "_a").join(at_b, [t, "_b"]).filter(F.col("_ca") != F.col("_cb"))
-    checks = [
-        broken(coverage.filter(F.col("_f") != 1), "subscription without exactly one forest row"),
-        broken(coverage.filter(F.col("_s") == 0), "forest row without a subscription"),
-        broken(root_rules, "bad root, depth or component"),
-        broken(up.filter(F.col("_pf").isNull()), "parent not a subscriber of the topic"),
-        broken(up.filter((F.col("_pd") != F.col(d) - 1) | (F.col("_pc") != F.col(c))), "parent not one level up in the component"),
-        broken(tree_links.filter(F.col("_l").isNull()), "tree edge not an overlay link"),
-        broken(across, "link joining two components of a topic"),
+    bad_root = (F.col(d) < 0) | (is_root != F.col(p).isNull()) | (is_root != (F.col(c) == F.col(x))) | (F.col(c) > F.col(x))
+    facts = [  # (topic, node) keyed: a subscription, a forest row, a child's ask, a neighbour's label
+        subscriptions.select(t, x, F.lit(1).alias("_s")),
+        forest.select(t, x, c, d, F.lit(1).alias("_f"), bad_root.cast("int").alias("_bad")),
+        children.select(t, F.col(p).alias(x), F.col(c).alias("_ac"), F.col(d).alias("_ad")),
+        both_ways.join(labels, "_from").select(t, x, "_nc"),
+        unlinked.select(t, x, F.lit(1).alias("_unlinked")),
     ]
-    union = checks[0]
-    for check in checks[1:]:
-        union = union.unionByName(check)
-    return {row[kind]: row["count"] for row in union.groupBy(kind).count().collect()}
+    union = facts[0]
+    for frame in facts[1:]:
+        union = union.unionByName(frame, allowMissingColumns=True)
+    count = lambda column: F.coalesce(F.sum(column), F.lit(0))  # noqa: E731
+    keys = union.groupBy(t, x).agg(  # min / max only: a hash aggregate, never sort-based
+        count("_s").alias("_s"), count("_f").alias("_f"), count("_bad").alias("_bad"),
+        count("_unlinked").alias("_unlinked"), F.max(c).alias(c), F.max(d).alias(d),
+        F.count("_ac").alias("_asks"), F.min("_ac").alias("_ac_min"), F.max("_ac").alias("_ac_max"),
+        F.min("_ad").alias("_ad_min"), F.max("_ad").alias("_ad_max"),
+        F.min("_nc").alias("_nc_min"), F.max("_nc").alias("_nc_max"),
+    )
+    has_row, asked = F.col("_f") == 1, F.col("_asks") > 0
+    rules = {
+        "subscription without exactly one forest row": (F.col("_s") > 0) & ~has_row,
+        "forest row without a subscription": (F.col("_f") > 0) & (F.col("_s") == 0),
+        "bad root, depth or component": F.col("_bad") > 0,
+        "parent not a subscriber of the topic": asked & (F.col("_f") == 0),
+        "parent not one level up in the component": asked & has_row & (
+            (F.col("_ac_min") != F.col(c)) | (F.col("_ac_max") != F.col(c))
+            | (F.col("_ad_min") != F.col(d) + 1) | (F.col("_ad_max") != F.col(d) + 1)
+        ),
+        "tree edge not an overlay link": F.col("_unlinked") > 0,
+        "link joining two components of a topic": has_row & ((F.col("_nc_min") != F.col(c)) | (F.col("_nc_max") != F.col(c))),
+    }
+    row = keys.agg(*[count(F.when(rule, 1)).alias(name) for name, rule in rules.items()]).first()
+    return {name: row[name] for name in rules if row[name]}
 
 
 def certified_topic_components(
     spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int | None = None,
-    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
+    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS, driver_subscriptions: Subscriptions | None = None,
+    broadcast_links: int = BROADCAST_LINKS,
 ) -> DataFrame:
     """(topic_id, node_id, component) for every subscription, as `topic_components` gives them,
     computed on the driver and proven in Spark. Raises `InputError` when the subscriptions and
-    links exceed `max_rows` (use `topic_components`), `CertificateError` when the check fails."""
-    driver_subscriptions = Subscriptions.collect(subscriptions, nodes, max_rows)
+    links exceed `max_rows` (use `topic_components`), `CertificateError` when the check fails.
+
+    `driver_subscriptions`: a driver copy the caller holds already (a design job's engine); the
+    check compares the forest with `subscriptions`, so a wrong copy cannot pass. The links are
+    broadcast to the check's join when there are at most `broadcast_links` of them."""
+    if driver_subscriptions is None:
+        driver_subscriptions = Subscriptions.collect(subscriptions, nodes, max_rows)
     table = edges.select(S.U, S.V).limit(max_rows - driver_subscriptions.rows + 1).toArrow()
     if driver_subscriptions.rows + table.num_rows > max_rows:
         raise InputError(f"subscriptions and links exceed the driver cap of {max_rows:,} rows")
@@ -197,7 +213,7 @@ def certified_topic_components(
     ]) if table.num_rows else np.zeros((0, 2), dtype=np.int64)
     # Materialised once: the check reads it five times, and an Arrow-built frame is slow to reread.
     forest = spark.createDataFrame(topic_forest(driver_subscriptions, links).to_arrow()).localCheckpoint(eager=True)
-    violations = forest_violations(subscriptions, edges, forest)
+    violations = forest_violations(subscriptions, edges, forest, table.num_rows <= broadcast_links)
     if violations:
         raise CertificateError(
             "the topic components failed their check: "

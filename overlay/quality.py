@@ -16,8 +16,9 @@ decodes back to the smallest node of the TCC.
 Degrees and topic diameters run on either backend (`Backend`, GraphFrames forms in
 `overlay.graph_ops`), same answer; "auto" picks the one measured faster (benchmarks/backends.py):
 - degrees: the DataFrame groupBy; aggregateMessages took 5.4x as long (Zipf 10K: 2.9 s / 0.5 s);
-- topic diameters: the GraphFrames Pregel when its jar is loaded, 0.41x the DataFrame BFS's time
-  on the Zipf 10K instance (90 s / 223 s); on fb-1k it is 1.36x (27 s / 20 s), a few seconds.
+- topic diameters: the DataFrame form, each topic subgraph searched in one task
+  (`overlay.eccentricity`: one shuffle, whatever the diameters); the Pregel pays a Spark round
+  per hop (on Zipf 1K under GPM d = 4: 5.4 s against 43.6 s in `evaluate`).
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.graph import COMPONENT, DST, ID, SRC, Backend, Lineage, connected_components
+from overlay.eccentricity import diameters_by_topic
 from overlay.graph_ops import DEGREE, FARTHEST, SOURCE, aggregate_degrees, farthest_source, pick_backend
 
 NODE_BITS = 32
 # What "auto" means for each operation (measured: module docstring).
 DEGREES_DEFAULT = "dataframe"
-DIAMETERS_DEFAULT = "graphframes"
+DIAMETERS_DEFAULT = "dataframe"
 _NODE_MASK = (1 << NODE_BITS) - 1
 
 
@@ -170,8 +172,9 @@ def topic_diameters(
     are connected (so the largest over its TCCs; 0 when it has no link). Topics with at most
     `exact_limit` subscribers get a BFS from every subscriber: exact. Larger ones get a BFS from
     `samples` subscribers picked by `xxhash64(seed, node)`: the largest eccentricity found, a
-    lower bound. All BFS run together, one Spark round per hop, over the (topic, node) graph:
-    as DataFrame joins of the frontier, or as a GraphFrames Pregel (`lineage`: its checkpoints).
+    lower bound. The DataFrame form gathers each topic subgraph in one task and searches it there
+    (`overlay.eccentricity`: one shuffle); the GraphFrames form runs all BFS together over the
+    (topic, node) graph as a Pregel, one Spark round per hop (`lineage`: its checkpoints).
     """
     vertices, topic_edges = topic_graph(subscriptions, edges)
     sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias("_size"))
@@ -182,7 +185,7 @@ def topic_diameters(
     )
     is_source = (F.col("_size") <= exact_limit) | (F.col("_rank") <= samples)
     if pick_backend(subscriptions.sparkSession, backend, DIAMETERS_DEFAULT) == "dataframe":
-        per_topic = _diameters_by_frontier_joins(ranked.filter(is_source).select(ID), topic_edges)
+        per_topic = diameters_by_topic(ranked.filter(is_source).select(ID), topic_edges, NODE_BITS)
     else:
         farthest = farthest_source(ranked.select(ID, is_source.alias(SOURCE)), topic_edges, lineage)
         per_topic = farthest.groupBy(F.shiftright(F.col(ID), NODE_BITS).alias(S.TOPIC_ID)).agg(
@@ -190,32 +193,6 @@ def topic_diameters(
         )
     return per_topic.join(sizes, on=S.TOPIC_ID).select(
         S.TOPIC_ID, "diameter", (F.col("_size") <= exact_limit).alias("exact")
-    )
-
-
-def _diameters_by_frontier_joins(sources: DataFrame, topic_edges: DataFrame) -> DataFrame:
-    """(topic_id, diameter): the largest eccentricity of each topic's sources (column `id`)."""
-    sources = sources.select(F.col(ID).alias("_source"), ID, F.lit(0).alias("_dist"))
-    both = topic_edges.union(topic_edges.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
-    both = both.localCheckpoint(eager=True)  # joined on every hop: build it once
-    frontier = sources.localCheckpoint(eager=True)
-    visited = frontier
-    hop = 0
-    while not frontier.isEmpty():
-        hop += 1
-        # Each hop's new vertices are materialised once; `visited` is the union of those pieces.
-        frontier = (
-            frontier.join(both, frontier[ID] == both[SRC])
-            .select("_source", F.col(DST).alias(ID))
-            .distinct()
-            .join(visited, on=["_source", ID], how="left_anti")
-            .withColumn("_dist", F.lit(hop))
-            .localCheckpoint(eager=True)
-        )
-        visited = visited.union(frontier)
-    eccentricity = visited.groupBy("_source").agg(F.max("_dist").alias("_ecc"))
-    return eccentricity.groupBy(F.shiftright(F.col("_source"), NODE_BITS).alias(S.TOPIC_ID)).agg(
-        F.max("_ecc").alias("diameter")
     )
 
 

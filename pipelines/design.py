@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.baselines import random_a, random_m
+from overlay.design.classes import Subscriptions
 from overlay.design.greedy import (
     DEFAULT_EPSILON,
     GREEDY_ALGORITHMS,
@@ -403,15 +404,16 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
 def _run_greedy(
     spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
     resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
-) -> int | None:
-    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran).
+) -> tuple[int | None, Subscriptions | None]:
+    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran) and
+    its driver copy of the subscriptions (None if nothing ran), which the check reuses.
     `timings` receives the seconds spent on setup, rounds and commits.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
     commit (0: every round), and always at the end: a crash loses at most that much work."""
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     if last is not None and last[S.FINISHED]:
-        return last[S.TCC]
+        return last[S.TCC], None
     params = GreedyParams(
         request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
         max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
@@ -423,8 +425,9 @@ def _run_greedy(
     pending: list[GreedyRound] = []
     clock = committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
+    design = GreedyDesign(subscriptions, params, start=start)
     try:
-        for r in GreedyDesign(subscriptions, params, start=start).rounds():
+        for r in design.rounds():
             pending.append(r)
             bar.round(r)
             rounds_seconds += r.seconds
@@ -440,7 +443,7 @@ def _run_greedy(
         S.SECONDS_SETUP: time.monotonic() - clock - rounds_seconds - commits_seconds,
         S.SECONDS_ROUNDS: rounds_seconds, S.SECONDS_COMMITS: commits_seconds,
     })
-    return tcc
+    return tcc, design.driver_subscriptions
 
 
 def _run_small_world(
@@ -509,23 +512,24 @@ def run_design(
     try:
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
         if request.algorithm in GREEDY_ALGORITHMS:
-            engine_tcc = _run_greedy(
+            engine_tcc, driver_subscriptions = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
                 timings=timings, per_node=per_node,
             )
         elif request.algorithm == "swico":
-            engine_tcc = None
+            engine_tcc = driver_subscriptions = None
             _run_small_world(
                 spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, per_node,
             )
         else:
-            engine_tcc = None
+            engine_tcc = driver_subscriptions = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
         _check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
         metrics = evaluate_run(
-            spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters, certified=True
+            spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters, certified=True,
+            driver_subscriptions=driver_subscriptions,
         )
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.certified import certified_topic_components
+from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.graph import Backend
@@ -146,10 +147,10 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     return metrics
 
 
-def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int):
+def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int, driver_subscriptions=None):
     """The certified TCC labels, or None when the instance exceeds the driver cap."""
     try:
-        return certified_topic_components(spark, subscriptions, edges, nodes)
+        return certified_topic_components(spark, subscriptions, edges, nodes, driver_subscriptions=driver_subscriptions)
     except InputError as error:
         log.info("topic components by connected components: %s", error)
         return None
@@ -164,13 +165,15 @@ def evaluate_run(
     diameter_samples: int = DIAMETER_SAMPLES,
     diameters: bool = True,
     certified: bool = False,
+    driver_subscriptions: Subscriptions | None = None,
 ) -> dict:
     """Quality metrics of a run's stored links (the caller vouches that they are all there).
 
     `diameters=False` skips the topic diameters (the costliest metric at scale): they are stored
     as 0 with method "skipped". `certified=True` labels the TCCs with a driver-side forest proven
     by Spark joins (`overlay.certified`, what a design job uses) instead of the GraphFrames
-    connected components, falling back to those above the driver cap."""
+    connected components, falling back to those above the driver cap; `driver_subscriptions`: the
+    design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
     run_id = run[S.RUN_ID]
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(
@@ -178,7 +181,10 @@ def evaluate_run(
     ).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
     clock = time.monotonic()
-    components = _certified_components(spark, subscriptions, edges, instance[S.NODES]) if certified else None
+    components = (
+        _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
+        if certified else None
+    )
     method = "certified forest"
     if components is None or diameters:
         check_id_ranges(subscriptions)  # the (topic, node) graph packs both ids into one

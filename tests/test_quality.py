@@ -1,5 +1,6 @@
 import random
 
+import numpy as np
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
@@ -137,3 +138,25 @@ def test_topic_diameters_exact_and_sampled(spark):
     assert summary.diameter_max == max(expected.values())
     assert summary.diameter_avg == pytest.approx(sum(expected.values()) / len(expected))
     assert summary.sampled_topics == 0 and "exact" in summary.method
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_topic_eccentricities_are_the_oracles_diameters(seed):
+    """The per-partition BFS of `overlay.eccentricity` on packed rows, every subscriber a source."""
+    from overlay.eccentricity import topic_eccentricities
+    from tests.oracles import topic_diameters_oracle
+
+    rng = random.Random(seed)
+    subscriptions = sorted({(rng.randrange(20), rng.randrange(6)) for _ in range(70)})
+    edges = random_overlay(rng, 20, 8 * seed) + [(1, 1)]  # seed 0: a lone self-loop, no path
+    subscribers = {}
+    for node, topic in subscriptions:
+        subscribers.setdefault(topic, set()).add(node)
+    bits = 8
+    rows = [(topic << bits | u, topic << bits | v, True) for topic, nodes in subscribers.items()
+            for u, v in edges if u in nodes and v in nodes]
+    rows += [(topic << bits | node, 0, False) for node, topic in subscriptions if len(subscribers[topic]) > 1]
+    rng.shuffle(rows)
+    src, dst, is_edge = (np.array(column) for column in zip(*rows))
+    topics, diameters = topic_eccentricities(src, dst, is_edge.astype(bool), bits)
+    assert dict(zip(topics.tolist(), diameters.tolist())) == topic_diameters_oracle(subscriptions, edges)

@@ -36,6 +36,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -318,9 +319,14 @@ class GreedyDesign:
         self.frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
         self.shared_counts = shared_counts
 
+    @cached_property
+    def driver_subscriptions(self) -> Subscriptions:
+        """The engine's capped driver copy, kept for the caller's check (`overlay.certified`)."""
+        return Subscriptions.collect(self.frame)
+
     def engine(self) -> GreedyEngine:
         params, start = self.params, self.start
-        subscriptions = Subscriptions.collect(self.frame)
+        subscriptions = self.driver_subscriptions
         links: list[tuple[int, int]] = []
         if start.edges is not None:
             # Replaying the stored links into the union-find: |E| rows, a bounded driver step.
