@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from overlay.graph import jvm_class_available, resolve_backend
 from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
 from routing.pregel import ROUTING_DEFAULT
-from pipelines import jars
+from pipelines import jars, jvm_archive
 from pipelines.config import LabSettings
 
 log = logging.getLogger(__name__)
@@ -35,14 +35,17 @@ def _require_jars() -> list[Path]:
     return jars.classpath()
 
 
-def build_local_session(settings: LabSettings) -> SparkSession:
+def build_local_session(settings: LabSettings, java_options: str | None = None) -> SparkSession:
+    """A local session with the lab's jars and settings. `java_options`: extra driver JVM
+    options; by default the class-data archive's when setup recorded one (`pipelines.jvm_archive`)."""
     spark_settings = settings.spark
     checkpoint_dir = settings.checkpoint_path()
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     # PySpark's workers must run the same interpreter as the driver (the project's .venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    java_options = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+    extra = jvm_archive.java_options() if java_options is None else java_options
+    java_options = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} {extra}".strip()
     conf = {
         "spark.jars": ",".join(str(p) for p in _require_jars()),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
