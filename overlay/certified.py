@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS, Subscriptions
 from overlay.errors import InputError
+from overlay.quality import DegreeSummary, TccSummary, degree_summary
 
 PARENT, DEPTH = "parent", "depth"
 NO_PARENT = -1
@@ -99,6 +100,16 @@ class TopicForest:
     component: np.ndarray
     parent: np.ndarray  # NO_PARENT at a root
     depth: np.ndarray
+
+    def tcc_summary(self) -> TccSummary:
+        """`summarise_tccs` of these labels: a TCC per root, a topic connected with one root."""
+        topics = np.unique(self.topics)
+        roots = self.parent == NO_PARENT
+        roots_per_topic = np.bincount(np.searchsorted(topics, self.topics[roots]), minlength=len(topics))
+        return TccSummary(
+            tcc_empty=len(self.topics), tcc=int(roots.sum()), tcc_complete=len(topics),
+            subscribed_topics=len(topics), topics_connected=int((roots_per_topic == 1).sum()),
+        )
 
     def to_arrow(self) -> pa.Table:
         return pa.table({
@@ -191,14 +202,24 @@ def forest_violations(
     return {name: row[name] for name in rules if row[name]}
 
 
-def certified_topic_components(
+@dataclass(frozen=True)
+class CertifiedComponents:
+    """Proven TCC labels, with the summaries the driver step computed from what it proved."""
+
+    components: DataFrame  # (topic_id, node_id, component), as `topic_components` gives them
+    tccs: TccSummary
+    degrees: DegreeSummary
+
+
+def certified_components(
     spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int | None = None,
     max_rows: int = MAX_DRIVER_SUBSCRIPTIONS, driver_subscriptions: Subscriptions | None = None,
     broadcast_links: int = BROADCAST_LINKS,
-) -> DataFrame:
-    """(topic_id, node_id, component) for every subscription, as `topic_components` gives them,
-    computed on the driver and proven in Spark. Raises `InputError` when the subscriptions and
-    links exceed `max_rows` (use `topic_components`), `CertificateError` when the check fails.
+) -> CertifiedComponents:
+    """The TCC labels of every subscription computed on the driver and proven in Spark, and
+    their TCC and degree summaries (over `nodes` nodes). Raises `InputError` when the
+    subscriptions and links exceed `max_rows` (use `topic_components`), `CertificateError`
+    when the check fails.
 
     `driver_subscriptions`: a driver copy the caller holds already (a design job's engine); the
     check compares the forest with `subscriptions`, so a wrong copy cannot pass. The links are
@@ -211,12 +232,27 @@ def certified_topic_components(
     links = np.column_stack([
         table.column(S.U).to_numpy().astype(np.int64), table.column(S.V).to_numpy().astype(np.int64)
     ]) if table.num_rows else np.zeros((0, 2), dtype=np.int64)
-    # Materialised once: the check reads it five times, and an Arrow-built frame is slow to reread.
-    forest = spark.createDataFrame(topic_forest(driver_subscriptions, links).to_arrow()).localCheckpoint(eager=True)
+    driver_forest = topic_forest(driver_subscriptions, links)
+    # Materialised once: the check reads it four times, and an Arrow-built frame is slow to reread.
+    forest = spark.createDataFrame(driver_forest.to_arrow()).localCheckpoint(eager=True)
     violations = forest_violations(subscriptions, edges, forest, table.num_rows <= broadcast_links)
     if violations:
         raise CertificateError(
             "the topic components failed their check: "
             + ", ".join(f"{rule}: {count:,}" for rule, count in sorted(violations.items()))
         )
-    return forest.select(S.TOPIC_ID, S.NODE_ID, S.COMPONENT)
+    return CertifiedComponents(
+        forest.select(S.TOPIC_ID, S.NODE_ID, S.COMPONENT), driver_forest.tcc_summary(),
+        degree_summary(links, driver_subscriptions.nodes if nodes is None else nodes),
+    )
+
+
+def certified_topic_components(
+    spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int | None = None,
+    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS, broadcast_links: int = BROADCAST_LINKS,
+) -> DataFrame:
+    """(topic_id, node_id, component) for every subscription, as `topic_components` gives them:
+    `certified_components` without the summaries."""
+    return certified_components(
+        spark, subscriptions, edges, nodes, max_rows, broadcast_links=broadcast_links
+    ).components

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -130,6 +131,21 @@ def node_degrees(edges: DataFrame, backend: Backend = "auto") -> DataFrame:
         ends.distinct().select(F.col(S.NODE_ID).alias(ID)), edges.select(F.col(S.U).alias(SRC), F.col(S.V).alias(DST))
     )
     return counted.select(F.col(ID).alias(S.NODE_ID), DEGREE)
+
+
+def degree_summary(links: np.ndarray, node_count: int) -> DegreeSummary:
+    """`summarise_degrees` of links a driver step holds already ((k, 2) node ids: every row
+    counts at both ends, a self-loop twice, as in the DataFrame form)."""
+    ends = np.asarray(links, dtype=np.int64).reshape(-1)
+    degree = np.bincount(ends, minlength=node_count) if len(ends) else np.zeros(0, dtype=np.int64)
+    linked = degree[degree > 0]
+    edge_count = len(ends) // 2
+    return DegreeSummary(
+        edges=edge_count,
+        avg_degree=(2 * edge_count / node_count) if node_count else 0.0,
+        min_degree=0 if node_count > len(linked) or not len(linked) else int(linked.min()),
+        max_degree=int(linked.max()) if len(linked) else 0,
+    )
 
 
 def summarise_degrees(edges: DataFrame, node_count: int, backend: Backend = "auto") -> DegreeSummary:

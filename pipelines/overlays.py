@@ -16,7 +16,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.certified import certified_topic_components
+from overlay.certified import certified_components
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
@@ -148,9 +148,9 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
 
 
 def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int, driver_subscriptions=None):
-    """The certified TCC labels, or None when the instance exceeds the driver cap."""
+    """The certified TCC labels and summaries, or None when the instance exceeds the driver cap."""
     try:
-        return certified_topic_components(spark, subscriptions, edges, nodes, driver_subscriptions=driver_subscriptions)
+        return certified_components(spark, subscriptions, edges, nodes, driver_subscriptions=driver_subscriptions)
     except InputError as error:
         log.info("topic components by connected components: %s", error)
         return None
@@ -181,20 +181,22 @@ def evaluate_run(
     ).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
     clock = time.monotonic()
-    components = (
+    proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
         if certified else None
     )
-    method = "certified forest"
-    if components is None or diameters:
+    if proven is None or diameters:
         check_id_ranges(subscriptions)  # the (topic, node) graph packs both ids into one
-    if components is None:
+    if proven is not None:
+        method, components, tccs, degrees = "certified forest", proven.components, proven.tccs, proven.degrees
+    else:
         method = "connected components"
         components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
-    log.info("evaluate %s: topic components (%s) in %.1fs", run_id, method, time.monotonic() - clock)
+        tccs, degrees = summarise_tccs(components), summarise_degrees(edges, instance[S.NODES], backend)
+    log.info("evaluate %s: topic components and summaries (%s) in %.1fs", run_id, method, time.monotonic() - clock)
+    clock = time.monotonic()
     lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
-    tccs = summarise_tccs(components)
-    degrees = summarise_degrees(edges, instance[S.NODES], backend)
+    log.info("evaluate %s: topic components stored in %.1fs", run_id, time.monotonic() - clock)
     clock = time.monotonic()
     if diameters:
         diameters = summarise_diameters(
@@ -225,7 +227,9 @@ def evaluate_run(
         S.COMPUTED_AT: _now(),
     }
     row = local_frame(spark, [tuple(metrics[c] for c in S.OVERLAY_METRICS.columns)], S.OVERLAY_METRICS.schema)
+    clock = time.monotonic()
     lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
+    log.info("evaluate %s: metrics stored in %.1fs", run_id, time.monotonic() - clock)
     return metrics
 
 

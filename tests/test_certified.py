@@ -2,6 +2,7 @@
 rejects every kind of wrong forest."""
 
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -9,11 +10,13 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.certified import (
-    DEPTH, PARENT, CertificateError, certified_topic_components, forest_violations, topic_forest,
+    DEPTH, PARENT, CertificateError, certified_components, certified_topic_components, forest_violations,
+    topic_forest,
 )
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
-from tests.oracles import topic_components_oracle
+from overlay.quality import DegreeSummary, TccSummary
+from tests.oracles import tco_support_oracle, topic_components_oracle
 from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA, random_overlay
 
 FOREST_SCHEMA = f"{S.TOPIC_ID} long, {S.NODE_ID} long, {S.COMPONENT} long, {PARENT} long, {DEPTH} long"
@@ -33,13 +36,23 @@ def frames(spark, subscriptions, edges):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_certified_components_match_the_oracle(spark, seed):
+def test_certified_components_and_summaries_match_the_oracle(spark, seed):
     subscriptions, edges = random_instance(seed, links=10 * seed)
     subs, links = frames(spark, subscriptions, edges)
     # Odd seeds check with the links shuffled to the join, even seeds with them broadcast.
-    components = certified_topic_components(spark, subs, links, broadcast_links=0 if seed % 2 else 10**6)
-    got = {(r[S.TOPIC_ID], r[S.NODE_ID]): r[S.COMPONENT] for r in components.collect()}
+    proven = certified_components(spark, subs, links, nodes=32, broadcast_links=0 if seed % 2 else 10**6)
+    got = {(r[S.TOPIC_ID], r[S.NODE_ID]): r[S.COMPONENT] for r in proven.components.collect()}
     assert got == topic_components_oracle(subscriptions, edges)
+    empty, tcc, complete, support = tco_support_oracle(subscriptions, edges)
+    topics = {topic for _, topic in subscriptions}
+    connected = sum(len({c for (t, _), c in got.items() if t == topic}) == 1 for topic in topics)
+    assert proven.tccs == TccSummary(empty, tcc, complete, complete, connected)
+    assert proven.tccs.tco_support == support
+    # Degrees over 32 nodes (30 can have links): every link row counts at both ends.
+    degree = Counter(end for link in edges for end in link)
+    assert proven.degrees == DegreeSummary(
+        edges=len(edges), avg_degree=2 * len(edges) / 32, min_degree=0, max_degree=max(degree.values(), default=0)
+    )
 
 
 def test_the_forest_is_a_bfs_from_each_components_smallest_node():

@@ -160,3 +160,13 @@ def test_topic_eccentricities_are_the_oracles_diameters(seed):
     src, dst, is_edge = (np.array(column) for column in zip(*rows))
     topics, diameters = topic_eccentricities(src, dst, is_edge.astype(bool), bits)
     assert dict(zip(topics.tolist(), diameters.tolist())) == topic_diameters_oracle(subscriptions, edges)
+
+
+def test_driver_degree_summary_counts_like_the_dataframe_form():
+    """Every link row counts at both ends, a self-loop twice; nodes without links make min 0."""
+    from overlay.quality import DegreeSummary, degree_summary
+
+    links = np.array([(0, 1), (1, 2), (2, 2)])
+    assert degree_summary(links, 3) == DegreeSummary(edges=3, avg_degree=2.0, min_degree=1, max_degree=3)
+    assert degree_summary(links, 4) == DegreeSummary(edges=3, avg_degree=1.5, min_degree=0, max_degree=3)
+    assert degree_summary(np.zeros((0, 2)), 2) == DegreeSummary(edges=0, avg_degree=0.0, min_degree=0, max_degree=0)
