@@ -35,6 +35,15 @@ jobs.
 | node degrees | Zipf 10K x 10K, 20K links | 0.5 | 2.9 | 5.35x | yes | 2 / 18 |
 | topic diameters | Zipf 10K x 10K, 20K links | 222.5 | 90.2 | 0.41x | yes | 383 / 332 |
 | Scribe routing (arrivals) | tw-10k RandomS + Chord, 10,000 publications | 25.3 | 64.0 | 2.53x | yes | 286 / 256 |
+
+The diameters' DataFrame form was then frontier joins, one round per hop. Now one BFS per topic in
+a task (`overlay/eccentricity.py`): `--sizes full --operations diameters`, 2026-11-27, 119 s,
+nothing else running:
+
+| operation | size | DataFrame s | GraphFrames s | ratio (GF / DF) | same answer | jobs (DF / GF) |
+|---|---|---:|---:|---:|---|---:|
+| topic diameters | fb-1k RandomM d=12 | 2.6 | 13.3 | 5.13x | yes | 11 / 138 |
+| topic diameters | zipf 10,000 x 10,000, 20,000 random links | 2.7 | 56.0 | 20.61x | yes | 7 / 332 |
 """
 
 from __future__ import annotations
