@@ -59,6 +59,8 @@ CASES = {
     "zipf-10k-exact": ("zipf-10k", [("gpm", ["--max-degree", "4"], False)]),
     "douban": ("douban", [("gpm", ["--max-degree", "4"], False), ("gpm", ["--max-degree", "4", *RELAXED], False)]),
     "slashdot": ("slashdot", [("gpm", ["--max-degree", "4"], False)]),
+    "zipf-10k-relaxed": ("zipf-10k", [("gpm", ["--max-degree", "4", *RELAXED], False)]),
+    "slashdot-relaxed": ("slashdot", [("gpm", ["--max-degree", "4", *RELAXED], False)]),
 }
 
 
