@@ -1,0 +1,253 @@
+"""Pure-Python references for fault-tolerant overlays (kTCO, PODC'13; NOTES-ktco section 1.6).
+
+Small instances only (|V| <= 40): vertex connectivity by brute force over removal sets and by
+node-split max-flow (Menger), blocks by Hopcroft-Tarjan and by their definition, GM2 recomputing
+every estimate at every step, HararyPT's per-topic Harary graphs. Shares no code with `overlay/`.
+Subscriptions are (node, topic) pairs and links (u, v) pairs, as in `tests/oracles.py`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import combinations
+
+
+def _adjacency(nodes, edges) -> dict:
+    nodes = set(nodes)
+    adjacency = {v: set() for v in nodes}
+    for u, v in edges:
+        if u != v and u in nodes and v in nodes:
+            adjacency[u].add(v)
+            adjacency[v].add(u)
+    return adjacency
+
+
+def is_connected(nodes, edges) -> bool:
+    adjacency = _adjacency(nodes, edges)
+    if len(adjacency) <= 1:
+        return True
+    start = next(iter(adjacency))
+    seen, queue = {start}, deque([start])
+    while queue:
+        for y in adjacency[queue.popleft()] - seen:
+            seen.add(y)
+            queue.append(y)
+    return len(seen) == len(adjacency)
+
+
+def is_clique(nodes, edges) -> bool:
+    adjacency = _adjacency(nodes, edges)
+    return all(len(neighbours) == len(adjacency) - 1 for neighbours in adjacency.values())
+
+
+def vertex_connectivity_brute(nodes, edges) -> int:
+    """kappa(G): the fewest vertices whose removal disconnects G or leaves one vertex; n - 1 for
+    a clique on n vertices (0 for one vertex or none)."""
+    nodes = sorted(set(nodes))
+    if is_clique(nodes, edges):
+        return max(len(nodes) - 1, 0)
+    for size in range(len(nodes) - 1):
+        for removed in combinations(nodes, size):
+            left = set(nodes) - set(removed)
+            if not is_connected(left, edges):
+                return size
+    return len(nodes) - 1  # not reached: a non-clique has a separating set
+
+
+def _disjoint_paths(adjacency, s, t) -> int:
+    """Internally vertex-disjoint s-t paths (s, t not adjacent): unit-capacity max-flow on the
+    node-split graph, augmenting by BFS."""
+    capacity = {}
+
+    def arc(a, b):
+        capacity[(a, b)] = capacity.get((a, b), 0) + 1
+        capacity.setdefault((b, a), 0)
+
+    out = {}
+    for v in adjacency:
+        arc((v, "in"), (v, "out"))
+        for w in adjacency[v]:
+            arc((v, "out"), (w, "in"))
+    for (a, b) in capacity:
+        out.setdefault(a, []).append(b)
+    source, sink, flow = (s, "out"), (t, "in"), 0
+    while True:
+        parent, queue = {source: None}, deque([source])
+        while queue and sink not in parent:
+            a = queue.popleft()
+            for b in out.get(a, ()):
+                if b not in parent and capacity[(a, b)] > 0:
+                    parent[b] = a
+                    queue.append(b)
+        if sink not in parent:
+            return flow
+        b = sink
+        while parent[b] is not None:
+            a = parent[b]
+            capacity[(a, b)] -= 1
+            capacity[(b, a)] += 1
+            b = a
+        flow += 1
+
+
+def vertex_connectivity_flow(nodes, edges) -> int:
+    """kappa(G) by Menger: the fewest disjoint paths over non-adjacent pairs (n - 1 for a
+    clique), 0 when G is not connected."""
+    adjacency = _adjacency(nodes, edges)
+    if not is_connected(adjacency, edges):
+        return 0
+    pairs = [(s, t) for s, t in combinations(sorted(adjacency), 2) if t not in adjacency[s]]
+    if not pairs:
+        return max(len(adjacency) - 1, 0)
+    return min(_disjoint_paths(adjacency, s, t) for s, t in pairs)
+
+
+def ktco_ok(nodes, edges, k: int) -> bool:
+    """NOTES 1.1: a topic with n subscribers is fine for k when n <= 1, or n <= k and G(t) is a
+    clique, or n > k and kappa(G(t)) >= k."""
+    nodes = set(nodes)
+    if len(nodes) <= 1:
+        return True
+    if len(nodes) <= k:
+        return is_clique(nodes, edges)
+    return vertex_connectivity_flow(nodes, edges) >= k
+
+
+def subscribers(subscriptions) -> dict:
+    topics = {}
+    for node, topic in subscriptions:
+        topics.setdefault(topic, set()).add(node)
+    return topics
+
+
+def is_ktco(subscriptions, edges, k: int) -> bool:
+    return all(ktco_ok(nodes, edges, k) for nodes in subscribers(subscriptions).values())
+
+
+def blocks(nodes, edges) -> list[frozenset]:
+    """Blocks (maximal 2-connected subgraphs) by Hopcroft-Tarjan: a bridge is a two-vertex block,
+    an isolated vertex a block by itself."""
+    adjacency = _adjacency(nodes, edges)
+    order, low, found = {}, {}, []
+    stack = []  # edges (a, b) of the blocks being built
+
+    def visit(v, parent):
+        order[v] = low[v] = len(order)
+        for w in sorted(adjacency[v]):
+            if w == parent:
+                continue
+            if w not in order:
+                stack.append((v, w))
+                visit(w, v)
+                low[v] = min(low[v], low[w])
+                if low[w] >= order[v]:
+                    block = set()
+                    while True:
+                        a, b = stack.pop()
+                        block |= {a, b}
+                        if (a, b) == (v, w):
+                            break
+                    found.append(frozenset(block))
+            elif order[w] < order[v]:
+                stack.append((v, w))
+                low[v] = min(low[v], order[w])
+
+    for v in sorted(adjacency):
+        if v not in order:
+            visit(v, None)
+            if not adjacency[v]:
+                found.append(frozenset({v}))
+    return found
+
+
+def share_a_block_by_definition(nodes, edges, u, w) -> bool:
+    """u != w lie in one block iff they are adjacent, or connected and no single other vertex
+    separates them (Menger)."""
+    adjacency = _adjacency(nodes, edges)
+    if w in adjacency[u]:
+        return True
+    if not is_connected_pair(adjacency, u, w, removed=None):
+        return False
+    return all(is_connected_pair(adjacency, u, w, removed=x) for x in adjacency if x not in (u, w))
+
+
+def is_connected_pair(adjacency, u, w, removed) -> bool:
+    seen, queue = {u}, deque([u])
+    while queue:
+        for y in adjacency[queue.popleft()]:
+            if y != removed and y not in seen:
+                seen.add(y)
+                queue.append(y)
+    return w in seen
+
+
+def estimates(subscriptions, edges) -> dict:
+    """est(v, w) = the shared topics on which v and w lie in no common block of G(t), for every
+    pair v < w that is not a link (NOTES 1.2)."""
+    linked = {(min(u, v), max(u, v)) for u, v in edges if u != v}
+    result = {}
+    for nodes in subscribers(subscriptions).values():
+        holding = {}
+        for b, block in enumerate(blocks(nodes, edges)):
+            for v in block:
+                holding.setdefault(v, set()).add(b)
+        for v, w in combinations(sorted(nodes), 2):
+            if (v, w) not in linked and not holding[v] & holding[w]:
+                result[(v, w)] = result.get((v, w), 0) + 1
+    return result
+
+
+def gm2_ref(subscriptions) -> list[tuple[int, int, int]]:
+    """GM2 (Alg. 1): while some estimate is positive, add the non-link with the largest, ties
+    by the smallest (min id, max id); [(u, v, est)] in order. Every estimate recomputed at
+    every step."""
+    sequence: list[tuple[int, int, int]] = []
+    while True:
+        current = estimates(subscriptions, [(u, v) for u, v, _ in sequence])
+        if not current:
+            return sequence
+        (u, v), gain = min(current.items(), key=lambda item: (-item[1], item[0]))
+        sequence.append((u, v, gain))
+
+
+def verify_gm2_sequence(subscriptions, sequence) -> None:
+    """Each added link had the largest estimate of its step (its gain as recorded), and the
+    result is a 2TCO with no positive estimate left."""
+    links: list[tuple[int, int]] = []
+    for step, (u, v, gain) in enumerate(sequence):
+        current = estimates(subscriptions, links)
+        best = max(current.values(), default=0)
+        assert current.get((min(u, v), max(u, v))) == gain == best, (step, u, v, gain, best)
+        links.append((u, v))
+    assert not estimates(subscriptions, links)
+    assert is_ktco(subscriptions, links, 2)
+
+
+def harary(k: int, sequence) -> set[tuple[int, int]]:
+    """The Harary graph H(k, n) over `sequence` (positions 0..n-1), as NOTES 1.2 builds it: a
+    clique when n <= k; links (min, max) in node ids."""
+    n = len(sequence)
+    pairs = set()
+    if n <= 1:
+        return pairs
+    if n <= k:
+        return {(min(a, b), max(a, b)) for a, b in combinations(sequence, 2)}
+    for i in range(n):
+        for step in range(1, k // 2 + 1):
+            pairs.add((i, (i + step) % n))
+    if k % 2 and n % 2 == 0:
+        pairs |= {(i, i + n // 2) for i in range(n // 2)}
+    elif k % 2:
+        pairs |= {(i, (i + (n + 1) // 2) % n) for i in range((n - 1) // 2 + 1)}
+    links = {(min(sequence[a], sequence[b]), max(sequence[a], sequence[b])) for a, b in pairs}
+    return {link for link in links if link[0] != link[1]}
+
+
+def harary_pt(subscriptions, k: int, order=None) -> set[tuple[int, int]]:
+    """HararyPT (Alg. 2): one global node order (ids by default), H(k, n_t) per topic over its
+    subscribers in that order, the union without repeats."""
+    rank = (lambda v: v) if order is None else {v: i for i, v in enumerate(order)}.__getitem__
+    links: set[tuple[int, int]] = set()
+    for nodes in subscribers(subscriptions).values():
+        links |= harary(k, sorted(nodes, key=rank))
+    return links
