@@ -336,6 +336,53 @@ OVERLAY_METRICS = TableSpec(
     ),
 )
 
+# kTCO validity (PODC'13 Def. 1; `overlay.connectivity`) -------------------------------------
+K = "k"
+SUBSCRIBERS = "subscribers"
+CONNECTIVITY = "connectivity"
+K_CONNECTED = "k_connected"
+K_CONNECTED_TOPICS = "k_connected_topics"
+SHARE = "share"
+IS_KTCO = "is_ktco"
+
+TOPIC_CONNECTIVITY = TableSpec(
+    name="topic_connectivity",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (K, IntegerType(), False),
+        (TOPIC_ID, LongType(), False),
+        (SUBSCRIBERS, LongType(), False),
+        (EDGES, LongType(), False),
+        (CONNECTIVITY, IntegerType(), False),
+        (K_CONNECTED, BooleanType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per run, k and subscribed topic: the topic's subscribers, the links inside G(t), its "
+        "vertex connectivity up to k (min(kappa, k); a clique on n counts n - 1), and whether it "
+        "is fine for a kTCO (one subscriber, a clique of at most k, or kappa >= k)."
+    ),
+)
+
+OVERLAY_KTCO = TableSpec(
+    name="overlay_ktco",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (K, IntegerType(), False),
+        (TOPICS, LongType(), False),
+        (K_CONNECTED_TOPICS, LongType(), False),
+        (SHARE, DoubleType(), False),
+        (IS_KTCO, BooleanType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per run and k: how many subscribed topics are fine for a kTCO, their share, and whether "
+        "the overlay is a kTCO (every topic fine). Evaluating another k adds a row."
+    ),
+)
+
 RING = TableSpec(
     name="ring",
     schema=_fields(
@@ -534,6 +581,7 @@ ROUTING_TABLES = (
 
 OVERLAY_TABLES = (
     OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
+    TOPIC_CONNECTIVITY, OVERLAY_KTCO,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)

@@ -155,6 +155,10 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--diameter-samples", type=ingest.positive_int, default=overlays.DIAMETER_SAMPLES,
         help="BFS sources per larger topic; their diameter is a lower bound (default 8)",
     )
+    evaluate.add_argument(
+        "--k", type=ingest.positive_int, default=None,
+        help="also check kTCO validity for this k: topic_connectivity and overlay_ktco (PODC'13)",
+    )
     export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
     export.add_argument("--run-id", required=True)
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
@@ -332,6 +336,11 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         )
         print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
         print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
+        if args.k is not None:
+            ktco = overlays.run_ktco(spark, lakehouse, args.run_id, args.k)
+            verdict = "a" if ktco.is_ktco else "not a"
+            print(f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
+                  f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO")
     elif args.command == "design":
         run = design.run_design(
             spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,

@@ -301,13 +301,18 @@ class Lakehouse:
             for f in table.schema.fields
         ])
 
-    def write_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID) -> None:
-        """Replace one run's rows in a run table, atomically (one Delta commit)."""
+    def write_run_rows(
+        self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID, within: dict[str, int] | None = None,
+    ) -> None:
+        """Replace one run's rows in a run table, atomically (one Delta commit); `within`: only
+        the run's rows with these integer column values (for example one k), which `frame`'s
+        rows must carry."""
         self.ensure(table)
         rows = self._conform(table, run_id, frame, key)
+        condition = f"{key} = '{run_id}'" + "".join(f" AND {column} = {int(value)}" for column, value in (within or {}).items())
         _with_retries(
             lambda: rows.write.format("delta").mode("overwrite")
-            .option("replaceWhere", f"{key} = '{run_id}'")
+            .option("replaceWhere", condition)
             .save(self.path(table)),
             f"write {table.name} of run {run_id}",
         )

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.certified import certified_components
+from overlay.connectivity import KtcoSummary, summarise_ktco, topic_connectivity
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
@@ -145,6 +146,32 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     metrics = evaluate_run(spark, lakehouse, complete_run(lakehouse, run_id), backend, **options)
     lakehouse.update_run(run_id, **{S.TCO_SUPPORT: metrics[S.TCO_SUPPORT]})
     return metrics
+
+
+def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> KtcoSummary:
+    """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
+    `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
+    run = complete_run(lakehouse, run_id)
+    instance = lakehouse.instance_row(run[S.INSTANCE])
+    subscriptions = lakehouse.instance_rows(
+        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
+    ).select(S.NODE_ID, S.TOPIC_ID)
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
+    clock = time.monotonic()
+    per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
+    summary = summarise_ktco(per_topic, k)
+    log.info("evaluate %s: topic connectivity up to k = %d in %.1fs", run_id, k, time.monotonic() - clock)
+    now = _now()
+    lakehouse.write_run_rows(
+        S.TOPIC_CONNECTIVITY, run_id,
+        per_topic.withColumn(S.K, F.lit(k)).withColumn(S.COMPUTED_AT, F.lit(now)), within={S.K: k},
+    )
+    row = (run_id, k, summary.topics, summary.k_connected_topics, summary.share, summary.is_ktco, now)
+    lakehouse.write_run_rows(
+        S.OVERLAY_KTCO, run_id, local_frame(spark, [row], S.OVERLAY_KTCO.schema), within={S.K: k}
+    )
+    per_topic.unpersist()
+    return summary
 
 
 def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int, driver_subscriptions=None):

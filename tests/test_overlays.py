@@ -144,3 +144,24 @@ def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, 
     assert (run[S.STATUS], run[S.EDGES], run[S.MESSAGE]) == (S.COMPLETE, 1, None)
     assert path in run[S.PARAMS]
 
+
+
+def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, instance, write_text):
+    """`evaluate --k`: a HararyPT overlay for k = 2 is a 2TCO and, for k = 3, exactly the topics
+    the oracle finds fine; evaluating k = 3 keeps k = 2's rows, re-evaluating k = 2 replaces them."""
+    from tests import ktco_oracle as K
+
+    links = sorted(K.harary_pt(instance, 2))
+    overlays.run_import(spark, lakehouse, "z", "h2", overlay_file(write_text, [(f"n{a}", f"n{b}") for a, b in links]))
+    two = overlays.run_ktco(spark, lakehouse, "h2", 2)
+    topics = K.subscribers(instance)
+    assert (two.topics, two.k_connected_topics, two.is_ktco) == (len(topics), len(topics), True)
+    three = overlays.run_ktco(spark, lakehouse, "h2", 3)
+    fine = sum(K.ktco_ok(nodes, links, 3) for nodes in topics.values())
+    assert (three.k_connected_topics, three.is_ktco) == (fine, fine == len(topics)) and fine < len(topics)
+    overlays.run_ktco(spark, lakehouse, "h2", 2)
+    stored = lakehouse.read(S.OVERLAY_KTCO).filter(F.col(S.RUN_ID) == "h2").select(S.K, S.K_CONNECTED_TOPICS, S.IS_KTCO)
+    expected = spark.createDataFrame([(2, len(topics), True), (3, fine, False)], f"{S.K} int, {S.K_CONNECTED_TOPICS} long, {S.IS_KTCO} boolean")
+    assert_df_equality(stored, expected, ignore_row_order=True, ignore_nullable=True)
+    per_topic = lakehouse.read(S.TOPIC_CONNECTIVITY).filter(F.col(S.RUN_ID) == "h2")
+    assert per_topic.filter(F.col(S.K) == 2).count() == per_topic.filter(F.col(S.K) == 3).count() == len(topics)

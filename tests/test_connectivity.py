@@ -1,0 +1,57 @@
+"""kTCO validity per topic (`overlay.connectivity`) against the pure-Python oracle."""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations
+
+import pytest
+from chispa import assert_df_equality
+
+from overlay import schema as S
+from overlay.connectivity import TOPIC_SCHEMA, connectivity_upto, summarise_ktco, topic_connectivity
+from tests import ktco_oracle as K
+from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_connectivity_upto_k_is_the_oracles(seed):
+    rng = random.Random(seed)
+    n = rng.randint(1, 9)
+    links = [(u, v) for u, v in combinations(range(n), 2) if rng.random() < rng.choice([0.3, 0.6, 0.9, 1.0])]
+    kappa = K.vertex_connectivity_brute(range(n), links)
+    for k in range(1, 6):
+        assert connectivity_upto(range(n), links + [(0, 0)], k) == min(kappa, k), (n, links, k)
+
+
+def test_harary_graphs_stop_at_their_k():
+    links = K.harary(4, list(range(10)))
+    assert [connectivity_upto(range(10), links, k) for k in (3, 4, 5, 6)] == [3, 4, 4, 4]
+
+
+@pytest.mark.parametrize(("seed", "k"), [(0, 1), (1, 2), (2, 3), (3, 2)])
+def test_topic_connectivity_matches_the_oracle(spark, seed, k):
+    rng = random.Random(seed)
+    subscriptions = sorted({(v, t) for v in range(12) for t in rng.sample(range(5), rng.randint(1, 4))})
+    # A HararyPT overlay for k (every topic fine) with some links dropped and noise added.
+    edges = sorted(K.harary_pt(subscriptions, k))
+    edges = [e for e in edges if rng.random() < 0.8] + [(3, 3)] + [(v, u) for u, v in edges[:2]]
+    expected = []
+    for topic, nodes in sorted(K.subscribers(subscriptions).items()):
+        inside = {(min(u, v), max(u, v)) for u, v in edges if u != v and u in nodes and v in nodes}
+        kappa = K.vertex_connectivity_flow(nodes, inside) if len(nodes) > 1 else 0
+        expected.append((topic, len(nodes), len(inside), min(kappa, k), K.ktco_ok(nodes, inside, k)))
+    got = topic_connectivity(
+        spark.createDataFrame(subscriptions, SUBS_SCHEMA), spark.createDataFrame(edges, EDGE_SCHEMA), k
+    )
+    assert_df_equality(got, spark.createDataFrame(expected, TOPIC_SCHEMA), ignore_row_order=True, ignore_nullable=True)
+    summary = summarise_ktco(got, k)
+    fine = sum(row[-1] for row in expected)
+    assert (summary.topics, summary.k_connected_topics, summary.is_ktco) == (len(expected), fine, fine == len(expected))
+    assert K.is_ktco(subscriptions, edges, k) == summary.is_ktco
+
+
+def test_k_must_be_positive(spark):
+    subs = spark.createDataFrame([(0, 0)], SUBS_SCHEMA)
+    with pytest.raises(ValueError, match="at least 1"):
+        topic_connectivity(subs, spark.createDataFrame([(0, 0)], EDGE_SCHEMA), 0)
