@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
@@ -148,15 +148,20 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     return metrics
 
 
-def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> KtcoSummary:
-    """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
-    `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
-    run = complete_run(lakehouse, run_id)
+def _run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
+    """A run's instance row, its subscriptions (node_id, topic_id) and its links (u, v)."""
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(
         S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
     ).select(S.NODE_ID, S.TOPIC_ID)
-    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).select(S.U, S.V)
+    return instance, subscriptions, edges
+
+
+def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> KtcoSummary:
+    """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
+    `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
+    _, subscriptions, edges = _run_inputs(lakehouse, complete_run(lakehouse, run_id))
     clock = time.monotonic()
     per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
     summary = summarise_ktco(per_topic, k)
@@ -202,11 +207,7 @@ def evaluate_run(
     connected components, falling back to those above the driver cap; `driver_subscriptions`: the
     design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
     run_id = run[S.RUN_ID]
-    instance = lakehouse.instance_row(run[S.INSTANCE])
-    subscriptions = lakehouse.instance_rows(
-        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
-    ).select(S.NODE_ID, S.TOPIC_ID)
-    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
+    instance, subscriptions, edges = _run_inputs(lakehouse, run)
     clock = time.monotonic()
     proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
