@@ -22,6 +22,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.graph import DST, SRC
+from overlay.quality import NODE_BITS, topic_graph
 
 
 def connectivity_upto(nodes, links, k: int) -> int:
@@ -74,16 +76,18 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
     """(topic_id, subscribers, edges, connectivity, k_connected) for every subscribed topic:
     `connectivity` is min(kappa(G(t)), k), `edges` the distinct links inside G(t).
 
-    subscriptions: (node_id, topic_id); edges: (u, v) overlay links in node ids, any order,
-    repeats and self-loops allowed."""
+    subscriptions: (node_id, topic_id), ids as `overlay.quality.check_id_ranges` allows; edges:
+    (u, v) overlay links in node ids, any order, repeats and self-loops allowed."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
-    links = edges.filter(F.col(S.U) != F.col(S.V)).select(
-        F.least(S.U, S.V).alias(S.U), F.greatest(S.U, S.V).alias(S.V)
-    ).distinct()
-    at_u = subscriptions.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
-    at_v = subscriptions.select(F.col(S.NODE_ID).alias(S.V), S.TOPIC_ID)
-    inside = links.join(at_u, S.U).join(at_v, [S.V, S.TOPIC_ID])
+    _, topic_edges = topic_graph(subscriptions, edges)  # packed (topic, node) ids, both in t
+    mask = F.lit((1 << NODE_BITS) - 1)
+    inside = topic_edges.filter(F.col(SRC) != F.col(DST)).select(
+        F.least(SRC, DST).alias(SRC), F.greatest(SRC, DST).alias(DST)
+    ).distinct().select(
+        F.shiftright(SRC, NODE_BITS).alias(S.TOPIC_ID),
+        F.col(SRC).bitwiseAND(mask).alias(S.U), F.col(DST).bitwiseAND(mask).alias(S.V),
+    )
     rows = subscriptions.select(
         S.TOPIC_ID, S.NODE_ID, F.lit(None).cast("long").alias(S.U), F.lit(None).cast("long").alias(S.V)
     ).unionByName(inside.select(S.TOPIC_ID, F.lit(None).cast("long").alias(S.NODE_ID), S.U, S.V))

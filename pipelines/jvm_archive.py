@@ -57,7 +57,7 @@ def java_options() -> str:
         return ""
     try:
         current = archive_key(stored[0])
-    except (OSError, StopIteration):  # jars not fetched
+    except OSError:  # a jar removed since
         return ""
     return f"-XX:SharedArchiveFile={ARCHIVE} -Xshare:auto {QUIET}" if stored[1] == current else ""
 
@@ -86,7 +86,7 @@ def _record(folder: Path, archive: Path) -> None:
 
 
 def build(force: bool = False) -> bool:
-    """Record the archive unless a current one exists (about 30 s); True when one is in place.
+    """Record the archive unless a current one exists (about 40 s here); True when one is in place.
     A failure leaves none (the lab runs without it) and says why."""
     token = _java_token()
     key = archive_key(token)

@@ -162,6 +162,7 @@ def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> 
     """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
     `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
     _, subscriptions, edges = _run_inputs(lakehouse, complete_run(lakehouse, run_id))
+    check_id_ranges(subscriptions)  # the topic subgraphs pack (topic, node) into one id
     clock = time.monotonic()
     per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
     summary = summarise_ktco(per_topic, k)
@@ -203,7 +204,7 @@ def evaluate_run(
 
     `diameters=False` skips the topic diameters (the costliest metric at scale): they are stored
     as 0 with method "skipped". `certified=True` labels the TCCs with a driver-side forest proven
-    by Spark joins (`overlay.certified`, what a design job uses) instead of the GraphFrames
+    by one Spark query (`overlay.certified`, what a design job uses) instead of the GraphFrames
     connected components, falling back to those above the driver cap; `driver_subscriptions`: the
     design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
     run_id = run[S.RUN_ID]
