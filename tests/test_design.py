@@ -215,10 +215,16 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_pat
                          "--skip-diameters", "--commit-every", "0"]
     process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rounds_path = tmp_path / "lh" / "overlay_rounds"
+
+    def committed_rounds() -> int:
+        # The table's folder appears before its first commit; until that commit it has no rows.
+        if not (rounds_path / "_delta_log" / f"{0:020d}.json").exists():
+            return 0
+        return len(DeltaTable(str(rounds_path)).to_pandas())
+
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if rounds_path.exists() and len(DeltaTable(str(rounds_path)).to_pandas()) >= 2:
-            break
+    while time.monotonic() < deadline and committed_rounds() < 2:
+        assert process.poll() is None, f"the design exited (code {process.returncode}) before two rounds were committed"
         time.sleep(0.5)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
