@@ -2,7 +2,7 @@
 
 `candidates(u, v, bound)` holds every pair that may still have a positive gain. It starts as the
 shared-topic counts (`overlay.design.pairs`) and only loses rows. A round is one `mapInArrow`
-pass over it: each partition refreshes the gains of its rows against the broadcast union-find
+pass over it: each partition refreshes the gains of its rows against the broadcast classes
 (`overlay.design.classes`), keeps the eligible ones (the rule's `RowFilter`), sorts them by key
 and returns its sample (the first `top` rows and the first `per_node` rows of every node), each
 node's tail and the best row it left out (`overlay.design.settle`). Nothing else leaves the
@@ -85,8 +85,9 @@ def round_in_partition(
             for name in (S.U, S.V)
         )
         csr = subscriptions.value
-        classes = np.require(root.value, requirements="W")  # compiled for writable arrays; never written
-        gains = kernels.pair_gains(csr.offsets, csr.topics, classes, us, vs)
+        # compiled for writable arrays; never written
+        label, head = (np.require(array, requirements="W") for array in root.value)
+        gains = kernels.pair_gains(csr.offsets, csr.topics, label, head, us, vs)
         alive = (gains > 0) & ~row_filter.dead(us, vs)
         eligible = np.flatnonzero(alive & row_filter.eligible(us, vs))
         eligible = eligible[key_order(us[eligible], vs[eligible], gains[eligible])]

@@ -1,14 +1,16 @@
-"""The "same class" relation of the greedy engine: today, topic-connected components.
+"""The "same class" relation of the greedy engine: topic-connected components, or GM2's blocks.
 
 The gain of a pair (u, v) is the number of shared topics on which u and v are in different
-classes; adding the link joins those classes. For TCOs a class is a topic-connected component
-(the kTCO issue will plug in 2-connected blocks through the same interface).
+classes; adding the link joins those classes. For TCOs (GM, GPA, MinMaxODA, GPM, GSwicoS/L) a
+class is a topic-connected component (`ComponentClasses`); for GM2's 2TCO, a 2-connected block
+of the topic's subgraph (`BlockClasses`, kTCO paper Alg. 1), where a cut vertex lies in several.
 
-The relation is held on the driver as one union-find over subscription rows, next to the
-subscriptions in CSR form (see `overlay.design.kernels`): 16 bytes per subscription. That is a
-driver copy that grows with the instance, so it is capped (`max_subscriptions`); each round the
-flattened union-find goes to the executors as one broadcast, so they can refresh every
-candidate's gain in place of a join of the candidate table with per-subscription labels.
+Both are held on the driver over subscription rows, next to the subscriptions in CSR form (see
+`overlay.design.kernels`): 16 bytes per subscription for components, about 64 for blocks. That
+is a driver copy that grows with the instance, so it is capped (`max_subscriptions`); each round
+a *flattened* copy (`snapshot`: a class label per row, and for blocks the row each block hangs
+from) goes to the executors as one broadcast, so they refresh every candidate's gain in place
+(`kernels.apart`) instead of joining the candidate table with per-subscription labels.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 
 from overlay import schema as S
-from overlay.design import kernels
+from overlay.design import blocks, kernels
 from overlay.errors import InputError
 
 MAX_DRIVER_SUBSCRIPTIONS = 50_000_000
@@ -71,12 +73,23 @@ class Subscriptions:
         return cls.from_pairs(nodes, pairs)
 
 
+Relation = tuple[np.ndarray, np.ndarray]  # (label, head): see `kernels.apart`
+NO_HEADS = np.zeros(0, dtype=np.int64)
+
+
 class ComponentClasses:
     """Topic-connected components as one union-find over subscription rows."""
 
     def __init__(self, subscriptions: Subscriptions) -> None:
         self.subscriptions = subscriptions
         self.parent = np.arange(subscriptions.rows, dtype=np.int64)
+        self.components = subscriptions.rows  # TCC, summed over topics
+        self.topics = len(np.unique(subscriptions.topics))
+
+    @property
+    def complete(self) -> bool:
+        """A TCO: one component per topic, so no pair has a positive gain."""
+        return self.components <= self.topics
 
     def gain(self, u: int, v: int) -> int:
         s = self.subscriptions
@@ -85,9 +98,65 @@ class ComponentClasses:
     def merge(self, u: int, v: int) -> int:
         """Add the link (u, v); the number of classes it joined (its gain)."""
         s = self.subscriptions
-        return int(kernels.merge_pair(s.offsets, s.topics, self.parent, u, v))
+        joined = int(kernels.merge_pair(s.offsets, s.topics, self.parent, u, v))
+        self.components -= joined
+        return joined
 
-    def snapshot(self) -> np.ndarray:
+    def snapshot(self) -> Relation:
         """The flattened union-find (every row points at its root), for the executors."""
         kernels.flatten(self.parent)
-        return self.parent.copy()
+        return self.parent.copy(), NO_HEADS
+
+
+class BlockClasses:
+    """GM2's relation: the blocks of every topic's subgraph, as a block-cut forest over
+    subscription rows kept as links arrive (`overlay.design.blocks`). The gain of a link counts
+    the shared topics on which its ends share no block; it never grows as links are added
+    (a shared block or a common cycle survives them), so the engine's bounds stay exact."""
+
+    def __init__(self, subscriptions: Subscriptions) -> None:
+        self.subscriptions = subscriptions
+        rows = subscriptions.rows
+        self.pblock = np.full(rows, -1, dtype=np.int64)
+        self.bparent = np.arange(rows + 1, dtype=np.int64)  # a block per bridge: at most rows - 1
+        self.bhead = np.full(rows + 1, -1, dtype=np.int64)
+        self.comp = np.arange(rows, dtype=np.int64)
+        self.comp_size = np.ones(rows, dtype=np.int64)
+        self.vmark = np.zeros(rows, dtype=np.int64)
+        self.bmark = np.zeros(rows + 1, dtype=np.int64)
+        self.state = np.zeros(blocks.STATE_SLOTS, dtype=np.int64)
+        self.state[blocks.COMPONENTS] = rows
+        per_topic = np.unique(subscriptions.topics, return_counts=True)[1]
+        self.topics, self.shared_topics = len(per_topic), int((per_topic >= 2).sum())
+
+    @property
+    def components(self) -> int:
+        return int(self.state[blocks.COMPONENTS])
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of two or more rows, over all topics."""
+        return int(self.state[blocks.BLOCKS])
+
+    @property
+    def complete(self) -> bool:
+        """A 2TCO: every topic connected, and one block in each with two or more subscribers."""
+        return self.components <= self.topics and self.blocks <= self.shared_topics
+
+    def gain(self, u: int, v: int) -> int:
+        s = self.subscriptions
+        return int(blocks.pair_gain(s.offsets, s.topics, self.pblock, self.bparent, self.bhead, u, v))
+
+    def merge(self, u: int, v: int) -> int:
+        """Add the link (u, v); the number of topics on which it joined blocks (its gain)."""
+        s = self.subscriptions
+        return int(blocks.merge_pair(
+            s.offsets, s.topics, self.pblock, self.bparent, self.bhead, self.comp, self.comp_size,
+            self.vmark, self.bmark, self.state, u, v,
+        ))
+
+    def snapshot(self) -> Relation:
+        return blocks.flat_relation(self.pblock, self.bparent, self.bhead)
+
+
+Classes = ComponentClasses | BlockClasses

@@ -1,9 +1,9 @@
-"""The greedy engine: every greedy of the project (GM, GPA, MinMaxODA, GPM, GSwicoS, GSwicoL) as
-batched Spark rounds.
+"""The greedy engine: every greedy of the project (GM, GPA, MinMaxODA, GPM, GM2, GSwicoS, GSwicoL)
+as batched Spark rounds.
 
-The algorithms (ICDCS'16 Alg. 1 and 3, BeaConvey Alg. 1, NOTES.md section 3) add, one at a time,
-the eligible link of highest gain, where the gain of (u, v) is the number of shared topics on
-which u and v are in different classes (topic-connected components). Ties go to the smallest
+The algorithms (ICDCS'16 Alg. 1 and 3, BeaConvey Alg. 1, kTCO Alg. 1, NOTES.md section 3) add, one
+at a time, the eligible link of highest gain, where the gain of (u, v) is the number of shared
+topics on which u and v are in different classes (topic-connected components; for GM2, blocks). Ties go to the smallest
 (u, v): the exact mode's output is *the* canonical greedy sequence, which the tests compare link
 by link with a pure-Python lazy greedy. What varies between algorithms is pluggable: which pairs
 are eligible (`overlay.design.eligibility`: none excluded, degree phases, a ring, finger slots)
@@ -11,19 +11,20 @@ and the "same class" relation (`overlay.design.classes`).
 
 One round is one Spark job and one bounded driver step:
 
-1. Broadcast the union-find of the classes (one integer per subscription) and the rule's row
+1. Broadcast the flattened classes (one or two integers per subscription) and the rule's row
    filter; one `mapInArrow` pass over the candidate table refreshes every gain, and returns the
    sample (the best rows overall and the best few of every node) with the bounds of the rest
    (`overlay.design.candidates`).
 2. `overlay.design.settle` adds, on the driver, every sampled link that provably is the best
-   eligible link of the whole table at its step, updating the union-find and the rule as it goes.
+   eligible link of the whole table at its step, updating the classes and the rule as it goes.
 
 Nothing is written back: the next round's broadcast carries the new classes. When at most
 `OPEN_READ_SHARE` of the nodes can still be an end of an eligible link (a matching phase fills
 up, or nodes have no eligible row left: the last sample, which holds rows of every node that has
 one, did not touch them), the round reads only the rows between those nodes
-(`overlay.design.candidates`). A phased rule whose eligible candidates run out opens its next phase; a run stops
-at a TCO, at GPA's m links, after GPM's phase d, or when the rule is complete.
+(`overlay.design.candidates`). A phased rule whose eligible candidates run out opens its next
+phase; a run stops at a TCO (GM2: a 2TCO), at GPA's m links, after GPM's phase d, or when the
+rule is complete.
 
 The relaxed mode (`mode="relaxed"`) settles with slack: a link is added when its gain, exact at
 that step, is within a factor (1 + epsilon) of the bound on every other eligible link, so a round
@@ -45,15 +46,15 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.candidates import BOUND, CandidateTable
-from overlay.design.classes import ComponentClasses, Subscriptions
+from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import settle
 
 log = logging.getLogger(__name__)
 
-GreedyAlgorithm = Literal["gm", "gpa", "minmaxoda", "gpm"]
-GREEDY_ALGORITHMS: tuple[str, ...] = ("gm", "gpa", "minmaxoda", "gpm")
+GreedyAlgorithm = Literal["gm", "gpa", "minmaxoda", "gpm", "gm2"]
+GREEDY_ALGORITHMS: tuple[str, ...] = ("gm", "gpa", "minmaxoda", "gpm", "gm2")
 PHASED = ("minmaxoda", "gpm")
 Mode = Literal["exact", "relaxed"]
 MODES: tuple[str, ...] = ("exact", "relaxed")
@@ -154,6 +155,7 @@ class GreedyEngine:
     `subscriptions`: the driver copy (`Subscriptions.collect`). `shared_counts` (u, v, shared):
     the candidate pairs, when the caller has them.
     `initial_links` (u, v): links already in the overlay (a resumed run, or a ring under GSwicoL).
+    `classes`: the "same class" relation (default: topic-connected components).
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class GreedyEngine:
         subscriptions: Subscriptions,
         rule: Eligibility,
         *,
+        classes: Classes | None = None,
         initial_links: list[tuple[int, int]] = (),
         shared_counts: DataFrame | None = None,
         max_edges: int | None = None,
@@ -181,7 +184,7 @@ class GreedyEngine:
         self.subscriptions = subscriptions
         self.size = InstanceSize.of(subscriptions)
         self.rule = rule
-        self.classes = ComponentClasses(subscriptions)
+        self.classes = classes if classes is not None else ComponentClasses(subscriptions)
         for u, v in initial_links:
             self.classes.merge(u, v)
         self.shared_counts = shared_counts
@@ -206,8 +209,8 @@ class GreedyEngine:
         return per_node, top
 
     def done(self) -> bool:
-        if self.size.tcc_empty - self.gain_total <= self.size.tcc_complete:
-            return True  # a TCO: nothing has a positive gain any more
+        if self.classes.complete:
+            return True  # a TCO (2TCO for blocks): nothing has a positive gain any more
         if self.max_edges is not None and self.edges_total >= self.max_edges:
             return True
         return self.rule.complete
@@ -270,7 +273,7 @@ class GreedyEngine:
         self.finished = self.done()
         if settled.exhausted and not self.finished:
             self.finished = not rule.next_phase()
-        tcc = self.size.tcc_empty - self.gain_total
+        tcc = self.classes.components
         seconds = time.monotonic() - clock
         log.info(
             "%s round %d (phase %d, %d rows read%s, %d received): +%d links (%d in all), %d sampled, %d re-evaluated, "
@@ -301,7 +304,7 @@ class GreedyEngine:
 
 
 class GreedyDesign:
-    """GM, GPA, MinMaxODA or GPM over one instance; `rounds()` yields each completed round.
+    """GM, GPA, MinMaxODA, GPM or GM2 over one instance; `rounds()` yields each completed round.
 
     `subscriptions`: (node_id, topic_id). `shared_counts`: (u, v, shared) from
     `overlay.design.pairs`, when the caller already has them.
@@ -329,7 +332,7 @@ class GreedyDesign:
         subscriptions = self.driver_subscriptions
         links: list[tuple[int, int]] = []
         if start.edges is not None:
-            # Replaying the stored links into the union-find: |E| rows, a bounded driver step.
+            # Replaying the stored links into the classes: |E| rows, a bounded driver step.
             stored = start.edges.select(S.U, S.V).toArrow()
             links = list(zip(stored.column(S.U).to_pylist(), stored.column(S.V).to_pylist()))
         if params.phased:
@@ -338,8 +341,9 @@ class GreedyDesign:
             rule: Eligibility = DegreePhases(subscriptions.nodes, params.max_degree, start.phase, degrees)
         else:
             rule = Unlimited()
+        classes = BlockClasses(subscriptions) if params.algorithm == "gm2" else ComponentClasses(subscriptions)
         return GreedyEngine(
-            self.frame.sparkSession, subscriptions, rule,
+            self.frame.sparkSession, subscriptions, rule, classes=classes,
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
             partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,

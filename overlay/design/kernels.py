@@ -10,7 +10,7 @@ Subscriptions are held in CSR form: the subscriptions of node x are rows
 rows: rows i and j of one topic are in the same class when `find(parent, i) == find(parent, j)`.
 The root of a class is its smallest row, so `flatten` makes every entry point at its root in one
 ascending pass, and a flattened array answers `find` in one step, without writing (what
-executors receive).
+executors receive, as `apart`'s labels).
 """
 
 from __future__ import annotations
@@ -71,8 +71,21 @@ def merge_pair(offsets, topics, parent, u, v):
 
 
 @nb.njit(cache=True, nogil=True)
-def pair_gains(offsets, topics, parent, us, vs):
-    """The gains of many pairs (executors pass a flattened union-find: one step per lookup).
+def apart(label, head, i, j):
+    """Whether subscription rows i != j of one topic are in different classes, on a flattened
+    relation: `label` is each row's class (-1: a class of its own); `head`, when not empty, a
+    class's head row, which also belongs to it (GM2's blocks, `overlay.design.blocks`)."""
+    a, b = label[i], label[j]
+    if a < 0 or b < 0:
+        return True
+    if a == b:
+        return False
+    return not (len(head) > 0 and (head[a] == j or head[b] == i))
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_gains(offsets, topics, label, head, us, vs):
+    """The gains of many pairs against a flattened relation (`apart`: one step per lookup).
 
     Rows come grouped by u (the table's (u, v) order): u's subscription rows are marked by topic
     once per group, and each v's topics are looked up, so a pair costs |T(v)| steps instead of a
@@ -91,12 +104,12 @@ def pair_gains(offsets, topics, parent, us, vs):
             for i in range(offsets[u], offsets[u + 1]):
                 row_of_topic[topics[i]] = i
             marked = u
-        apart = 0
+        count = 0
         for j in range(offsets[v], offsets[v + 1]):
             i = row_of_topic[topics[j]]
-            if i >= 0 and find(parent, i) != find(parent, j):
-                apart += 1
-        gains[r] = apart
+            if i >= 0 and apart(label, head, i, j):
+                count += 1
+        gains[r] = count
     return gains
 
 
