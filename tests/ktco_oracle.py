@@ -251,3 +251,37 @@ def harary_pt(subscriptions, k: int, order=None) -> set[tuple[int, int]]:
     for nodes in subscribers(subscriptions).values():
         links |= harary(k, sorted(nodes, key=rank))
     return links
+
+
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(z: int) -> int:
+    """SplitMix64 (Steele, Lea, Flood 2014) of z + gamma, on Python integers mod 2^64."""
+    z = (z + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def draw(seed: int, purpose: int, *values: int) -> int:
+    """NOTES-ktco section 0: splitmix64 folded over (seed, purpose, values...)."""
+    state = splitmix64(splitmix64(seed & MASK64) ^ purpose)
+    for value in values:
+        state = splitmix64(state ^ (value & MASK64))
+    return state
+
+
+def cycle_pt(subscriptions, seed: int) -> set[tuple[int, int]]:
+    """CyclePT: topic t orders its subscribers by draw(seed, 1, t, node) (ties by node) and gets
+    a cycle over that order (one link for two subscribers)."""
+    links: set[tuple[int, int]] = set()
+    for topic, nodes in subscribers(subscriptions).items():
+        links |= harary(2, sorted(nodes, key=lambda v: (draw(seed, 1, topic, v), v)))
+    return links
+
+
+def random_node_order(subscriptions, seed: int) -> list[int]:
+    """HararyPT's random global order: nodes by draw(seed, 2, node), ties by node."""
+    nodes = sorted({v for v, _ in subscriptions})
+    return sorted(nodes, key=lambda v: (draw(seed, 2, v), v))

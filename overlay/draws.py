@@ -1,0 +1,45 @@
+"""Seeded random draws that a pure-Python oracle can repeat exactly (NOTES-ktco section 0).
+
+Every draw is `splitmix64` folded over its key: `draw(seed, purpose, a, b, ...)` starts from the
+seed and mixes in each value in turn (`x = splitmix64(x ^ value)`, 64-bit wrap-around). The
+result depends only on the key, never on partitions or row order, so a seed gives one run on any
+cluster layout, and the tests' oracle, which implements splitmix64 on its own, makes the same
+choices. Vectorised over numpy arrays (uint64 arithmetic wraps as splitmix64 needs), so an
+executor draws a whole partition at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# What a draw is for, so two uses of one seed never share their draws.
+CYCLE_PT_ORDER = 1  # CyclePT: a topic's random order of its subscribers
+HARARY_PT_ORDER = 2  # HararyPT with a random global order of the nodes
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def splitmix64(z: np.ndarray) -> np.ndarray:
+    """Steele, Lea and Flood's SplitMix64 finaliser of z + gamma, element-wise on uint64."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(z, dtype=np.uint64) + _GAMMA
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def draw(seed: int, purpose: int, *values: np.ndarray) -> np.ndarray:
+    """uint64 draws keyed by (seed, purpose, values...); values are int64 arrays of one length
+    (negative values count as their two's complement)."""
+    state = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
+    state = splitmix64(state ^ np.uint64(purpose))
+    for value in values:
+        state = splitmix64(state ^ np.asarray(value, dtype=np.int64).view(np.uint64))
+    return state
+
+
+def ranks(seed: int, purpose: int, *values: np.ndarray) -> np.ndarray:
+    """The draws as int64 sort keys in the same order (the top bit flipped)."""
+    return (draw(seed, purpose, *values) ^ np.uint64(1 << 63)).view(np.int64)
