@@ -76,6 +76,19 @@ def _int(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got '{text}'") from None
+
+
+def _k_values(text: str) -> list[int]:
+    """K or K,K,...: distinct positive integers in the order given."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer or a comma-separated list of them, got '{text}'") from None
+    if any(value < 1 for value in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"must be distinct positive integers, got '{text}'")
+    return values
+
+
 DEFAULT_WORKFLOW = PROJECT_ROOT / "conf" / "workflows" / "overlay_refresh.yaml"
 
 
@@ -189,7 +202,17 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--epsilon", type=_positive_float, default=None,
         help=f"relaxed mode: the slack factor (default {design.DEFAULT_EPSILON:g})",
     )
-    designer.add_argument("--seed", type=_int, default=1, help="random baselines and SpiderCastM (default 1)")
+    designer.add_argument(
+        "--k", type=_k_values, default=None, metavar="K[,K...]",
+        help="kTCO designs: the connectivity (harary-pt: required, a list runs one design per k; gm2, cycle-pt: 2)",
+    )
+    designer.add_argument(
+        "--node-order", choices=("ids", "random"), default=None,
+        help="harary-pt: the one global node order, node ids (default) or random from --seed",
+    )
+    designer.add_argument(
+        "--seed", type=_int, default=1, help="random baselines, SpiderCastM, CyclePT, a random HararyPT order (default 1)",
+    )
     designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
     designer.add_argument(
         "--batch-size", type=ingest.positive_int, default=None,
@@ -282,17 +305,24 @@ def print_instances(lakehouse: Lakehouse, names: list[str] | None = None) -> Non
     print(format_table(rows, ingest.SUMMARY_COLUMNS))
 
 
-def _design_request(args: argparse.Namespace) -> design.DesignRequest:
-    """The design request, checked before Spark starts (bad input costs no JVM)."""
-    request = design.DesignRequest(
-        instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
-        max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short, long=args.long,
-        mode=args.mode, epsilon=args.epsilon,
-    )
-    request.check()
+def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
+    """The design requests (one per k of a kTCO sweep, else one), checked before Spark starts
+    (bad input costs no JVM)."""
+    requests = [
+        design.DesignRequest(
+            instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
+            max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short,
+            long=args.long, mode=args.mode, epsilon=args.epsilon, k=k, node_order=args.node_order,
+        )
+        for k in (args.k or [None])
+    ]
+    for request in requests:
+        request.check()
     if args.run_id is not None:
+        if len(requests) > 1:
+            raise InputError("--run-id names one run: a sweep over --k uses the default run ids (one per k)")
         overlays.check_run_id(args.run_id)
-    return request
+    return requests
 
 
 def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
@@ -300,7 +330,7 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
     if args.command == "ingest":
         return ingest.source_spec(args, settings)
     if args.command == "design":
-        return _design_request(args)
+        return _design_requests(args)
     if args.command == "compare":
         request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
         request.check()
@@ -342,12 +372,14 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
             print(f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
                   f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO")
     elif args.command == "design":
-        run = design.run_design(
-            spark, lakehouse, request, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
-            per_node=args.per_node,
-            diameters=not args.skip_diameters, commit_seconds=args.commit_every,
-        )
-        print(format_table([run.asDict()], DESIGN_COLUMNS))
+        runs = [
+            design.run_design(
+                spark, lakehouse, one, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
+                per_node=args.per_node, diameters=not args.skip_diameters, commit_seconds=args.commit_every,
+            ).asDict()
+            for one in request
+        ]
+        print(format_table(runs, DESIGN_COLUMNS))
     elif args.command == "route":
         done = route.run_route(spark, lakehouse, request, args.routing_run_id)
         metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()

@@ -46,6 +46,7 @@ from overlay.design.greedy import (
     GreedyRound,
     GreedyStart,
 )
+from overlay.design.per_topic import NODE_ORDERS, cycle_pt, harary_pt
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
 from overlay.frames import local_frame
@@ -53,15 +54,17 @@ from overlay.graph import Backend
 from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
 from pipelines.lakehouse import Lakehouse, RunTakenOver
-from pipelines.overlays import _now, check_run_id, evaluate_run
+from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico")
+PER_TOPIC = ("harary-pt", "cycle-pt")
+ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico", *PER_TOPIC)
 EDGE_BUDGETED = ("gpa", "random-a")
 DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
-UNBUDGETED = ("gm", "minmaxoda", "swico")
+UNBUDGETED = ("gm", "minmaxoda", "swico", "gm2", *PER_TOPIC)
+KTCO = {"gm2": 2, "cycle-pt": 2, "harary-pt": None}  # the k each builds (HararyPT: any k >= 2)
 # A design waiting for a run another process computes (the shared MinMaxODA reference) looks at
 # it every REFERENCE_POLL_SECONDS. An owner that shows no progress (a committed round, its
 # metrics, a new attempt) for REFERENCE_STALE_SECONDS is presumed dead and its run is taken
@@ -87,8 +90,14 @@ class DesignRequest:
     long: str | None = None  # swico: how the long fingers are chosen (gswico, chord, random)
     mode: str = "exact"  # greedy: exact (the canonical sequence) or relaxed
     epsilon: float | None = None  # relaxed: the slack factor (default DEFAULT_EPSILON)
+    k: int | None = None  # kTCO designs: the connectivity built and checked (gm2, cycle-pt: 2)
+    node_order: str | None = None  # harary-pt: the global order, ids (default) or random (seeded)
 
     def __post_init__(self) -> None:
+        if self.algorithm in KTCO and self.k is None:
+            object.__setattr__(self, "k", KTCO[self.algorithm])
+        if self.algorithm == "harary-pt" and self.node_order is None:
+            object.__setattr__(self, "node_order", "ids")
         if self.algorithm == "swico":
             object.__setattr__(self, "short", self.short or "gswico")
             object.__setattr__(self, "long", self.long or "gswico")
@@ -124,10 +133,20 @@ class DesignRequest:
         ratio = self.budget_ratio
         if ratio is not None and not (0 < ratio <= 1) or (ratio is not None and math.isnan(ratio)):
             raise InputError(f"--budget-ratio must lie in (0, 1], got {ratio}")
+        if self.k is not None and self.algorithm not in KTCO:
+            raise InputError(f"--k is the connectivity of a kTCO design (gm2, harary-pt, cycle-pt), not of {self.algorithm}")
+        if self.algorithm == "harary-pt" and (self.k is None or self.k < 2):
+            raise InputError(f"harary-pt needs --k K with K >= 2, got {self.k}")
+        if KTCO.get(self.algorithm) is not None and self.k != KTCO[self.algorithm]:
+            raise InputError(f"{self.algorithm} builds a {KTCO[self.algorithm]}TCO: --k must be {KTCO[self.algorithm]} or left out")
+        if self.node_order is not None and self.algorithm != "harary-pt":
+            raise InputError("--node-order is HararyPT's global order: only with --algorithm harary-pt")
+        if self.node_order is not None and self.node_order not in NODE_ORDERS:
+            raise InputError(f"--node-order must be one of {', '.join(NODE_ORDERS)}, got '{self.node_order}'")
         if self.algorithm == "swico" and given:
             raise InputError("swico's degrees are fixed by Property 1 (ceil(log2 |V|) fingers per node): it takes no budget")
         if self.algorithm in UNBUDGETED and given:
-            raise InputError(f"{self.algorithm} builds a complete TCO and takes no budget")
+            raise InputError(f"{self.algorithm} builds a complete {self.k or ''}TCO and takes no budget")
         if self.algorithm not in UNBUDGETED and not given:
             raise InputError(f"{self.algorithm} needs a budget: --max-degree, --max-edges or --budget-ratio")
         if self.algorithm in DEGREE_BUDGETED and self.max_edges is not None:
@@ -136,6 +155,10 @@ class DesignRequest:
     def default_run_id(self) -> str:
         if self.algorithm == "swico":
             return f"{self.instance}.swico.{self.short}-{self.long}.s{self.seed}"
+        if self.k is not None:
+            order = ".random" if self.node_order == "random" else ""
+            mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
+            return f"{self.instance}.{self.algorithm}.{self.k}tco{order}{mode}.s{self.seed}"
         budget = (
             f"d{self.max_degree}" if self.max_degree is not None
             else f"m{self.max_edges}" if self.max_edges is not None
@@ -157,7 +180,7 @@ class Budget:
 
 def _params_json(request: DesignRequest) -> str:
     fields = {k: v for k, v in asdict(request).items() if k != "instance"}
-    for name in ("short", "long", "epsilon"):  # swico / relaxed only: other runs' params stay as they were
+    for name in ("short", "long", "epsilon", "k", "node_order"):  # other runs' params stay as they were
         if fields[name] is None:
             del fields[name]
     if fields["mode"] == "exact":
@@ -477,6 +500,17 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
 
+def _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request) -> None:
+    """HararyPT or CyclePT: one pass over the topics, seeded; recomputed from scratch on resume."""
+    partitions = task_slots(spark)
+    if request.algorithm == "harary-pt":
+        edges = harary_pt(subscriptions, request.k, request.node_order, request.seed, partitions)
+    else:
+        edges = cycle_pt(subscriptions, request.seed, partitions)
+    _check_owner(lakehouse, run_id, attempt)
+    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
+
+
 def run_design(
     spark: SparkSession,
     lakehouse: Lakehouse,
@@ -517,6 +551,9 @@ def run_design(
                 batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
                 timings=timings, per_node=per_node,
             )
+        elif request.algorithm in PER_TOPIC:
+            engine_tcc = driver_subscriptions = None
+            _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request)
         elif request.algorithm == "swico":
             engine_tcc = driver_subscriptions = None
             _run_small_world(
@@ -531,12 +568,19 @@ def run_design(
             spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters, certified=True,
             driver_subscriptions=driver_subscriptions,
         )
-        timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
                 f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but the checked topic "
                 f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
             )
+        if request.k is not None:  # a kTCO design proves its k by the evaluator's check
+            ktco = store_ktco(spark, lakehouse, lakehouse.run_row(run_id), request.k)
+            if not ktco.is_ktco:
+                raise DesignError(
+                    f"run '{run_id}': {ktco.topics - ktco.k_connected_topics:,} of {ktco.topics:,} topics are not "
+                    f"{request.k}-connected (topic_connectivity holds them); the overlay is not a {request.k}TCO"
+                )
+        timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         completed = lakehouse.update_run_if_owned(
             run_id, attempt, **{
                 S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,

@@ -161,7 +161,13 @@ def _run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFra
 def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> KtcoSummary:
     """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
     `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
-    _, subscriptions, edges = _run_inputs(lakehouse, complete_run(lakehouse, run_id))
+    return store_ktco(spark, lakehouse, complete_run(lakehouse, run_id), k)
+
+
+def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int) -> KtcoSummary:
+    """`run_ktco` on a run whose links the caller vouches for (a design job checking its own)."""
+    run_id = run[S.RUN_ID]
+    _, subscriptions, edges = _run_inputs(lakehouse, run)
     check_id_ranges(subscriptions)  # the topic subgraphs pack (topic, node) into one id
     clock = time.monotonic()
     per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)

@@ -386,3 +386,43 @@ def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     for u, v, _ in full:
         degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
     assert stored_edges(fresh, "z.gpm.r0.5") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
+
+
+def test_ktco_designs_store_the_oracles_links_and_prove_their_k(spark, lakehouse, instance):
+    """GM2, HararyPT (a sweep over k, one run each) and CyclePT through the design job: the
+    oracles' links, and the evaluator's kTCO check stored for the k each builds."""
+    from tests import ktco_oracle
+
+    requests = {
+        "gm2": DesignRequest("z", "gm2"),
+        "h3": DesignRequest("z", "harary-pt", k=3),
+        "c5": DesignRequest("z", "cycle-pt", seed=5),
+    }
+    expected = {
+        "gm2": [(u, v) for u, v, _ in ktco_oracle.gm2_ref(instance)],
+        "h3": sorted(ktco_oracle.harary_pt(instance, 3)),
+        "c5": sorted(ktco_oracle.cycle_pt(instance, 5)),
+    }
+    for run_id, request in requests.items():
+        run = run_design(spark, lakehouse, request, run_id, diameters=False)
+        assert run[S.STATUS] == S.COMPLETE
+        assert [(u, v) for u, v, _ in stored_edges(lakehouse, run_id)] == expected[run_id]
+        ktco = lakehouse.read(S.OVERLAY_KTCO).filter(F.col(S.RUN_ID) == run_id).collect()
+        assert [(r[S.K], r[S.IS_KTCO]) for r in ktco] == [(request.k, True)]
+    assert json.loads(lakehouse.run_row("h3")[S.PARAMS])["request"]["k"] == 3
+    assert [DesignRequest("z", a, k=k).default_run_id() for a, k in (("gm2", None), ("harary-pt", 4))] == [
+        "z.gm2.2tco.s1", "z.harary-pt.4tco.s1",
+    ]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--algorithm", "harary-pt"], "harary-pt needs --k K with K >= 2"),
+    (["--algorithm", "gm2", "--k", "3"], "gm2 builds a 2TCO"),
+    (["--algorithm", "gpm", "--max-degree", "3", "--k", "2"], "--k is the connectivity of a kTCO design"),
+    (["--algorithm", "gm", "--node-order", "random"], "--node-order is HararyPT's global order"),
+    (["--algorithm", "harary-pt", "--k", "2,3", "--run-id", "x"], "a sweep over --k uses the default run ids"),
+])
+def test_bad_ktco_requests_fail_before_spark(tmp_path, capsys, argv, message):
+    code = main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()

@@ -15,10 +15,14 @@ from overlay import schema as S
 from overlay.summaries import BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL
 from routing.summaries import PERCENTILE
 
-ALGORITHM_ORDER = ("gpa", "gpm", "spidercast-m", "random-m", "random-a", "gm", "minmaxoda", "swico", "imported")
+ALGORITHM_ORDER = (
+    "gpa", "gpm", "spidercast-m", "random-m", "random-a", "gm", "minmaxoda", "gm2", "harary-pt", "cycle-pt", "swico",
+    "imported",
+)
 ALGORITHM_NAMES = {
     "gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-m": "RandomM", "random-a": "RandomA",
-    "gm": "GM", "minmaxoda": "MinMaxODA", "swico": "small world", "imported": "imported",
+    "gm": "GM", "minmaxoda": "MinMaxODA", "gm2": "GM2", "harary-pt": "HararyPT", "cycle-pt": "CyclePT",
+    "swico": "small world", "imported": "imported",
 }
 MARKERS = "osD^vP*X"
 LINESTYLES = ("-", "--", ":", "-.")

@@ -52,9 +52,11 @@ def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, spec) -> str | None:
     return None
 
 
-def _design(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
-    run_id = args.run_id or request.default_run_id()
-    return f"run {run_id} is complete" if _current_run(lakehouse, run_id) is not None else None
+def _design(lakehouse: Lakehouse, args: argparse.Namespace, requests) -> str | None:
+    run_ids = [args.run_id or request.default_run_id() for request in requests]  # several: a sweep over k
+    if any(_current_run(lakehouse, run_id) is None for run_id in run_ids):
+        return None
+    return f"run {', '.join(run_ids)} {'is' if len(run_ids) == 1 else 'are'} complete"
 
 
 def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
@@ -62,7 +64,16 @@ def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str |
     metrics = _row(lakehouse, S.OVERLAY_METRICS, S.RUN_ID, args.run_id) if run is not None else None
     if metrics is None or metrics[S.DIAMETER_METHOD] == "skipped" or metrics[S.COMPUTED_AT] < run[S.STARTED_AT]:
         return None
-    return f"run {args.run_id} has its metrics with diameters ({metrics[S.DIAMETER_METHOD]})"
+    if args.k is not None:
+        checked = (
+            lakehouse.read(S.OVERLAY_KTCO).filter((F.col(S.RUN_ID) == args.run_id) & (F.col(S.K) == args.k)).first()
+            if lakehouse.exists(S.OVERLAY_KTCO) else None
+        )
+        if checked is None or checked[S.COMPUTED_AT] < run[S.STARTED_AT]:
+            return None
+    return f"run {args.run_id} has its metrics with diameters ({metrics[S.DIAMETER_METHOD]})" + (
+        f" and its k = {args.k} check" if args.k is not None else ""
+    )
 
 
 def _route(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
