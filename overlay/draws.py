@@ -15,6 +15,8 @@ import numpy as np
 # What a draw is for, so two uses of one seed never share their draws.
 CYCLE_PT_ORDER = 1  # CyclePT: a topic's random order of its subscribers
 HARARY_PT_ORDER = 2  # HararyPT with a random global order of the nodes
+FAIL_NODES = 3  # resilience: a trial's order of failing nodes
+FAIL_LINKS = 4  # resilience: a trial's order of failing links
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -285,3 +285,48 @@ def random_node_order(subscriptions, seed: int) -> list[int]:
     """HararyPT's random global order: nodes by draw(seed, 2, node), ties by node."""
     nodes = sorted({v for v, _ in subscriptions})
     return sorted(nodes, key=lambda v: (draw(seed, 2, v), v))
+
+
+def resilience(subscriptions, links, nodes: int, model: str, share: float, trial: int, seed: int) -> dict:
+    """One failure scenario, by definition: which nodes (or links) fail, then the TCCs of the
+    surviving overlay on the surviving subscriptions. random-nodes: the first floor(share n + 1/2)
+    nodes by (draw(seed, 3, trial, node), node); targeted-nodes: by (-degree, node); random-links:
+    links by (draw(seed, 4, trial, u << 32 | v), u, v)."""
+    links = sorted({(min(u, v), max(u, v)) for u, v in links if u != v})
+    if model == "random-links":
+        count = min(len(links), int(share * len(links) + 0.5))
+        order = sorted(links, key=lambda l: (draw(seed, 4, trial, (l[0] << 32) | l[1]), l))
+        dead_links, dead = set(order[:count]), set()
+    else:
+        degree = {v: 0 for v in range(nodes)}
+        for u, v in links:
+            degree[u] += 1
+            degree[v] += 1
+        key = (lambda v: (-degree[v], v)) if model == "targeted-nodes" else (lambda v: (draw(seed, 3, trial, v), v))
+        count = min(nodes, int(share * nodes + 0.5))
+        dead, dead_links = set(sorted(range(nodes), key=key)[:count]), set()
+    kept = [(u, v) for u, v in links if (u, v) not in dead_links and u not in dead and v not in dead]
+    total = {"survivors": nodes - len(dead), "subscriptions": 0, "topics": 0, "tcc": 0, "shared_topics": 0, "connected_topics": 0}
+    for members in subscribers(subscriptions).values():
+        alive = sorted(set(members) - dead)
+        if not alive:
+            continue
+        adjacency = _adjacency(alive, kept)
+        parts, seen = 0, set()
+        for v in alive:
+            if v not in seen:
+                parts += 1
+                stack = [v]
+                seen.add(v)
+                while stack:
+                    for w in adjacency[stack.pop()]:
+                        if w not in seen:
+                            seen.add(w)
+                            stack.append(w)
+        total["subscriptions"] += len(alive)
+        total["topics"] += 1
+        total["tcc"] += parts
+        if len(alive) >= 2:
+            total["shared_topics"] += 1
+            total["connected_topics"] += parts == 1
+    return total
