@@ -575,13 +575,52 @@ ROUTING_COMPARISON = TableSpec(
     ),
 )
 
+# Failures (`overlay.resilience`) --------------------------------------------------------------
+MODEL = "model"
+TRIAL = "trial"
+FAILED = "failed"
+SURVIVORS = "survivors"
+SHARED_TOPICS = "shared_topics"
+CONNECTED_TOPICS = "connected_topics"
+CONNECTED_TOPIC_SHARE = "connected_topic_share"
+
+RESILIENCE = TableSpec(
+    name="resilience",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (MODEL, StringType(), False),
+        (SHARE, DoubleType(), False),
+        (TRIAL, IntegerType(), False),
+        (SEED, LongType(), False),
+        (FAILED, LongType(), False),
+        (SURVIVORS, LongType(), False),
+        (SUBSCRIPTIONS, LongType(), False),
+        (TOPICS, LongType(), False),
+        (TCC, LongType(), False),
+        (TCO_SUPPORT, DoubleType(), False),
+        (SHARED_TOPICS, LongType(), False),
+        (CONNECTED_TOPICS, LongType(), False),
+        (CONNECTED_TOPIC_SHARE, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per run, failure model (random-nodes, targeted-nodes, random-links), share removed, "
+        "trial and seed: how many nodes or links failed, the nodes left, the surviving "
+        "subscriptions and topics, the TCCs of the surviving overlay and its TcoSuppR on the "
+        "instance restricted to the survivors, and the share of topics with two or more "
+        "surviving subscribers that stay connected. Running a (model, seed) again replaces its "
+        "rows at the shares given."
+    ),
+)
+
 ROUTING_TABLES = (
     ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
 )
 
 OVERLAY_TABLES = (
     OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
-    TOPIC_CONNECTIVITY, OVERLAY_KTCO,
+    TOPIC_CONNECTIVITY, OVERLAY_KTCO, RESILIENCE,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, ingest, logs, overlays, report, route
+from pipelines import compare, design, failures, ingest, logs, overlays, report, route
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import format_table
 from pipelines.jars import PROJECT_ROOT
@@ -76,6 +76,14 @@ def _int(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got '{text}'") from None
+
+
+def _shares(text: str) -> tuple[float, ...]:
+    """S or S,S,...: numbers (checked to lie in [0, 1] by the request)."""
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or a comma-separated list of them, got '{text}'") from None
 
 
 def _k_values(text: str) -> list[int]:
@@ -172,6 +180,22 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--k", type=ingest.positive_int, default=None,
         help="also check kTCO validity for this k: topic_connectivity and overlay_ktco (PODC'13)",
     )
+    failing = commands.add_parser(
+        "resilience", parents=[after],
+        help="remove shares of nodes or links from a run's overlay (seeded trials) and store what stays connected",
+    )
+    failing.add_argument("--run-id", required=True, help="a complete run of any kind")
+    failing.add_argument(
+        "--fail-nodes", type=_shares, default=(), metavar="S[,S...]",
+        help="shares of the nodes to remove, for example 0.01,0.05,0.1 (random, or with --targeted by degree)",
+    )
+    failing.add_argument(
+        "--targeted", action="store_true",
+        help="remove the highest-degree nodes of the intact overlay first (ties by node id): one trial",
+    )
+    failing.add_argument("--fail-links", type=_shares, default=(), metavar="S[,S...]", help="shares of the links to remove")
+    failing.add_argument("--trials", type=ingest.positive_int, default=5, help="seeded trials per share (default 5)")
+    failing.add_argument("--seed", type=_int, default=1, help="the failures' seed (default 1)")
     export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
     export.add_argument("--run-id", required=True)
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
@@ -335,6 +359,12 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
         request.check()
         return request
+    if args.command == "resilience":
+        request = failures.ResilienceRequest(
+            args.run_id, args.fail_nodes, args.fail_links, args.targeted, args.trials, args.seed,
+        )
+        request.check()
+        return request
     if args.command == "route":
         request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
         request.check()
@@ -380,6 +410,10 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
             for one in request
         ]
         print(format_table(runs, DESIGN_COLUMNS))
+    elif args.command == "resilience":
+        rows = failures.run_resilience(spark, lakehouse, request)
+        print(f"Failures on run {args.run_id} (means over trials; seed {args.seed}):")
+        print(format_table(rows, failures.SUMMARY_COLUMNS))
     elif args.command == "route":
         done = route.run_route(spark, lakehouse, request, args.routing_run_id)
         metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()

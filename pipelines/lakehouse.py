@@ -100,6 +100,17 @@ def new_ingest_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
 
 
+def _sql_literal(value) -> str:
+    """A SQL literal for a replaceWhere condition: ints, floats (as exact doubles) and strings."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"no SQL literal for {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    return "'" + value.replace("'", "''") + "'"
+
+
 class Lakehouse:
     def __init__(self, spark: SparkSession, root: str | Path):
         self.spark = spark
@@ -302,14 +313,18 @@ class Lakehouse:
         ])
 
     def write_run_rows(
-        self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID, within: dict[str, int] | None = None,
+        self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID, within: dict | None = None,
     ) -> None:
         """Replace one run's rows in a run table, atomically (one Delta commit); `within`: only
-        the run's rows with these integer column values (for example one k), which `frame`'s
-        rows must carry."""
+        the run's rows with these column values (an int, a string, or a tuple of floats: any of
+        them; for example one k), which `frame`'s rows must carry."""
         self.ensure(table)
         rows = self._conform(table, run_id, frame, key)
-        condition = f"{key} = '{run_id}'" + "".join(f" AND {column} = {int(value)}" for column, value in (within or {}).items())
+        condition = f"{key} = {_sql_literal(run_id)}" + "".join(
+            f" AND {column} IN ({', '.join(map(_sql_literal, value))})" if isinstance(value, tuple)
+            else f" AND {column} = {_sql_literal(value)}"
+            for column, value in (within or {}).items()
+        )
         _with_retries(
             lambda: rows.write.format("delta").mode("overwrite")
             .option("replaceWhere", condition)

@@ -148,7 +148,7 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     return metrics
 
 
-def _run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
+def run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
     """A run's instance row, its subscriptions (node_id, topic_id) and its links (u, v)."""
     instance = lakehouse.instance_row(run[S.INSTANCE])
     subscriptions = lakehouse.instance_rows(
@@ -167,7 +167,7 @@ def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> 
 def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int) -> KtcoSummary:
     """`run_ktco` on a run whose links the caller vouches for (a design job checking its own)."""
     run_id = run[S.RUN_ID]
-    _, subscriptions, edges = _run_inputs(lakehouse, run)
+    _, subscriptions, edges = run_inputs(lakehouse, run)
     check_id_ranges(subscriptions)  # the topic subgraphs pack (topic, node) into one id
     clock = time.monotonic()
     per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
@@ -214,7 +214,7 @@ def evaluate_run(
     connected components, falling back to those above the driver cap; `driver_subscriptions`: the
     design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
     run_id = run[S.RUN_ID]
-    instance, subscriptions, edges = _run_inputs(lakehouse, run)
+    instance, subscriptions, edges = run_inputs(lakehouse, run)
     clock = time.monotonic()
     proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)

@@ -165,3 +165,30 @@ def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, insta
     assert_df_equality(stored, expected, ignore_row_order=True, ignore_nullable=True)
     per_topic = lakehouse.read(S.TOPIC_CONNECTIVITY).filter(F.col(S.RUN_ID) == "h2")
     assert per_topic.filter(F.col(S.K) == 2).count() == per_topic.filter(F.col(S.K) == 3).count() == len(topics)
+
+
+def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, lakehouse, instance, write_text):
+    """`resilience` on an imported overlay: every stored (share, trial) row is the oracle's
+    scenario; a rerun at overlapping shares replaces those and keeps the others."""
+    from pipelines.failures import ResilienceRequest, run_resilience
+    from tests import ktco_oracle as K
+
+    links = sorted(K.harary_pt(instance, 2))
+    overlays.run_import(spark, lakehouse, "z", "fail", overlay_file(write_text, [(f"n{a}", f"n{b}") for a, b in links]))
+    nodes = lakehouse.instance_row("z")[S.NODES]
+    run_resilience(spark, lakehouse, ResilienceRequest("fail", fail_nodes=(0.1, 0.5), trials=2, seed=3))
+    first = lakehouse.read(S.RESILIENCE).filter(F.col(S.SHARE) == 0.1).select(S.COMPUTED_AT).first()[0]
+    summary = run_resilience(
+        spark, lakehouse, ResilienceRequest("fail", fail_nodes=(0.5, 0.9), fail_links=(0.2,), trials=2, seed=3),
+    )
+    assert [(r["model"], r["share"], r["trials"]) for r in summary] == [
+        ("random-nodes", 0.5, 2), ("random-nodes", 0.9, 2), ("random-links", 0.2, 2),
+    ]
+    stored = lakehouse.read(S.RESILIENCE).filter(F.col(S.RUN_ID) == "fail").collect()
+    assert sorted((r[S.MODEL], r[S.SHARE], r[S.TRIAL]) for r in stored) == sorted(
+        [("random-nodes", s, t) for s in (0.1, 0.5, 0.9) for t in (0, 1)] + [("random-links", 0.2, t) for t in (0, 1)]
+    )
+    for r in stored:
+        expected = K.resilience(instance, links, nodes, r[S.MODEL], r[S.SHARE], r[S.TRIAL], 3)
+        assert {name: r[name] for name in expected} == expected
+        assert (r[S.COMPUTED_AT] == first) == (r[S.SHARE] == 0.1)  # only 0.1 kept from the first run

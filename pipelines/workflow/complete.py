@@ -84,6 +84,20 @@ def _route(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | Non
     return f"routing run {routing_run_id} is complete"
 
 
+def _resilience(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
+    run = _current_run(lakehouse, request.run_id)
+    if run is None or not lakehouse.exists(S.RESILIENCE):
+        return None
+    stored = lakehouse.read(S.RESILIENCE).filter(
+        (F.col(S.RUN_ID) == request.run_id) & (F.col(S.SEED) == request.seed) & (F.col(S.COMPUTED_AT) >= run[S.STARTED_AT])
+    )
+    for plan in request.plans():
+        found = stored.filter((F.col(S.MODEL) == plan.model) & F.col(S.SHARE).isin(*plan.shares))
+        if found.count() != len(plan.shares) * plan.trials:
+            return None
+    return f"run {request.run_id} has its failure trials (seed {request.seed})"
+
+
 def _compare(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | None:
     if not lakehouse.exists(S.ROUTING_COMPARISON):
         return None
@@ -108,6 +122,7 @@ CHECKS = {
     "design": _design,
     "evaluate": _evaluate,
     "route": _route,
+    "resilience": _resilience,
     "compare": _compare,
     "report": _report,
     "import-overlay": _imported,
