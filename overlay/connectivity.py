@@ -3,59 +3,22 @@
 A kTCO keeps every topic subgraph G(t) k-connected, or a clique when the topic has at most k
 subscribers. Per topic this needs the vertex connectivity kappa(G(t)) only up to k, so each
 topic is checked on its own, in a task (`groupBy(topic).applyInPandas`; the topic subgraphs are
-small next to the instance): connectedness for k = 1, biconnectedness for k = 2 (linear time),
-and for k >= 3 Even's algorithm (networkx's, unit-capacity max-flows from a vertex of minimum
-degree) with every flow cut off at the best bound so far, so no flow runs past k. networkx
-counts kappa of a clique on n vertices as n - 1, as Def. 1 needs.
-"""
+small next to the instance), by the compiled `overlay.kappa`: connectedness for k = 1,
+biconnectedness for k = 2 (linear time), and for k >= 3 Even's algorithm with every max-flow cut
+off at the best bound so far. A clique on n vertices counts n - 1, as Def. 1 needs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
-import networkx as nx
 import pandas as pd
-from networkx.algorithms.connectivity import build_auxiliary_node_connectivity, local_node_connectivity
-from networkx.algorithms.flow import build_residual_network
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.graph import DST, SRC
+from overlay.kappa import connectivity_upto
 from overlay.quality import NODE_BITS, topic_graph
-
-
-def connectivity_upto(nodes, links, k: int) -> int:
-    """min(kappa, k) of the graph on `nodes` with `links` (pairs; repeats and self-loops
-    ignored); 0 for one vertex or a disconnected graph, n - 1 for a clique on n vertices."""
-    graph = nx.Graph()
-    graph.add_nodes_from(nodes)
-    graph.add_edges_from((u, v) for u, v in links if u != v)
-    n = graph.number_of_nodes()
-    if n <= 1 or not nx.is_connected(graph):
-        return 0
-    if graph.number_of_edges() == n * (n - 1) // 2:
-        return min(k, n - 1)
-    if k == 1 or not nx.is_biconnected(graph):
-        return 1
-    if k == 2:
-        return 2
-    # Even's algorithm as networkx's node_connectivity runs it, each flow cut off at `best`.
-    auxiliary = build_auxiliary_node_connectivity(graph)
-    residual = build_residual_network(auxiliary, "capacity")
-    v, degree = min(graph.degree, key=lambda item: (item[1], item[0]))
-    best = min(k, degree)
-
-    def flow(s, t) -> int:
-        return local_node_connectivity(graph, s, t, auxiliary=auxiliary, residual=residual, cutoff=best)
-
-    for w in sorted(set(graph) - set(graph[v]) - {v}):
-        best = min(best, flow(v, w))
-    for x, y in combinations(sorted(graph[v]), 2):
-        if y not in graph[x]:
-            best = min(best, flow(x, y))
-    return best
 
 
 def is_k_connected_topic(subscribers: int, edges: int, connectivity: int, k: int) -> bool:
@@ -94,9 +57,9 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
 
     def per_topic(frame: pd.DataFrame) -> pd.DataFrame:
         nodes = frame[S.NODE_ID].dropna().astype("int64").unique()
-        pairs = frame.loc[frame[S.U].notna(), [S.U, S.V]].astype("int64")
+        pairs = frame.loc[frame[S.U].notna(), [S.U, S.V]].astype("int64").to_numpy()
         subscribers, edge_count = len(nodes), len(pairs)
-        connectivity = connectivity_upto(nodes.tolist(), pairs.itertuples(index=False, name=None), k)
+        connectivity = connectivity_upto(nodes, pairs, k)
         return pd.DataFrame({
             S.TOPIC_ID: [int(frame[S.TOPIC_ID].iloc[0])], S.SUBSCRIBERS: [subscribers], S.EDGES: [edge_count],
             S.CONNECTIVITY: [connectivity],

@@ -330,3 +330,51 @@ def resilience(subscriptions, links, nodes: int, model: str, share: float, trial
             total["shared_topics"] += 1
             total["connected_topics"] += parts == 1
     return total
+
+
+def gm2_lazy(subscriptions) -> list[tuple[int, int, int]]:
+    """GM2 as a plain lazy greedy, fast enough for benchmarks: a heap of (-bound, u, v) over the
+    pairs that share a topic (bounds start at the shared count; estimates never grow), each
+    topic's blocks recomputed (Hopcroft-Tarjan) when a link lands in it. Same sequence as
+    `gm2_ref` (the tests check)."""
+    import heapq
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # `blocks` recurses along DFS paths
+    members = subscribers(subscriptions)
+    topics_of: dict[int, set] = {}
+    for topic, nodes in members.items():
+        for v in nodes:
+            topics_of.setdefault(v, set()).add(topic)
+    inside: dict[int, list] = {topic: [] for topic in members}  # links within each topic
+    holding = {topic: {v: {i} for i, v in enumerate(sorted(nodes))} for topic, nodes in members.items()}
+
+    def estimate(u, v) -> list:
+        return [t for t in topics_of[u] & topics_of[v] if not holding[t][u] & holding[t][v]]
+
+    heap = []
+    for u in sorted(topics_of):
+        for v in sorted(topics_of):
+            if u < v and topics_of[u] & topics_of[v]:
+                heap.append((-len(topics_of[u] & topics_of[v]), u, v))
+    heapq.heapify(heap)
+    sequence = []
+    while heap:
+        bound, u, v = heap[0]
+        apart = estimate(u, v)
+        if not apart:
+            heapq.heappop(heap)
+        elif len(apart) < -bound:
+            heapq.heapreplace(heap, (-len(apart), u, v))
+        else:
+            heapq.heappop(heap)
+            sequence.append((u, v, len(apart)))
+            for t in topics_of[u] & topics_of[v]:
+                inside[t].append((u, v))
+            for t in apart:  # other shared topics had u, v in one block already: their blocks stay
+                held: dict = {}
+                for b, block in enumerate(blocks(members[t], inside[t])):
+                    for x in block:
+                        held.setdefault(x, set()).add(b)
+                holding[t] = held
+    return sequence

@@ -24,6 +24,18 @@ def test_connectivity_upto_k_is_the_oracles(seed):
         assert connectivity_upto(range(n), links + [(0, 0)], k) == min(kappa, k), (n, links, k)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_larger_graphs_and_ks_match_the_flow_oracle(seed):
+    """Dense graphs up to 14 vertices and k up to 10: Even's flows, cut off at each bound."""
+    rng = random.Random(100 + seed)
+    n = rng.randint(8, 14)
+    density = rng.choice([0.5, 0.7, 0.85, 0.95])
+    links = [(u, v) for u, v in combinations(range(n), 2) if rng.random() < density]
+    kappa = K.vertex_connectivity_flow(range(n), links)
+    for k in (3, 5, 7, 10):
+        assert connectivity_upto(range(n), links, k) == min(kappa, k), (n, links, k)
+
+
 def test_harary_graphs_stop_at_their_k():
     links = K.harary(4, list(range(10)))
     assert [connectivity_upto(range(10), links, k) for k in (3, 4, 5, 6)] == [3, 4, 4, 4]

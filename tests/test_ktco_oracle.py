@@ -94,6 +94,13 @@ def test_gm2_ends_at_a_2tco_and_replays(seed):
     assert K.is_ktco(subscriptions, [(u, v) for u, v, _ in sequence], 2)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_the_lazy_gm2_gives_the_reference_sequence(seed):
+    """The benchmarks' plain lazy GM2 against the step-by-step reference (ties included)."""
+    subscriptions = random_instance(seed, nodes=12, topics=5, per_node=(1, 4))
+    assert K.gm2_lazy(subscriptions) == K.gm2_ref(subscriptions)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_estimate_is_shared_topics_minus_blocks_holding_both(seed):
     """NOTES 1.2 fact iii, on a random overlay."""
