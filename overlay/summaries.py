@@ -31,6 +31,7 @@ def current_runs(runs: DataFrame, instances: DataFrame) -> DataFrame:
         .withColumn(BUDGET_RATIO, F.get_json_object(request, "$.request.budget_ratio").cast("double"))
         .withColumn(SHORT, F.get_json_object(request, "$.request.short"))
         .withColumn(LONG, F.get_json_object(request, "$.request.long"))
+        .withColumn(S.K, F.get_json_object(request, "$.request.k").cast("int"))
         .withColumn(
             BUDGET,
             F.coalesce(
@@ -38,6 +39,7 @@ def current_runs(runs: DataFrame, instances: DataFrame) -> DataFrame:
                 F.concat(F.lit("d = "), F.get_json_object(request, "$.request.max_degree")),
                 F.concat(F.lit("m = "), F.get_json_object(request, "$.request.max_edges")),
                 F.when(F.col(S.ALGORITHM) == "swico", F.concat_ws("-", SHORT, LONG)),
+                F.concat(F.lit("k = "), F.col(S.K).cast("string")),
                 F.lit("none"),
             ),
         )
@@ -47,7 +49,7 @@ def current_runs(runs: DataFrame, instances: DataFrame) -> DataFrame:
 def run_quality(runs: DataFrame, metrics: DataFrame) -> DataFrame:
     """One row per current run: its budget and its quality metrics."""
     return runs.select(
-        S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, SHORT, LONG, S.SECONDS
+        S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, SHORT, LONG, S.K, S.SECONDS
     ).join(
         metrics.select(
             S.RUN_ID, S.NODES, S.EDGES, S.AVG_DEGREE, S.MAX_DEGREE, S.TCO_SUPPORT, S.TOPICS_CONNECTED,

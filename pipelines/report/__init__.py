@@ -36,7 +36,7 @@ from overlay.summaries import (
 )
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
-from pipelines.report import figures
+from pipelines.report import figures, ktco
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
 
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 TABLES = (
     S.INSTANCES, S.OVERLAY_RUNS, S.OVERLAY_METRICS, S.OVERLAY_EDGES, S.ROUTING_RUNS, S.ROUTING_METRICS,
-    S.ROUTING_LOAD, S.ROUTING_COMPARISON,
+    S.ROUTING_LOAD, S.ROUTING_COMPARISON, S.RESILIENCE,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -61,6 +61,8 @@ class ReportData:
     routing: pd.DataFrame
     load: pd.DataFrame
     comparisons: pd.DataFrame
+    sweeps: pd.DataFrame  # kTCO sweep points (`ktco.sweep_points`)
+    resilience: pd.DataFrame  # failure trials summarised (`ktco.resilience_summary`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -138,10 +140,17 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         if ids else pd.DataFrame(columns=S.ROUTING_COMPARISON.columns)
     )  # 14 rows per comparison
     listed = instances.select(
-        S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT
+        S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.PARAMS
     ).orderBy(S.INSTANCE).toPandas()  # one row per instance
+    failures = (
+        lakehouse.read(S.RESILIENCE).join(runs.select(S.RUN_ID), S.RUN_ID).toPandas()  # runs x shares x trials
+        if lakehouse.exists(S.RESILIENCE) else pd.DataFrame(columns=S.RESILIENCE.columns)
+    )
     runs.unpersist()
-    return ReportData(listed, quality, degrees, routing, load, comparisons)
+    return ReportData(
+        listed, quality, degrees, routing, load, comparisons,
+        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality),
+    )
 
 
 def _save(figure, path: Path) -> None:
@@ -164,6 +173,12 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         ),
         "routing_ratios.png": (figures.routing_ratios(data.routing), "Routing overhead and path length against Scribe(-)"),
         "routing_load.png": (figures.load_profile(data.load), "Per-node load"),
+        "ktco_degree.png": (figures.ktco_degrees(data.sweeps), "Average degree of 2TCOs against |V| (PODC'13 Fig. 1)"),
+        "ktco_diameter.png": (figures.ktco_diameters(data.sweeps), "Topic diameters, GM against GM2 (PODC'13 Fig. 2)"),
+        "resilience.png": (
+            figures.resilience(data.resilience, dict(zip(data.quality[S.RUN_ID], data.quality[RUN_LABEL]))),
+            "Topics still connected after failures",
+        ),
     }
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):

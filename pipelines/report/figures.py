@@ -168,3 +168,80 @@ def load_profile(percentiles: pd.DataFrame) -> Figure | None:
     ax.legend(fontsize="small")
     ax.set_title("Per-node load of each routing run")
     return figure
+
+
+def ktco_degrees(points: pd.DataFrame) -> Figure | None:
+    """Average degree against |V| for GM, GM2, CyclePT and HararyPT (k = 2), one panel per sweep
+    (the shape of PODC'13 Fig. 1). `points`: rows of `pipelines.report.ktco.sweep_points`."""
+    if points.empty:
+        return None
+    families = sorted(points["family"].unique())
+    figure, axes = _grid(len(families), width=6.0)
+    lines = (("gm_degree", "GM"), ("gm2_degree", "GM2"), ("cycle_pt_degree", "CyclePT"), ("harary_pt_2_degree", "HararyPT k = 2"))
+    for ax, family in zip(axes, families):
+        rows = points[points["family"] == family].sort_values(S.NODES)
+        for i, (column, name) in enumerate(lines):
+            line = rows.dropna(subset=[column])
+            if len(line):
+                ax.plot(line[S.NODES], line[column], marker=MARKERS[i % len(MARKERS)], label=name)
+        ax.set_title(family, fontsize="small")
+        ax.set_xlabel("|V| (nodes)")
+        ax.set_ylabel("average degree 2|E| / |V|")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small")
+    figure.suptitle("Average degree of 2TCOs against |V| (PODC'13 Fig. 1)")
+    return figure
+
+
+def ktco_diameters(points: pd.DataFrame) -> Figure | None:
+    """Largest and mean topic diameter against |V|, GM against GM2 (PODC'13 Fig. 2)."""
+    rows = points.dropna(subset=["gm_diameter_max", "gm2_diameter_max"])
+    if rows.empty:
+        return None
+    families = sorted(rows["family"].unique())
+    figure, axes = _grid(len(families), width=6.0)
+    for ax, family in zip(axes, families):
+        line = rows[rows["family"] == family].sort_values(S.NODES)
+        for i, (column, name) in enumerate((
+            ("gm_diameter_max", "GM, max"), ("gm2_diameter_max", "GM2, max"),
+            ("gm_diameter_avg", "GM, mean"), ("gm2_diameter_avg", "GM2, mean"),
+        )):
+            ax.plot(line[S.NODES], line[column], marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i // 2], label=name)
+        ax.set_title(family, fontsize="small")
+        ax.set_xlabel("|V| (nodes)")
+        ax.set_ylabel("topic diameter (hops)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    figure.suptitle("Topic diameters, GM against GM2 (PODC'13 Fig. 2)")
+    return figure
+
+
+def resilience(summary: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
+    """Share of topics still connected against the share of nodes or links removed, one line per
+    run (mean over trials, bars from the worst to the best trial), one panel per instance and
+    failure model. `summary`: rows of `pipelines.report.ktco.resilience_summary`."""
+    if summary.empty:
+        return None
+    panels = sorted({(i, m) for i, m in zip(summary[S.INSTANCE], summary[S.MODEL])})
+    figure, axes = _grid(len(panels), width=6.5)
+    for ax, (instance, model) in zip(axes, panels):
+        rows = summary[(summary[S.INSTANCE] == instance) & (summary[S.MODEL] == model)]
+        algorithm_of = dict(zip(rows[S.RUN_ID], rows[S.ALGORITHM]))
+        for i, run_id in enumerate(sorted(algorithm_of, key=lambda r: (algorithm_key(algorithm_of[r]), r))):
+            line = rows[rows[S.RUN_ID] == run_id].sort_values(S.SHARE)
+            mean = line[S.CONNECTED_TOPIC_SHARE]
+            ax.errorbar(
+                line[S.SHARE], mean, yerr=[mean - line["connected_min"], line["connected_max"] - mean],
+                marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)], capsize=3,
+                label=labels.get(run_id, run_id),
+            )
+        ax.set_title(f"{instance}: {model}", fontsize="small")
+        ax.set_xlabel("share removed")
+        ax.set_ylabel("topics still connected (share)")
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    figure.suptitle("What failures leave connected (mean over trials; bars: worst to best trial)")
+    return figure

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
+from pipelines.report import ktco
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -109,6 +110,27 @@ def render(data: ReportData, lakehouse: str) -> str:
         ),
         table(routing_rows(data), ROUTING_COLUMNS),
     ]
+    if not data.sweeps.empty:
+        parts += [
+            "## Fault-tolerant overlays (kTCO)",
+            (
+                "Per synthetic sweep and |V|: average degree of GM (a TCO), GM2, CyclePT and HararyPT k = 2 "
+                "(2TCOs), the ratios, the largest stored k at which HararyPT has no more links than "
+                "CyclePT, and the topic diameters of GM and GM2 (blank when not computed). " + ktco.PAPER
+            ),
+            table(records(data.sweeps, ktco.SWEEP_COLUMNS), ktco.SWEEP_COLUMNS),
+            "\n".join(f"- {line}" for line in ktco.sweep_checks(data.sweeps)),
+        ]
+    if not data.resilience.empty:
+        parts += [
+            "## Failures",
+            (
+                "`resilience` rows per run, failure model and share removed: means over trials and the worst "
+                "trial. TcoSuppR is on the instance restricted to the surviving nodes; the connected share "
+                "counts topics with at least two surviving subscribers."
+            ),
+            table(records(data.resilience, ktco.RESILIENCE_COLUMNS), ktco.RESILIENCE_COLUMNS),
+        ]
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
     if data.files:

@@ -31,7 +31,9 @@ from pipelines.config import ConfigError, read_yaml
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 # Commands a step may run: the jobs. `workflow` and `main` would nest workflows.
-STEP_COMMANDS = ("ingest", "design", "evaluate", "route", "compare", "report", "import-overlay", "export", "instances")
+STEP_COMMANDS = (
+    "ingest", "design", "evaluate", "resilience", "route", "compare", "report", "import-overlay", "export", "instances",
+)
 Scalar = str | int | float
 
 
