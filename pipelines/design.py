@@ -138,7 +138,8 @@ class DesignRequest:
         if self.algorithm == "harary-pt" and (self.k is None or self.k < 2):
             raise InputError(f"harary-pt needs --k K with K >= 2, got {self.k}")
         if KTCO.get(self.algorithm) is not None and self.k != KTCO[self.algorithm]:
-            raise InputError(f"{self.algorithm} builds a {KTCO[self.algorithm]}TCO: --k must be {KTCO[self.algorithm]} or left out")
+            k = KTCO[self.algorithm]
+            raise InputError(f"{self.algorithm} builds a {k}TCO: --k must be {k} or left out")
         if self.node_order is not None and self.algorithm != "harary-pt":
             raise InputError("--node-order is HararyPT's global order: only with --algorithm harary-pt")
         if self.node_order is not None and self.node_order not in NODE_ORDERS:

@@ -26,7 +26,10 @@ from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 
 log = logging.getLogger(__name__)
 
-SUMMARY_COLUMNS = ("model", "share", "trials", "failed", "survivors", "tco_support", "tco_support_sd", "connected_topic_share", "connected_min")
+SUMMARY_COLUMNS = (
+    "model", "share", "trials", "failed", "survivors", "tco_support", "tco_support_sd", "connected_topic_share",
+    "connected_min",
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ def summary(plan: FailurePlan, outcomes: list[Outcome]) -> list[dict]:
         rows.append({
             "model": plan.model, "share": share, "trials": len(trials), "failed": trials[0].scenario.failed,
             "survivors": trials[0].survivors, "tco_support": round(statistics.fmean(support), 4),
-            "tco_support_sd": round(statistics.pstdev(support), 4), "connected_topic_share": round(statistics.fmean(connected), 4),
+            "tco_support_sd": round(statistics.pstdev(support), 4),
+            "connected_topic_share": round(statistics.fmean(connected), 4),
             "connected_min": round(min(connected), 4),
         })
     return rows

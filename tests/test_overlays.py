@@ -192,3 +192,13 @@ def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, 
         expected = K.resilience(instance, links, nodes, r[S.MODEL], r[S.SHARE], r[S.TRIAL], 3)
         assert {name: r[name] for name in expected} == expected
         assert (r[S.COMPUTED_AT] == first) == (r[S.SHARE] == 0.1)  # only 0.1 kept from the first run
+    # A workflow skips the step once its rows are stored, and not for another seed or share.
+    from argparse import Namespace
+
+    from pipelines.workflow.complete import outputs_complete
+
+    def complete(**request):
+        return outputs_complete(lakehouse, Namespace(command="resilience"), ResilienceRequest("fail", trials=2, **request))
+
+    assert "has its failure trials" in complete(fail_nodes=(0.1, 0.9), fail_links=(0.2,), seed=3)
+    assert complete(fail_nodes=(0.1, 0.2), seed=3) is None and complete(fail_nodes=(0.1,), seed=4) is None

@@ -177,7 +177,9 @@ def ktco_degrees(points: pd.DataFrame) -> Figure | None:
         return None
     families = sorted(points["family"].unique())
     figure, axes = _grid(len(families), width=6.0)
-    lines = (("gm_degree", "GM"), ("gm2_degree", "GM2"), ("cycle_pt_degree", "CyclePT"), ("harary_pt_2_degree", "HararyPT k = 2"))
+    lines = (
+        ("gm_degree", "GM"), ("gm2_degree", "GM2"), ("cycle_pt_degree", "CyclePT"), ("harary_pt_2_degree", "HararyPT k = 2"),
+    )
     for ax, family in zip(axes, families):
         rows = points[points["family"] == family].sort_values(S.NODES)
         for i, (column, name) in enumerate(lines):
