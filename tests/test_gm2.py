@@ -76,6 +76,15 @@ def _components(nodes, links):
     return found
 
 
+def test_the_driver_forest_is_capped():
+    from overlay.errors import InputError
+
+    csr = driver_copy(random_instance("unif", 10, 4, 1, 3, 1))
+    with pytest.raises(InputError, match="GM2 keeps every topic's blocks on the driver"):
+        BlockClasses(csr, max_rows=csr.rows - 1)
+    assert BlockClasses(csr, max_rows=csr.rows).components == csr.rows
+
+
 GM2_CASES = [
     ("unif", 20, 8, 1, 4, 1),
     ("zipf", 24, 14, 2, 5, 2),
@@ -108,3 +117,21 @@ def test_relaxed_gm2_builds_a_2tco_in_fewer_rounds(spark):
     links = [(u, v) for r in relaxed for u, v, _ in r.edges]
     assert is_ktco(subscriptions, links, 2) and len(relaxed) < len(exact)
     assert [(u, v) for r in exact for u, v, _ in r.edges] != links  # it did leave the canonical sequence
+
+
+def test_a_resumed_gm2_continues_the_same_sequence(spark):
+    """The stored links of the first rounds rebuild the block forest (in their order); the rest
+    of the run is the canonical sequence."""
+    from overlay import schema as S
+    from overlay.design.greedy import GreedyStart
+
+    subscriptions = random_instance("zipf", 22, 10, 2, 5, seed=6)
+    params = GreedyParams("gm2", batch_size=2, per_node=1)
+    rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
+    prefix = [link for r in rounds[:2] for link in r.edges]
+    start = GreedyStart(
+        edges=spark.createDataFrame(prefix, f"{S.U} long, {S.V} long, gain long"),
+        rounds_done=2, edges_total=len(prefix), gain_total=sum(g for _, _, g in prefix),
+    )
+    rest = [link for r in GreedyDesign(frame(spark, subscriptions), params, start=start).rounds() for link in r.edges]
+    assert len(rounds) > 3 and prefix + rest == gm2_ref(subscriptions)

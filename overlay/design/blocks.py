@@ -100,6 +100,20 @@ def _up(pblock, bparent, bhead, is_block, x):
 
 
 @nb.njit(cache=True, nogil=True)
+def _walk_up(pblock, bparent, bhead, vmark, bmark, is_block, x, own, other):
+    """One step of a walk towards the root: (is_block, x, met) of the parent element, `met` when
+    the other walk marked it already (else it gets this walk's mark)."""
+    is_block, x = _up(pblock, bparent, bhead, is_block, x)
+    if x < 0:
+        return is_block, x, False
+    marks = bmark if is_block else vmark
+    if marks[x] == other:
+        return is_block, x, True
+    marks[x] = own
+    return is_block, x, False
+
+
+@nb.njit(cache=True, nogil=True)
 def _close_cycle(pblock, bparent, bhead, vmark, bmark, state, i, j):
     """Merge every block on the i-j path of one component's forest into one block."""
     state[STAMP] += 2
@@ -109,27 +123,15 @@ def _close_cycle(pblock, bparent, bhead, vmark, bmark, state, i, j):
     meet_block, meet = False, -1
     while meet < 0:
         if ix >= 0:
-            ib, ix = _up(pblock, bparent, bhead, ib, ix)
-            if ix >= 0:
-                seen = bmark[ix] if ib else vmark[ix]
-                if seen == mark_j:
-                    meet_block, meet = ib, ix
-                    break
-                if ib:
-                    bmark[ix] = mark_i
-                else:
-                    vmark[ix] = mark_i
+            ib, ix, met = _walk_up(pblock, bparent, bhead, vmark, bmark, ib, ix, mark_i, mark_j)
+            if met:
+                meet_block, meet = ib, ix
+                break
         if jx >= 0:
-            jb, jx = _up(pblock, bparent, bhead, jb, jx)
-            if jx >= 0:
-                seen = bmark[jx] if jb else vmark[jx]
-                if seen == mark_i:
-                    meet_block, meet = jb, jx
-                    break
-                if jb:
-                    bmark[jx] = mark_j
-                else:
-                    vmark[jx] = mark_j
+            jb, jx, met = _walk_up(pblock, bparent, bhead, vmark, bmark, jb, jx, mark_j, mark_i)
+            if met:
+                meet_block, meet = jb, jx
+                break
         if ix < 0 and jx < 0:
             raise AssertionError("rows of one component without a common ancestor")
     # The merged block hangs where the path's top hangs.
@@ -171,8 +173,9 @@ def link_rows(pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, i, j
 
 
 @nb.njit(cache=True, nogil=True)
-def pair_gain(offsets, topics, pblock, bparent, bhead, u, v):
-    """Shared topics of nodes u and v on which they lie in no common block."""
+def _walk_shared(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, u, v, merge):
+    """Walk the shared topics of nodes u and v (a merge of two sorted lists); count those on which
+    they lie in no common block, and add the link on them when `merge`."""
     i, i_end = offsets[u], offsets[u + 1]
     j, j_end = offsets[v], offsets[v + 1]
     apart = 0
@@ -182,7 +185,9 @@ def pair_gain(offsets, topics, pblock, bparent, bhead, u, v):
         elif topics[i] > topics[j]:
             j += 1
         else:
-            if not shares_block(pblock, bparent, bhead, i, j):
+            if merge:
+                apart += link_rows(pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, i, j)
+            elif not shares_block(pblock, bparent, bhead, i, j):
                 apart += 1
             i += 1
             j += 1
@@ -190,22 +195,15 @@ def pair_gain(offsets, topics, pblock, bparent, bhead, u, v):
 
 
 @nb.njit(cache=True, nogil=True)
+def pair_gain(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, u, v):
+    """Shared topics of nodes u and v on which they lie in no common block."""
+    return _walk_shared(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, u, v, False)
+
+
+@nb.njit(cache=True, nogil=True)
 def merge_pair(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, u, v):
     """Add the link (u, v) on every shared topic; the gain it realised."""
-    i, i_end = offsets[u], offsets[u + 1]
-    j, j_end = offsets[v], offsets[v + 1]
-    apart = 0
-    while i < i_end and j < j_end:
-        if topics[i] < topics[j]:
-            i += 1
-        elif topics[i] > topics[j]:
-            j += 1
-        else:
-            if link_rows(pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, i, j):
-                apart += 1
-            i += 1
-            j += 1
-    return apart
+    return _walk_shared(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, state, u, v, True)
 
 
 @nb.njit(cache=True, nogil=True)

@@ -25,6 +25,7 @@ from overlay.design import blocks, kernels
 from overlay.errors import InputError
 
 MAX_DRIVER_SUBSCRIPTIONS = 50_000_000
+MAX_BLOCK_SUBSCRIPTIONS = 12_500_000  # GM2's forest: four times the bytes per subscription
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,19 @@ class BlockClasses:
     """GM2's relation: the blocks of every topic's subgraph, as a block-cut forest over
     subscription rows kept as links arrive (`overlay.design.blocks`). The gain of a link counts
     the shared topics on which its ends share no block; it never grows as links are added
-    (a shared block or a common cycle survives them), so the engine's bounds stay exact."""
+    (a shared block or a common cycle survives them), so the engine's bounds stay exact.
 
-    def __init__(self, subscriptions: Subscriptions) -> None:
-        self.subscriptions = subscriptions
+    The driver work per link is bounded by what it changes, not by the topics it touches: a
+    bridge re-roots the smaller of two trees, a cycle walks and merges the blocks on its path."""
+
+    def __init__(self, subscriptions: Subscriptions, max_rows: int = MAX_BLOCK_SUBSCRIPTIONS) -> None:
         rows = subscriptions.rows
+        if rows > max_rows:
+            raise InputError(
+                f"GM2 keeps every topic's blocks on the driver, about 64 bytes per subscription, and this "
+                f"instance has {rows:,} (the cap is {max_rows:,}); run it with more driver memory and a higher cap"
+            )
+        self.subscriptions = subscriptions
         self.pblock = np.full(rows, -1, dtype=np.int64)
         self.bparent = np.arange(rows + 1, dtype=np.int64)  # a block per bridge: at most rows - 1
         self.bhead = np.full(rows + 1, -1, dtype=np.int64)
@@ -143,17 +152,19 @@ class BlockClasses:
         """A 2TCO: every topic connected, and one block in each with two or more subscribers."""
         return self.components <= self.topics and self.blocks <= self.shared_topics
 
-    def gain(self, u: int, v: int) -> int:
+    def _forest(self) -> tuple:
         s = self.subscriptions
-        return int(blocks.pair_gain(s.offsets, s.topics, self.pblock, self.bparent, self.bhead, u, v))
+        return (
+            s.offsets, s.topics, self.pblock, self.bparent, self.bhead, self.comp, self.comp_size,
+            self.vmark, self.bmark, self.state,
+        )
+
+    def gain(self, u: int, v: int) -> int:
+        return int(blocks.pair_gain(*self._forest(), u, v))
 
     def merge(self, u: int, v: int) -> int:
         """Add the link (u, v); the number of topics on which it joined blocks (its gain)."""
-        s = self.subscriptions
-        return int(blocks.merge_pair(
-            s.offsets, s.topics, self.pblock, self.bparent, self.bhead, self.comp, self.comp_size,
-            self.vmark, self.bmark, self.state, u, v,
-        ))
+        return int(blocks.merge_pair(*self._forest(), u, v))
 
     def snapshot(self) -> Relation:
         return blocks.flat_relation(self.pblock, self.bparent, self.bhead)

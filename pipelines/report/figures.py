@@ -170,53 +170,52 @@ def load_profile(percentiles: pd.DataFrame) -> Figure | None:
     return figure
 
 
-def ktco_degrees(points: pd.DataFrame) -> Figure | None:
-    """Average degree against |V| for GM, GM2, CyclePT and HararyPT (k = 2), one panel per sweep
-    (the shape of PODC'13 Fig. 1). `points`: rows of `pipelines.report.ktco.sweep_points`."""
+def _against_nodes(points: pd.DataFrame, lines, ylabel: str, title: str, log: bool = False) -> Figure | None:
+    """Columns of kTCO sweep points against |V|, one panel per sweep; `lines`: (column, name,
+    line style); a line is drawn where its column has values."""
+    points = points.dropna(subset=[column for column, _, _ in lines], how="all")
     if points.empty:
         return None
     families = sorted(points["family"].unique())
     figure, axes = _grid(len(families), width=6.0)
-    lines = (
-        ("gm_degree", "GM"), ("gm2_degree", "GM2"), ("cycle_pt_degree", "CyclePT"), ("harary_pt_2_degree", "HararyPT k = 2"),
-    )
     for ax, family in zip(axes, families):
         rows = points[points["family"] == family].sort_values(S.NODES)
-        for i, (column, name) in enumerate(lines):
+        for i, (column, name, style) in enumerate(lines):
             line = rows.dropna(subset=[column])
             if len(line):
-                ax.plot(line[S.NODES], line[column], marker=MARKERS[i % len(MARKERS)], label=name)
+                ax.plot(line[S.NODES], line[column], marker=MARKERS[i % len(MARKERS)], linestyle=style, label=name)
         ax.set_title(family, fontsize="small")
         ax.set_xlabel("|V| (nodes)")
-        ax.set_ylabel("average degree 2|E| / |V|")
-        ax.set_yscale("log")
+        ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale("log")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize="small")
-    figure.suptitle("Average degree of 2TCOs against |V| (PODC'13 Fig. 1)")
+    figure.suptitle(title)
     return figure
+
+
+def ktco_degrees(points: pd.DataFrame) -> Figure | None:
+    """Average degree against |V| for GM, GM2, CyclePT and HararyPT (k = 2), one panel per sweep
+    (the shape of PODC'13 Fig. 1). `points`: rows of `pipelines.report.ktco.sweep_points`."""
+    lines = (
+        ("gm_degree", "GM", "-"), ("gm2_degree", "GM2", "-"), ("cycle_pt_degree", "CyclePT", "-"),
+        ("harary_pt_2_degree", "HararyPT k = 2", "-"),
+    )
+    return _against_nodes(
+        points[points["gm2_degree"].notna() | points["cycle_pt_degree"].notna() | points["harary_pt_2_degree"].notna()],
+        lines, "average degree 2|E| / |V|", "Average degree of 2TCOs against |V| (PODC'13 Fig. 1)", log=True,
+    )
 
 
 def ktco_diameters(points: pd.DataFrame) -> Figure | None:
     """Largest and mean topic diameter against |V|, GM against GM2 (PODC'13 Fig. 2)."""
-    rows = points.dropna(subset=["gm_diameter_max", "gm2_diameter_max"])
-    if rows.empty:
-        return None
-    families = sorted(rows["family"].unique())
-    figure, axes = _grid(len(families), width=6.0)
-    for ax, family in zip(axes, families):
-        line = rows[rows["family"] == family].sort_values(S.NODES)
-        for i, (column, name) in enumerate((
-            ("gm_diameter_max", "GM, max"), ("gm2_diameter_max", "GM2, max"),
-            ("gm_diameter_avg", "GM, mean"), ("gm2_diameter_avg", "GM2, mean"),
-        )):
-            ax.plot(line[S.NODES], line[column], marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i // 2], label=name)
-        ax.set_title(family, fontsize="small")
-        ax.set_xlabel("|V| (nodes)")
-        ax.set_ylabel("topic diameter (hops)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
-    figure.suptitle("Topic diameters, GM against GM2 (PODC'13 Fig. 2)")
-    return figure
+    lines = (
+        ("gm_diameter_max", "GM, max", "-"), ("gm2_diameter_max", "GM2, max", "-"),
+        ("gm_diameter_avg", "GM, mean", "--"), ("gm2_diameter_avg", "GM2, mean", "--"),
+    )
+    compared = points.dropna(subset=["gm_diameter_max", "gm2_diameter_max"])
+    return _against_nodes(compared, lines, "topic diameter (hops)", "Topic diameters, GM against GM2 (PODC'13 Fig. 2)")
 
 
 def resilience(summary: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
@@ -232,9 +231,10 @@ def resilience(summary: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
         algorithm_of = dict(zip(rows[S.RUN_ID], rows[S.ALGORITHM]))
         for i, run_id in enumerate(sorted(algorithm_of, key=lambda r: (algorithm_key(algorithm_of[r]), r))):
             line = rows[rows[S.RUN_ID] == run_id].sort_values(S.SHARE)
-            mean = line[S.CONNECTED_TOPIC_SHARE]
+            mean = line[S.CONNECTED_TOPIC_SHARE].to_numpy(dtype=float)
+            spread = np.vstack([mean - line["connected_min"].to_numpy(dtype=float), line["connected_max"].to_numpy(dtype=float) - mean])
             ax.errorbar(
-                line[S.SHARE], mean, yerr=[mean - line["connected_min"], line["connected_max"] - mean],
+                line[S.SHARE].to_numpy(dtype=float), mean, yerr=spread,
                 marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)], capsize=3,
                 label=labels.get(run_id, run_id),
             )

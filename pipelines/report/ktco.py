@@ -89,7 +89,7 @@ def sweep_checks(points: pd.DataFrame) -> list[str]:
             growing = all(b >= a for a, b in zip(ratios, ratios[1:]))
             lines.append(
                 f"{family}: GM < GM2 < CyclePT in average degree at every |V|: {'holds' if order else 'does not hold'}; "
-                f"GM2 / GM {mean:.2f} on average (paper: below 1.65); CyclePT / GM2 {', '.join(map(str, ratios))} "
+                f"GM2 / GM {mean:.3f} on average (paper: below 1.65); CyclePT / GM2 {', '.join(map(str, ratios))} "
                 f"({'growing' if growing else 'not always growing'} with |V|; paper: about 5)."
             )
         if rows.largest_harary_k.notna().any():
