@@ -39,7 +39,7 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
     """(topic_id, subscribers, edges, connectivity, k_connected) for every subscribed topic:
     `connectivity` is min(kappa(G(t)), k), `edges` the distinct links inside G(t).
 
-    subscriptions: (node_id, topic_id), ids as `overlay.quality.check_id_ranges` allows; edges:
+    subscriptions: (node_id, topic_id), ids that `overlay.quality.check_id_ranges` allows; edges:
     (u, v) overlay links in node ids, any order, repeats and self-loops allowed."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")

@@ -39,13 +39,14 @@ from pyspark.sql import functions as F
 
 from overlay import draws
 from overlay import schema as S
+from overlay.design.kernels import find
 from overlay.graph import DST, ID, SRC
 from overlay.quality import NODE_BITS, topic_graph
 
 MODELS = ("random-nodes", "targeted-nodes", "random-links")
 NODE_MASK = (1 << NODE_BITS) - 1
 _KIND, _A, _B, _DEGREE, _KEY, _ID, _TRIAL, _RANK = "_kind", "_a", "_b", "_degree", "_key", "_id", "_trial", "_rank"
-_SCENARIO = "_scenario"
+_SCENARIO, _SIZE = "_scenario", "_size"
 _SUMS = ("subscriptions", "topics", "tcc", "shared_topics", "connected_topics")
 
 
@@ -141,18 +142,20 @@ def _keyed_population(plan: FailurePlan, population: DataFrame) -> DataFrame:
     return rows.mapInArrow(keyed, f"{_TRIAL} long, {_KEY} long, {_ID} long")
 
 
-def scenarios(plan: FailurePlan, population: DataFrame, size: int) -> list[Scenario]:
+def scenarios(plan: FailurePlan, population: DataFrame) -> list[Scenario]:
     """Each (share, trial) with its threshold: the element at rank round(share * size) of the
-    trial's failure order. `population`: (_id, _degree) of the `size` nodes or links. The window
-    sorts each trial's elements in one task; only the threshold rows reach the driver."""
-    counts = sorted({failed_count(share, size) for share in plan.shares})
-    order = Window.partitionBy(_TRIAL).orderBy(_KEY, _ID)
-    found = (
-        _keyed_population(plan, population)
-        .withColumn(_RANK, F.row_number().over(order) - 1)
-        .filter(F.col(_RANK).isin(counts))
-        .collect()  # at most trials x shares rows
+    trial's failure order (size: elements per trial). `population`: (_id, _degree) of the
+    nodes or links. One job: a window per trial sorts its elements in one task and counts them;
+    only the threshold rows (and each trial's first, which carries the size) reach the driver."""
+    size = F.count(F.lit(1)).over(Window.partitionBy(_TRIAL))
+    ranked = _keyed_population(plan, population).select(
+        "*", (F.row_number().over(Window.partitionBy(_TRIAL).orderBy(_KEY, _ID)) - 1).alias(_RANK), size.alias(_SIZE),
     )
+    wanted = F.col(_RANK) == 0
+    for share in plan.shares:  # failed_count, in Spark
+        wanted = wanted | (F.col(_RANK) == F.least(F.col(_SIZE), F.floor(F.lit(share) * F.col(_SIZE) + 0.5)))
+    found = ranked.filter(wanted).collect()  # at most trials x (shares + 1) rows
+    size = int(found[0][_SIZE]) if found else 0
     at = {(r[_TRIAL], r[_RANK]): (r[_KEY], r[_ID]) for r in found}
     return [
         Scenario(share, trial, failed, at.get((trial, failed)))
@@ -168,17 +171,10 @@ def surviving_components(starts, alive, ia, ib, link_alive):
     subscriptions, topics with one, components, topics with two or more, and of those the
     connected ones. Links (ia, ib) join rows of one topic; a link counts when `link_alive` and
     both ends are alive."""
-    rows = len(alive)
-    parent = np.arange(rows)
+    parent = np.arange(len(alive))
     for e in range(len(ia)):
-        a, b = ia[e], ib[e]
-        if link_alive[e] and alive[a] and alive[b]:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            while parent[b] != b:
-                parent[b] = parent[parent[b]]
-                b = parent[b]
+        if link_alive[e] and alive[ia[e]] and alive[ib[e]]:
+            a, b = find(parent, ia[e]), find(parent, ib[e])
             if a != b:
                 parent[max(a, b)] = min(a, b)
     subscriptions = topics = tcc = shared = connected = 0
@@ -244,26 +240,26 @@ def _partition_outcomes(plan: FailurePlan, scenarios_: list[Scenario]):
 def resilience(
     spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int, plan: FailurePlan,
 ) -> list[Outcome]:
-    """Every scenario of `plan` on the overlay `edges` (u, v) of an instance with node ids in
-    [0, nodes): what survives and how connected its topics stay."""
-    links = edges.select(F.least(S.U, S.V).alias(S.U), F.greatest(S.U, S.V).alias(S.V)).distinct()
-    degree = (
-        links.select(F.col(S.U).alias(_ID)).unionAll(links.select(F.col(S.V).alias(_ID)))
-        .groupBy(_ID).agg(F.count("*").alias(_DEGREE))
-    )
+    """Every scenario of `plan` on the overlay `edges` (u, v), u < v, each link once (as
+    `overlay_edges` holds them), of an instance with node ids in [0, nodes): what survives and
+    how connected its topics stay."""
+    links = edges.select(S.U, S.V)
     no_degree = F.lit(None).cast("long").alias(_DEGREE)
+    vertices, topic_edges = topic_graph(subscriptions, links)
     if plan.of_links:
         population = links.select(F.shiftleft(F.col(S.U), 32).bitwiseOR(F.col(S.V)).alias(_ID), F.lit(0).alias(_DEGREE))
-        size = links.count()
-    else:
+    elif plan.model == "targeted-nodes":  # nodes ordered by degree: the population and each row carry it
+        degree = (
+            links.select(F.col(S.U).alias(_ID)).unionAll(links.select(F.col(S.V).alias(_ID)))
+            .groupBy(_ID).agg(F.count("*").alias(_DEGREE))
+        )
         population = spark.range(nodes).select(F.col("id").alias(_ID)).join(degree, _ID, "left").fillna(0, [_DEGREE])
-        size = nodes
-    planned = scenarios(plan, population, size)
-    vertices, topic_edges = topic_graph(subscriptions, links)
-    if plan.model == "targeted-nodes":  # the executors order nodes by degree: each row carries it
         vertices = vertices.join(degree.withColumnRenamed(_ID, S.NODE_ID), S.NODE_ID, "left")
     else:
+        population = spark.range(nodes).select(F.col("id").alias(_ID), F.lit(0).cast("long").alias(_DEGREE))
+    if plan.model != "targeted-nodes":
         vertices = vertices.withColumn(_DEGREE, no_degree)
+    planned = scenarios(plan, population)
     rows = vertices.select(
         F.lit(0).alias(_KIND), F.col(ID).alias(SRC), F.lit(None).cast("long").alias(DST), F.col(_DEGREE).cast("long"),
     ).unionByName(topic_edges.select(F.lit(1).alias(_KIND), SRC, DST, no_degree))

@@ -78,23 +78,24 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got '{text}'") from None
 
 
-def _shares(text: str) -> tuple[float, ...]:
-    """S or S,S,...: numbers (checked to lie in [0, 1] by the request)."""
-    try:
-        return tuple(float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number or a comma-separated list of them, got '{text}'") from None
+def _comma_separated(cast, kind: str):
+    """A parser of X or X,X,...: distinct values in the order given (their ranges are the
+    request's to check)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(cast(part) for part in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {kind} or a comma-separated list of them, got '{text}'") from None
+        if len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"repeats a value: '{text}'")
+        return values
+
+    return parse
 
 
-def _k_values(text: str) -> list[int]:
-    """K or K,K,...: distinct positive integers in the order given."""
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer or a comma-separated list of them, got '{text}'") from None
-    if any(value < 1 for value in values) or len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"must be distinct positive integers, got '{text}'")
-    return values
+_shares = _comma_separated(float, "a number")
+_k_values = _comma_separated(int, "an integer")
 
 
 DEFAULT_WORKFLOW = PROJECT_ROOT / "conf" / "workflows" / "overlay_refresh.yaml"

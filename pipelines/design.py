@@ -350,14 +350,8 @@ def _resume_point(lakehouse: Lakehouse, run_id: str) -> tuple[GreedyStart, DataF
     lakehouse.delete_run_rows(S.OVERLAY_EDGES, run_id, F.col(S.ROUND) > done)
     if last is None:
         return GreedyStart(), None
-    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V, S.GAIN)
-    edges = edges.localCheckpoint()
-    totals = edges.agg(F.count("*").alias("n"), F.sum(S.GAIN).alias("g")).first()
-    start = GreedyStart(
-        edges=edges, rounds_done=done, phase=last[S.NEXT_PHASE],
-        edges_total=totals["n"], gain_total=int(totals["g"] or 0),
-    )
-    return start, last
+    edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).select(S.U, S.V)
+    return GreedyStart(edges=edges, rounds_done=done, phase=last[S.NEXT_PHASE]), last
 
 
 class _Progress:
@@ -394,10 +388,13 @@ def _taken_over(run_id: str) -> RunTakenOver:
     return RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
 
 
-def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> None:
-    """Stop early when taken over; the final write checks ownership again, in the same commit."""
-    if lakehouse.run_row(run_id)[S.ATTEMPT] != attempt:
+def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> Row:
+    """Stop early when taken over (the final write checks ownership again, in the same commit);
+    the run row as read."""
+    run = lakehouse.run_row(run_id)
+    if run[S.ATTEMPT] != attempt:
         raise _taken_over(run_id)
+    return run
 
 
 def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
@@ -563,10 +560,10 @@ def run_design(
         else:
             engine_tcc = driver_subscriptions = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
-        _check_owner(lakehouse, run_id, attempt)
+        run = _check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
         metrics = evaluate_run(
-            spark, lakehouse, lakehouse.run_row(run_id), backend, diameters=diameters, certified=True,
+            spark, lakehouse, run, backend, diameters=diameters, certified=True,
             driver_subscriptions=driver_subscriptions,
         )
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
@@ -575,7 +572,7 @@ def run_design(
                 f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
             )
         if request.k is not None:  # a kTCO design proves its k by the evaluator's check
-            ktco = store_ktco(spark, lakehouse, lakehouse.run_row(run_id), request.k)
+            ktco = store_ktco(spark, lakehouse, run, request.k)
             if not ktco.is_ktco:
                 raise DesignError(
                     f"run '{run_id}': {ktco.topics - ktco.k_connected_topics:,} of {ktco.topics:,} topics are not "

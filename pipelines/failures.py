@@ -19,7 +19,6 @@ from pyspark.sql import SparkSession
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
-from overlay.quality import check_id_ranges
 from overlay.resilience import FailurePlan, Outcome, resilience
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
@@ -102,7 +101,6 @@ def run_resilience(spark: SparkSession, lakehouse: Lakehouse, request: Resilienc
     request.check()
     run = complete_run(lakehouse, request.run_id)
     instance, subscriptions, edges = run_inputs(lakehouse, run)
-    check_id_ranges(subscriptions)  # the topic subgraphs pack (topic, node) into one id
     rows = []
     for plan in request.plans():
         clock = time.monotonic()

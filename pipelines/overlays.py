@@ -149,8 +149,10 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
 
 
 def run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
-    """A run's instance row, its subscriptions (node_id, topic_id) and its links (u, v)."""
+    """A run's instance row, its subscriptions (node_id, topic_id) and its links (u, v); its ids
+    fit the (topic, node) packing of the topic subgraphs."""
     instance = lakehouse.instance_row(run[S.INSTANCE])
+    check_id_ranges(instance[S.NODES], instance[S.TOPICS])
     subscriptions = lakehouse.instance_rows(
         S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
     ).select(S.NODE_ID, S.TOPIC_ID)
@@ -168,7 +170,6 @@ def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int) -> K
     """`run_ktco` on a run whose links the caller vouches for (a design job checking its own)."""
     run_id = run[S.RUN_ID]
     _, subscriptions, edges = run_inputs(lakehouse, run)
-    check_id_ranges(subscriptions)  # the topic subgraphs pack (topic, node) into one id
     clock = time.monotonic()
     per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
     summary = summarise_ktco(per_topic, k)
@@ -220,8 +221,6 @@ def evaluate_run(
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
         if certified else None
     )
-    if proven is None or diameters:
-        check_id_ranges(subscriptions)  # the (topic, node) graph packs both ids into one
     if proven is not None:
         method, components, tccs, degrees = "certified forest", proven.components, proven.tccs, proven.degrees
     else:

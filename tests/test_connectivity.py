@@ -8,7 +8,6 @@ from itertools import combinations
 import pytest
 from chispa import assert_df_equality
 
-from overlay import schema as S
 from overlay.connectivity import TOPIC_SCHEMA, connectivity_upto, summarise_ktco, topic_connectivity
 from tests import ktco_oracle as K
 from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA

@@ -286,9 +286,8 @@ def test_a_resumed_engine_continues_the_same_sequence(spark):
     done = rounds[1]
     prefix = [e for r in rounds[:2] for e in r.edges]
     start = GreedyStart(
-        edges=spark.createDataFrame(prefix, f"{S.U} long, {S.V} long, gain long"),
-        rounds_done=done.round, phase=done.next_phase, edges_total=done.edges_total,
-        gain_total=sum(g for _, _, g in prefix),
+        edges=spark.createDataFrame([(u, v) for u, v, _ in prefix], f"{S.U} long, {S.V} long"),
+        rounds_done=done.round, phase=done.next_phase,
     )
     rest, _ = run_engine(spark, subscriptions, params, start=start)
     assert prefix + rest == edges == greedy_oracle(subscriptions, "gpm", max_degree=3)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from overlay.design.kernels import find
+from overlay.design.kernels import apart_in, find
 
 # state[...] slots (one int64 array, so the kernels can update counters in place)
 NEXT_BLOCK, COMPONENTS, BLOCKS, STAMP = 0, 1, 2, 3
@@ -41,10 +41,11 @@ STATE_SLOTS = 4
 def shares_block(pblock, bparent, bhead, i, j):
     """Whether rows i != j (of one topic) lie in one block."""
     a, b = pblock[i], pblock[j]
-    if a < 0 or b < 0:
-        return False
-    a, b = find(bparent, a), find(bparent, b)
-    return a == b or bhead[a] == j or bhead[b] == i
+    if a >= 0:
+        a = find(bparent, a)
+    if b >= 0:
+        b = find(bparent, b)
+    return not apart_in(a, b, bhead, i, j)
 
 
 @nb.njit(cache=True, nogil=True)

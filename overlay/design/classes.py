@@ -16,6 +16,7 @@ from) goes to the executors as one broadcast, so they refresh every candidate's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from pyspark.sql import DataFrame
@@ -42,6 +43,11 @@ class Subscriptions:
     @property
     def rows(self) -> int:
         return len(self.topics)
+
+    @cached_property
+    def topic_sizes(self) -> np.ndarray:
+        """Subscribers of each topic with any (in topic order)."""
+        return np.unique(self.topics, return_counts=True)[1]
 
     @classmethod
     def from_pairs(cls, nodes: int, pairs: np.ndarray) -> "Subscriptions":
@@ -85,7 +91,7 @@ class ComponentClasses:
         self.subscriptions = subscriptions
         self.parent = np.arange(subscriptions.rows, dtype=np.int64)
         self.components = subscriptions.rows  # TCC, summed over topics
-        self.topics = len(np.unique(subscriptions.topics))
+        self.topics = len(subscriptions.topic_sizes)
 
     @property
     def complete(self) -> bool:
@@ -135,8 +141,8 @@ class BlockClasses:
         self.bmark = np.zeros(rows + 1, dtype=np.int64)
         self.state = np.zeros(blocks.STATE_SLOTS, dtype=np.int64)
         self.state[blocks.COMPONENTS] = rows
-        per_topic = np.unique(subscriptions.topics, return_counts=True)[1]
-        self.topics, self.shared_topics = len(per_topic), int((per_topic >= 2).sum())
+        sizes = subscriptions.topic_sizes
+        self.topics, self.shared_topics = len(sizes), int((sizes >= 2).sum())
 
     @property
     def components(self) -> int:

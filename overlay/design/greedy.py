@@ -102,11 +102,9 @@ class GreedyParams:
 class GreedyStart:
     """Where a run stands after its completed rounds (a fresh run: no links, round 0)."""
 
-    edges: DataFrame | None = None  # (u, v, gain) of the links added so far
+    edges: DataFrame | None = None  # (u, v) of the links added so far
     rounds_done: int = 0
     phase: int = 1
-    edges_total: int = 0
-    gain_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,12 +139,7 @@ class InstanceSize:
 
     @classmethod
     def of(cls, subscriptions: Subscriptions) -> "InstanceSize":
-        topics = subscriptions.topics
-        return cls(
-            nodes=subscriptions.nodes,
-            tcc_empty=subscriptions.rows,
-            tcc_complete=len(np.unique(topics)),
-        )
+        return cls(nodes=subscriptions.nodes, tcc_empty=subscriptions.rows, tcc_complete=len(subscriptions.topic_sizes))
 
 
 class GreedyEngine:
@@ -177,7 +170,6 @@ class GreedyEngine:
         open_read_share: float = OPEN_READ_SHARE,
         first_round: int = 1,
         edges_total: int = 0,
-        gain_total: int = 0,
         name: str = "greedy",
     ) -> None:
         self.spark = spark
@@ -194,7 +186,7 @@ class GreedyEngine:
         self.partitions, self.parallelism = partitions, parallelism
         self.open_read_share = open_read_share
         self.round_no = first_round - 1
-        self.edges_total, self.gain_total = edges_total, gain_total
+        self.edges_total = edges_total
         self.name = name
         self.finished = False
         self.lookahead = 1
@@ -269,7 +261,6 @@ class GreedyEngine:
         settled = settle(sample, self.classes, rule, edges_left, self.epsilon, last_phase)
         first_order = self.edges_total + 1
         self.edges_total += len(settled.accepted)
-        self.gain_total += sum(gain for _, _, gain in settled.accepted)
         self.finished = self.done()
         if settled.exhausted and not self.finished:
             self.finished = not rule.next_phase()
@@ -347,7 +338,7 @@ class GreedyDesign:
             initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
             partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,
-            first_round=start.rounds_done + 1, edges_total=start.edges_total, gain_total=start.gain_total,
+            first_round=start.rounds_done + 1, edges_total=len(links),
             name=params.algorithm,
         )
 

@@ -71,16 +71,21 @@ def merge_pair(offsets, topics, parent, u, v):
 
 
 @nb.njit(cache=True, nogil=True)
-def apart(label, head, i, j):
-    """Whether subscription rows i != j of one topic are in different classes, on a flattened
-    relation: `label` is each row's class (-1: a class of its own); `head`, when not empty, a
-    class's head row, which also belongs to it (GM2's blocks, `overlay.design.blocks`)."""
-    a, b = label[i], label[j]
+def apart_in(a, b, head, i, j):
+    """Whether subscription rows i != j of one topic, in classes a and b (-1: a class of its
+    own), are in different classes; `head`, when not empty, gives a class's head row, which
+    also belongs to it (GM2's blocks, `overlay.design.blocks`)."""
     if a < 0 or b < 0:
         return True
     if a == b:
         return False
     return not (len(head) > 0 and (head[a] == j or head[b] == i))
+
+
+@nb.njit(cache=True, nogil=True)
+def apart(label, head, i, j):
+    """`apart_in` on a flattened relation: `label` is each row's class."""
+    return apart_in(label[i], label[j], head, i, j)
 
 
 @nb.njit(cache=True, nogil=True)

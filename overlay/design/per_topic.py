@@ -72,7 +72,7 @@ def harary_links(starts, ordered, k):
     return out_a[:size], out_b[:size]
 
 
-def _partition_links(k: int, seed: int, per_topic_order: bool, random_order: bool):
+def _partition_links(k: int, order: str, seed: int):
     def links(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The executor side: every topic of the partition in one call."""
         batches = [batch for batch in batches if batch.num_rows]
@@ -81,14 +81,14 @@ def _partition_links(k: int, seed: int, per_topic_order: bool, random_order: boo
         table = pa.Table.from_batches(batches)
         nodes = table.column(S.NODE_ID).to_numpy().astype(np.int64)
         topics = table.column(S.TOPIC_ID).to_numpy().astype(np.int64)
-        if per_topic_order:
+        if order == "per-topic":
             rank = draws.ranks(seed, draws.CYCLE_PT_ORDER, topics, nodes)
-        elif random_order:
+        elif order == "random":
             rank = draws.ranks(seed, draws.HARARY_PT_ORDER, nodes)
         else:
             rank = nodes
-        order = np.lexsort((nodes, rank, topics))
-        topics, nodes = topics[order], nodes[order]
+        laid_out = np.lexsort((nodes, rank, topics))
+        topics, nodes = topics[laid_out], nodes[laid_out]
         starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1], True]).astype(np.int64)
         a, b = harary_links(starts, nodes, k)
         yield pa.RecordBatch.from_arrays(
@@ -98,12 +98,12 @@ def _partition_links(k: int, seed: int, per_topic_order: bool, random_order: boo
     return links
 
 
-def _per_topic_links(
-    subscriptions: DataFrame, k: int, seed: int, per_topic_order: bool, random_order: bool, partitions: int | None,
-) -> DataFrame:
+def _per_topic_links(subscriptions: DataFrame, k: int, order: str, seed: int, partitions: int | None) -> DataFrame:
+    """H(k, n_t) per topic with its subscribers laid out in node-id order, a random global order
+    ("random") or each topic's own random order ("per-topic")."""
     rows = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
     by_topic = rows.repartition(partitions, S.TOPIC_ID) if partitions else rows.repartition(S.TOPIC_ID)
-    links = by_topic.mapInArrow(_partition_links(k, seed, per_topic_order, random_order), f"{S.U} long, {S.V} long")
+    links = by_topic.mapInArrow(_partition_links(k, order, seed), f"{S.U} long, {S.V} long")
     return numbered_links(links.distinct().withColumn(S.ROUND, F.lit(1)), [S.U, S.V])
 
 
@@ -116,10 +116,10 @@ def harary_pt(
         raise ValueError(f"HararyPT needs k >= 2, got {k}")
     if node_order not in NODE_ORDERS:
         raise ValueError(f"node_order must be one of {', '.join(NODE_ORDERS)}, got {node_order!r}")
-    return _per_topic_links(subscriptions, k, seed, False, node_order == "random", partitions)
+    return _per_topic_links(subscriptions, k, node_order, seed, partitions)
 
 
 def cycle_pt(subscriptions: DataFrame, seed: int, partitions: int | None = None) -> DataFrame:
     """CyclePT's links (u, v, added_order, round): a cycle per topic over its own random order
     (one link for two subscribers), so a 2TCO."""
-    return _per_topic_links(subscriptions, 2, seed, True, True, partitions)
+    return _per_topic_links(subscriptions, 2, "per-topic", seed, partitions)
