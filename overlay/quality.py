@@ -166,8 +166,8 @@ def summarise_degrees(edges: DataFrame, node_count: int, backend: Backend = "aut
 
 @dataclass(frozen=True)
 class DiameterSummary:
-    diameter_max: int
-    diameter_avg: float
+    diameter_max: int | None  # None: not computed
+    diameter_avg: float | None
     exact_topics: int
     sampled_topics: int
     method: str

@@ -103,6 +103,20 @@ INSTANCES = TableSpec(
     ),
 )
 
+SUPERSEDED_AT = "superseded_at"
+
+INSTANCE_VERSIONS = TableSpec(
+    name="instance_versions",
+    schema=StructType([*INSTANCES.schema.fields, StructField(SUPERSEDED_AT, TimestampType(), True)]),
+    partition_by=(),
+    description=(
+        "Every stored version of every instance (its `instances` row as it was), kept after a "
+        "re-ingest so the runs built on it stay readable; `superseded_at`: when a newer version "
+        "became current (null for the current one). Ingest drops versions beyond the retention "
+        "setting (`history` in conf/lab.yaml) with their rows."
+    ),
+)
+
 SUBSCRIPTIONS_TABLE = TableSpec(
     name="subscriptions",
     schema=_fields(
@@ -193,6 +207,8 @@ FINGER = "finger"
 CHOSEN_BY = "chosen_by"
 
 RUNNING, COMPLETE, FAILED = "running", "complete", "failed"
+# A run being deleted (`runs delete`): readers no longer see it; its rows are going.
+DELETED = "deleted"
 
 OVERLAY_RUNS = TableSpec(
     name="overlay_runs",
@@ -324,15 +340,16 @@ OVERLAY_METRICS = TableSpec(
         (TCO_SUPPORT, DoubleType(), False),
         (SUBSCRIBED_TOPICS, LongType(), False),
         (TOPICS_CONNECTED, LongType(), False),
-        (DIAMETER_MAX, LongType(), False),
-        (DIAMETER_AVG, DoubleType(), False),
+        (DIAMETER_MAX, LongType(), True),
+        (DIAMETER_AVG, DoubleType(), True),
         (DIAMETER_METHOD, StringType(), False),
         (COMPUTED_AT, TimestampType(), False),
     ),
     partition_by=(),
     description=(
         "Quality of one run's overlay: degrees, TCC counts, TcoSuppR (ICDCS'16 eq. 35), and topic "
-        "diameters (largest and average over topics with two or more subscribers; how computed)."
+        "diameters (largest and average over topics with two or more subscribers; how computed; "
+        "null when not computed, method 'skipped')."
     ),
 )
 
@@ -623,7 +640,7 @@ OVERLAY_TABLES = (
     TOPIC_CONNECTIVITY, OVERLAY_KTCO, RESILIENCE,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
-ALL_TABLES = (INSTANCES, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)
+ALL_TABLES = (INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)
 
 # The shape of each instance table as the library produces it, before the job stamps
 # `instance` and `ingest_id` onto the rows.

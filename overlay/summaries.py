@@ -24,11 +24,15 @@ def current_runs(runs: DataFrame, instances: DataFrame) -> DataFrame:
     """Complete runs built on the instance version stored now (older ones are history), with the
     budget they were asked for read from their params."""
     current = instances.select(S.INSTANCE, S.INGEST_ID)
+    return with_budget(runs.filter(F.col(S.STATUS) == S.COMPLETE).join(current, on=[S.INSTANCE, S.INGEST_ID]))
+
+
+def with_budget(runs: DataFrame) -> DataFrame:
+    """Overlay runs with the budget they were asked for, read from their params: the ratio, d, m,
+    the small-world rules or k (`budget` says which, as text)."""
     request = F.col(S.PARAMS)
     return (
-        runs.filter(F.col(S.STATUS) == S.COMPLETE)
-        .join(current, on=[S.INSTANCE, S.INGEST_ID])
-        .withColumn(BUDGET_RATIO, F.get_json_object(request, "$.request.budget_ratio").cast("double"))
+        runs.withColumn(BUDGET_RATIO, F.get_json_object(request, "$.request.budget_ratio").cast("double"))
         .withColumn(SHORT, F.get_json_object(request, "$.request.short"))
         .withColumn(LONG, F.get_json_object(request, "$.request.long"))
         .withColumn(S.K, F.get_json_object(request, "$.request.k").cast("int"))

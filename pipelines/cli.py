@@ -18,15 +18,17 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, failures, ingest, logs, overlays, report, route
+from pipelines import compare, design, failures, ingest, logs, overlays, report, route, runs
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
-from pipelines.console import format_table
-from pipelines.jars import PROJECT_ROOT
+from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
+from pipelines import resources
+from pipelines import catalog
 from pipelines.lakehouse import (
     Lakehouse,
     UnknownInstanceError,
     UnknownRunError,
     UnknownTableError,
+    UnknownVersionError,
 )
 from pipelines.spark import get_spark, stack_report
 from pipelines.workflow import bundle
@@ -38,6 +40,9 @@ log = logging.getLogger(__name__)
 
 IMPORT_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.ROWS_READ, S.EDGES, S.REJECTED, S.DUPLICATES)
 DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
+HISTORY_COLUMNS = (
+    S.INGEST_ID, "version", S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.SUPERSEDED_AT,
+)
 ROUTE_COLUMNS = (
     S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.DELIVERY_RATIO, S.DUPLICATE_DELIVERIES,
     S.MISSING_DELIVERIES, S.DELIVERIES, S.MESSAGES, S.SUPERSTEPS,
@@ -98,7 +103,7 @@ _shares = _comma_separated(float, "a number")
 _k_values = _comma_separated(int, "an integer")
 
 
-DEFAULT_WORKFLOW = PROJECT_ROOT / "conf" / "workflows" / "overlay_refresh.yaml"
+DEFAULT_WORKFLOW = resources.WORKFLOWS_DIR / "overlay_refresh.yaml"
 
 
 def _spark_conf_pair(text: str) -> tuple[str, str]:
@@ -156,13 +161,21 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "ingest", parents=[after], help="create or replace an instance from a synthetic, social or subscriptions source",
     )
     ingest.add_arguments(ingest_parser)
-    commands.add_parser("instances", parents=[after], help="list the stored instances and their counts")
+    instances = commands.add_parser("instances", parents=[after], help="list the stored instances and their counts")
+    instances.add_argument(
+        "--history", metavar="NAME", help="list the stored versions of one instance (runs on kept versions stay readable)",
+    )
+    lister = commands.add_parser(
+        "runs", parents=[after], help="list runs (overlay and routing), or show or delete one: runs [show|delete ID]",
+    )
+    runs.add_arguments(lister, after)
     importer = commands.add_parser(
         "import-overlay", parents=[after], help="store an existing overlay (CSV/Parquet with u,v in node keys) as a run",
     )
     importer.add_argument("--instance", required=True)
     importer.add_argument("--run-id", required=True)
     importer.add_argument("--path", required=True)
+    importer.add_argument("--replace", action="store_true", help="delete a stored run of this id first (runs delete)")
     evaluate = commands.add_parser("evaluate", parents=[after], help="compute and store the quality metrics of a run")
     evaluate.add_argument("--run-id", required=True)
     evaluate.add_argument(
@@ -240,6 +253,10 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     )
     designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
     designer.add_argument(
+        "--replace", action="store_true",
+        help="redo the run id: delete the stored run (and the routing runs on it) first, then design it anew",
+    )
+    designer.add_argument(
         "--batch-size", type=ingest.positive_int, default=None,
         help="greedy: best candidates sampled per partition and round (speed only; an exact overlay is the same)",
     )
@@ -285,13 +302,29 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--degree-ratio", type=_ratio, default=0.2,
         help="degree distributions show, per algorithm, the run with the budget ratio nearest this (default 0.2)",
     )
+    registrar = commands.add_parser(
+        "register", parents=[after],
+        help="register the lakehouse's Delta tables in a catalog schema, for SQL clients (the dashboard)",
+    )
+    registrar.add_argument("--schema", required=True, help="the schema to register them in (created if missing)")
+    registrar.add_argument("--catalog", default="", help="default: the session's current catalog")
+    registrar.add_argument(
+        "--create-missing", action="store_true",
+        help="first create the declared tables no job has written yet, empty, so every query over the schema resolves",
+    )
+    registrar.add_argument(
+        "--repoint", action="store_true",
+        help="re-point an external table of the same name registered on another location (a moved lakehouse)",
+    )
     for name, helptext in (
         ("workflow", "run a workflow file (conf/workflows/*.yaml) here: steps in order, complete ones skipped"),
-        ("main", f"the main job: the workflow {DEFAULT_WORKFLOW.relative_to(PROJECT_ROOT)}, then its summary"),
+        ("main", f"the main job: the workflow {resources.source_name(DEFAULT_WORKFLOW)}, then its summary"),
     ):
         runner = commands.add_parser(name, parents=[after], help=helptext)
         if name == "workflow":
-            runner.add_argument("file", help="the workflow YAML")
+            runner.add_argument(
+                "file", help=f"the workflow YAML, or a shipped one's name ({', '.join(resources.shipped_workflows())})",
+            )
         runner.add_argument(
             "--param", type=_spark_conf_pair, action="append", default=[], metavar="NAME=VALUE",
             help="override a workflow parameter (repeatable)",
@@ -300,8 +333,12 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     bundler = commands.add_parser(
         "bundle", parents=[after], help="render the Databricks bundle's job from its workflow file (or --check it)",
     )
-    bundler.add_argument("--workflow", default=str(DEFAULT_WORKFLOW), help="default: the main workflow")
-    bundler.add_argument("--out", help="default: resources/<workflow name>.job.yml")
+    bundler.add_argument(
+        "--workflow", default=str(DEFAULT_WORKFLOW), help="a workflow file or a shipped one's name (default: the main workflow)",
+    )
+    bundler.add_argument(
+        "--out", help="default: resources/<workflow name>.job.yml in the checkout (installed from a wheel: in the current folder)",
+    )
     bundler.add_argument("--check", action="store_true", help="exit 1 when the file differs from the rendering")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
     return parser
@@ -315,6 +352,8 @@ def settings_from(args: argparse.Namespace) -> LabSettings:
         "spark.shuffle_partitions": args.shuffle_partitions,
         "spark.driver_memory": args.driver_memory,
         "spark.conf": dict(args.spark_conf) if args.spark_conf else None,
+        # -v shows the JVM's warnings (and -vv its info lines) on the console; errors always.
+        "spark.log_level": {0: None, 1: "WARN"}.get(args.verbose, "INFO"),
     }
     return apply_overrides(settings, overrides)
 
@@ -328,6 +367,17 @@ def print_instances(lakehouse: Lakehouse, names: list[str] | None = None) -> Non
         print("no instances yet: create one with `python -m pipelines ingest ...`")
         return
     print(format_table(rows, ingest.SUMMARY_COLUMNS))
+
+
+def print_history(lakehouse: Lakehouse, instance: str) -> None:
+    rows = [r.asDict() for r in lakehouse.instance_history(instance).collect()]  # the kept versions
+    current = lakehouse.instance_row(instance)[S.INGEST_ID]
+    if not any(r[S.INGEST_ID] == current for r in rows):  # stored before versions were kept
+        rows.insert(0, lakehouse.instance_row(instance).asDict())
+    for row in rows:
+        row["version"] = "current" if row[S.INGEST_ID] == current else "earlier"
+    print(f"Versions of instance {instance} (newest first; `history` in the settings says how many are kept):")
+    print(format_table(rows, HISTORY_COLUMNS))
 
 
 def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
@@ -353,9 +403,13 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
 def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
     """Every check that needs no Spark, for one command: its validated request (or None)."""
     if args.command == "ingest":
-        return ingest.source_spec(args, settings)
+        return ingest.ingest_request(args, settings)
     if args.command == "design":
         return _design_requests(args)
+    if args.command == "import-overlay":
+        overlays.check_run_id(args.run_id)
+        ingest.check_input_path(args.path)
+        return None
     if args.command == "compare":
         request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
         request.check()
@@ -373,63 +427,80 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
             overlays.check_run_id(args.routing_run_id)
         return request
     if args.command in ("workflow", "main"):
-        path = Path(args.file) if args.command == "workflow" else DEFAULT_WORKFLOW
+        path = resources.find_workflow(args.file) if args.command == "workflow" else DEFAULT_WORKFLOW
         return plan_workflow(load_workflow(path).with_parameters(dict(args.param)), settings)
     if args.command == "info":
         return settings.jars.maven_repositories
+    if args.command == "register":
+        catalog.check_name(args.schema, "schema")
+        if args.catalog:
+            catalog.check_name(args.catalog, "catalog")
     return None
 
 
 def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehouse) -> int:
     """Run one prepared command on a session and lakehouse; its exit code."""
     if args.command == "ingest":
-        row = ingest.run(spark, lakehouse, args.instance, request)
+        row = ingest.run(spark, lakehouse, args.instance, request.spec, request.kept, progress=not args.quiet)
         print_instances(lakehouse, [row[S.INSTANCE]])
     elif args.command == "instances":
-        print_instances(lakehouse)
+        if args.history is not None:
+            print_history(lakehouse, args.history)
+        else:
+            print_instances(lakehouse)
+    elif args.command == "runs":
+        return runs.execute(args, lakehouse)
     elif args.command == "import-overlay":
-        run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path)
+        run = overlays.run_import(spark, lakehouse, args.instance, args.run_id, args.path, replace=args.replace)
         print(format_table([run.asDict()], IMPORT_COLUMNS))
     elif args.command == "evaluate":
         metrics = overlays.run_evaluate(
             spark, lakehouse, args.run_id, args.backend,
             diameter_exact_limit=args.diameter_exact_limit, diameter_samples=args.diameter_samples,
+            progress=not args.quiet,
         )
         print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
-        print(format_table([{"metric": c, "value": metrics[c]} for c in overlays.METRIC_COLUMNS], ["metric", "value"]))
+        print(format_table(metric_rows(metrics, overlays.METRIC_COLUMNS), METRIC_COLUMNS))
         if args.k is not None:
-            ktco = overlays.run_ktco(spark, lakehouse, args.run_id, args.k)
+            ktco = overlays.run_ktco(spark, lakehouse, args.run_id, args.k, progress=not args.quiet)
             verdict = "a" if ktco.is_ktco else "not a"
             print(f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
                   f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO")
     elif args.command == "design":
-        runs = [
+        designed = [
             design.run_design(
                 spark, lakehouse, one, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
                 per_node=args.per_node, diameters=not args.skip_diameters, commit_seconds=args.commit_every,
+                replace=args.replace,
             ).asDict()
             for one in request
         ]
-        print(format_table(runs, DESIGN_COLUMNS))
+        print(format_table(designed, DESIGN_COLUMNS))
     elif args.command == "resilience":
         rows = failures.run_resilience(spark, lakehouse, request)
         print(f"Failures on run {args.run_id} (means over trials; seed {args.seed}):")
         print(format_table(rows, failures.SUMMARY_COLUMNS))
     elif args.command == "route":
-        done = route.run_route(spark, lakehouse, request, args.routing_run_id)
+        done = route.run_route(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
         metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID]).first()
         print(f"Routing run {done[S.ROUTING_RUN_ID]} ({done[S.PROTOCOL]} on {done[S.RUN_ID]}): {done[S.STATUS]}")
-        print(format_table([{"metric": c, "value": metrics[c]} for c in ROUTE_COLUMNS], ["metric", "value"]))
+        print(format_table(metric_rows(metrics.asDict(), ROUTE_COLUMNS), METRIC_COLUMNS))
         if done[S.STATUS] != S.COMPLETE:
             print(f"error: {done[S.MESSAGE]}: {done[S.COUNTER_EXAMPLE]}", file=sys.stderr)
             return 1
     elif args.command == "compare":
-        rows = compare.run_compare(spark, lakehouse, request).collect()  # 14 rows
+        rows = compare.run_compare(spark, lakehouse, request, progress=not args.quiet).collect()  # 14 rows
         print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
         print(compare.markdown(rows))
     elif args.command == "report":
         data = report.run_report(spark, lakehouse, args.out, args.degree_ratio)
         print(f"Report: {Path(args.out) / report.SUMMARY} ({len(data.files)} figures)")
+    elif args.command == "register":
+        registered = catalog.register_tables(
+            spark, lakehouse, args.schema, args.catalog or None, create_missing=args.create_missing, repoint=args.repoint,
+        )
+        print(f"Tables of {lakehouse.root} in schema {'.'.join(filter(None, (args.catalog, args.schema)))}:")
+        print(format_table([r.as_row() for r in registered], catalog.COLUMNS))
     elif args.command == "export":
         links = overlays.run_export(spark, lakehouse, args.run_id, args.out)
         print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
@@ -528,10 +599,10 @@ def print_summary(plan: WorkflowPlan) -> None:
 
 def run_bundle(args: argparse.Namespace) -> int:
     """Write (or --check) the Databricks job resource rendered from a workflow file."""
-    path = Path(args.workflow).resolve()
+    path = resources.find_workflow(args.workflow).resolve()
     workflow = load_workflow(path)
-    out = Path(args.out) if args.out else PROJECT_ROOT / "resources" / f"{workflow.name}.job.yml"
-    source = path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else str(path)
+    out = Path(args.out) if args.out else resources.bundle_root() / "resources" / f"{workflow.name}.job.yml"
+    source = resources.source_name(path)
     text = bundle.render(workflow, source)
     if args.check:
         if not out.is_file() or out.read_text() != text:
@@ -545,7 +616,10 @@ def run_bundle(args: argparse.Namespace) -> int:
     return 0
 
 
-USER_ERRORS = (InputError, ConfigError, UnknownInstanceError, UnknownRunError, UnknownTableError, design.RunTakenOver)
+USER_ERRORS = (
+    InputError, ConfigError, UnknownInstanceError, UnknownRunError, UnknownTableError, UnknownVersionError,
+    design.RunTakenOver,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from overlay.frames import local_frame
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
+from pipelines.progress import Progress
 from pipelines.route import RouteRequest, run_route
 
 log = logging.getLogger(__name__)
@@ -107,22 +108,42 @@ class CompareRequest:
         return DesignRequest(self.instance, "swico", short=short, long=long, seed=self.seed)
 
 
-def run_compare(spark: SparkSession, lakehouse: Lakehouse, request: CompareRequest) -> DataFrame:
-    """Run (or reuse) every design and routing run of the comparison; store and return its rows."""
+def run_compare(
+    spark: SparkSession, lakehouse: Lakehouse, request: CompareRequest, progress: bool = True,
+) -> DataFrame:
+    """Run (or reuse) every design and routing run of the comparison; store and return its rows.
+    `progress`: one step per overlay (4) and per system (14), each with the figures its run row
+    holds, around the designs' and routing runs' own progress (`pipelines.progress`)."""
     request.check()
     designs: dict[str, Row] = {}
-    for overlay in OVERLAY_TYPES:
-        log.info("comparison %s: overlay %s", request.comparison_id, overlay)
-        designs[overlay] = run_design(spark, lakehouse, request.overlay_request(overlay), diameters=False)
-    routed: dict[tuple[str, str, str], Row] = {}
-    for system in SYSTEMS:
-        family, overlay, protocol = system
-        log.info("comparison %s: %s", request.comparison_id, system_name(*system))
-        routed[system] = run_route(
-            spark, lakehouse, RouteRequest(designs[overlay][S.RUN_ID], protocol, request.publications, request.seed)
-        )
-        if routed[system][S.STATUS] != S.COMPLETE:
-            raise InputError(f"{system_name(*system)} did not deliver exactly once: {routed[system][S.COUNTER_EXAMPLE]}")
+    bar = Progress(f"compare {request.comparison_id}", len(OVERLAY_TYPES) + len(SYSTEMS), enabled=progress, logger=log)
+    with bar:
+        for i, overlay in enumerate(OVERLAY_TYPES, 1):
+            designs[overlay] = run_design(
+                spark, lakehouse, request.overlay_request(overlay), diameters=False, progress=progress,
+            )
+            done = designs[overlay]
+            tco = "-" if done[S.TCO_SUPPORT] is None else f"{done[S.TCO_SUPPORT]:.4f}"
+            bar.step(
+                f"overlay {i}/{len(OVERLAY_TYPES)} {overlay} ({done[S.RUN_ID]}): {done[S.EDGES]} links, TcoSuppR {tco}",
+                overlay=overlay,
+            )
+        routed: dict[tuple[str, str, str], Row] = {}
+        for i, system in enumerate(SYSTEMS, 1):
+            family, overlay, protocol = system
+            routed[system] = run_route(
+                spark, lakehouse, RouteRequest(designs[overlay][S.RUN_ID], protocol, request.publications, request.seed),
+                progress=progress,
+            )
+            if routed[system][S.STATUS] != S.COMPLETE:
+                raise InputError(
+                    f"{system_name(*system)} did not deliver exactly once: {routed[system][S.COUNTER_EXAMPLE]}"
+                )
+            bar.step(
+                f"system {i}/{len(SYSTEMS)} {system_name(*system)}: {routed[system][S.SUPERSTEPS]} supersteps, "
+                f"{routed[system][S.MESSAGES]} messages",
+                system=system_name(*system),
+            )
     ids = [row[S.ROUTING_RUN_ID] for row in routed.values()]
     metrics = {
         r[S.ROUTING_RUN_ID]: r

@@ -16,9 +16,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipelines.jars import PROJECT_ROOT
+from pipelines.resources import CONF_DIR
 
-DEFAULT_CONFIG_FILE = PROJECT_ROOT / "conf" / "lab.yaml"
+DEFAULT_CONFIG_FILE = CONF_DIR / "lab.yaml"  # the checkout's, or an installed wheel's copy
 
 
 class ConfigError(ValueError):
@@ -36,7 +36,8 @@ class SparkSettings(_Strict):
     app_name: str = "overlay-lab"
     driver_memory: str = Field("6g", pattern=r"^\d+[kmgt]$")
     shuffle_partitions: int = Field(8, ge=1)
-    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
+    # JVM log lines on the console: errors only; -v raises it to WARN, -vv to INFO.
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
     checkpoint_dir: str | None = None
     ui_enabled: bool = False
     conf: dict[str, str] = Field(default_factory=dict)
@@ -46,6 +47,14 @@ class IngestSettings(_Strict):
     """Defaults of the ingest job that are not worth a flag on every call."""
 
     bfs_seed_count: int = Field(3, ge=1)
+
+
+class HistorySettings(_Strict):
+    """How many versions of an instance ingest keeps (the current one included) and for how many
+    days after they were replaced; runs built on a kept version stay readable. null: no limit."""
+
+    keep_versions: int | None = Field(5, ge=1)
+    keep_days: float | None = Field(None, ge=0)
 
 
 class JarsSettings(_Strict):
@@ -60,6 +69,7 @@ class LabSettings(_Strict):
     lakehouse: str = "lakehouse"
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     jars: JarsSettings = Field(default_factory=JarsSettings)
 
     def lakehouse_path(self) -> Path:

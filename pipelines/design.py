@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -55,6 +54,8 @@ from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
 from pipelines.lakehouse import Lakehouse, RunTakenOver
 from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
+from pipelines.progress import Progress
+from pipelines.runs import OVERLAY, delete_run
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -279,16 +280,23 @@ def _claim(
 
 
 def _check_same_run(existing: Row, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> None:
+    if existing[S.STATUS] == S.DELETED:
+        raise InputError(
+            f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`, "
+            "or design it anew with --replace"
+        )
     same = existing[S.ALGORITHM] == request.algorithm and existing[S.INSTANCE] == request.instance
     if not same or json.loads(existing[S.PARAMS]).get("request") != json.loads(params)["request"]:
         raise InputError(
-            f"run id '{run_id}' exists with other settings ({existing[S.ALGORITHM]} {existing[S.PARAMS]}); "
-            "choose another --run-id"
+            f"run id '{run_id}' exists with other settings ({existing[S.ALGORITHM]} {existing[S.PARAMS]}): "
+            f"choose another --run-id, or redo it with these settings with --replace "
+            f"(`python -m pipelines runs show {run_id}` says what it is)"
         )
     if existing[S.INGEST_ID] != ingest_id:
         raise InputError(
-            f"run '{run_id}' was made on an earlier version of instance '{request.instance}'; "
-            "choose another --run-id"
+            f"run '{run_id}' was made on an earlier version of instance '{request.instance}' (still readable: "
+            f"`python -m pipelines instances --history {request.instance}`): redo it on the current version with "
+            "--replace, or choose another --run-id"
         )
 
 
@@ -354,31 +362,13 @@ def _resume_point(lakehouse: Lakehouse, run_id: str) -> tuple[GreedyStart, DataF
     return GreedyStart(edges=edges, rounds_done=done, phase=last[S.NEXT_PHASE]), last
 
 
-class _Progress:
-    """One log line per round, and a bar on a terminal."""
-
-    def __init__(self, run_id: str, total_edges: int | None, enabled: bool):
-        self.run_id = run_id
-        self.clock = time.monotonic()
-        self.bar = None
-        if enabled and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total_edges, unit="edge", desc=run_id, leave=False)
-
-    def round(self, r: GreedyRound) -> None:
-        log.info(
-            "%s round %d phase %d: +%d edges (%d total), %d candidates, TcoSuppR %.4f, %.1fs (elapsed %.0fs)",
-            self.run_id, r.round, r.phase, len(r.edges), r.edges_total, r.candidates, r.tco_support,
-            r.seconds, time.monotonic() - self.clock,
-        )
-        if self.bar is not None:
-            self.bar.update(len(r.edges))
-            self.bar.set_postfix(round=r.round, phase=r.phase, tco=f"{r.tco_support:.3f}")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+def _report_round(bar: Progress, r: GreedyRound) -> None:
+    """A greedy round: one log line (or the edge bar moved on a terminal)."""
+    bar.step(
+        f"round {r.round} phase {r.phase}: +{len(r.edges)} edges ({r.edges_total} total), {r.candidates} candidates, "
+        f"TcoSuppR {r.tco_support:.4f}, {r.seconds:.1f}s",
+        advance=len(r.edges), round=r.round, phase=r.phase, tco=f"{r.tco_support:.3f}",
+    )
 
 
 COMMIT_SECONDS = 30.0
@@ -441,7 +431,7 @@ def _run_greedy(
         per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
         parallelism=task_slots(spark),
     )
-    bar = _Progress(run_id, params.max_edges, progress)
+    bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
     tcc = last[S.TCC] if last is not None else None
     pending: list[GreedyRound] = []
     clock = committed = time.monotonic()
@@ -450,7 +440,7 @@ def _run_greedy(
     try:
         for r in design.rounds():
             pending.append(r)
-            bar.round(r)
+            _report_round(bar, r)
             rounds_seconds += r.seconds
             if r.finished or time.monotonic() - committed >= commit_seconds:
                 store = time.monotonic()
@@ -468,21 +458,24 @@ def _run_greedy(
 
 
 def _run_small_world(
-    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, per_node=None,
+    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, per_node=None, progress=True,
 ) -> None:
     """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
-    scratch on resume (deterministic). Property 1 is checked before anything is stored."""
-    overlay = small_world_overlay(
-        subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
-        per_node=per_node, parallelism=task_slots(spark),
-    )
-    violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
-    if violation is not None:
-        raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
-    _check_owner(lakehouse, run_id, attempt)
-    lakehouse.write_run_rows(S.RING, run_id, overlay.ring)
-    lakehouse.write_run_rows(S.FINGERS, run_id, overlay.fingers)
-    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, overlay.links)
+    scratch on resume (deterministic). Property 1 is checked before anything is stored. Progress:
+    the library's greedy rounds and phases, then the check and each table stored."""
+    with Progress(run_id, enabled=progress, logger=log) as bar:
+        overlay = small_world_overlay(
+            subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
+            on_step=bar.on_step, per_node=per_node, parallelism=task_slots(spark),
+        )
+        violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
+        if violation is not None:
+            raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
+        bar.step("Property 1 holds", check="Property 1")
+        _check_owner(lakehouse, run_id, attempt)
+        for table, frame in ((S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)):
+            lakehouse.write_run_rows(table, run_id, frame)
+            bar.step(f"stored {table.name}", stored=table.name)
 
 
 def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, backend) -> None:
@@ -521,8 +514,12 @@ def run_design(
     diameters: bool = True,
     commit_seconds: float = COMMIT_SECONDS,
     wait: bool = False,
+    replace: bool = False,
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row.
+
+    `replace`: delete the run of this id first, whatever it is (`runs.delete_run`: with the
+    routing runs on it), and design it anew on the current instance version.
 
     `wait`: when another process is designing this run, wait for it instead of taking it over
     (the shared MinMaxODA reference; see `_await_owner`)."""
@@ -534,6 +531,9 @@ def run_design(
     if not instance[S.SUBSCRIPTIONS]:
         raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
+    if replace and lakehouse.run_exists(run_id):
+        log.info("design %s: --replace: deleting the stored run first", run_id)
+        delete_run(lakehouse, run_id, OVERLAY.name)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
     existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params, wait)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
@@ -556,6 +556,7 @@ def run_design(
             engine_tcc = driver_subscriptions = None
             _run_small_world(
                 spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, per_node,
+                progress,
             )
         else:
             engine_tcc = driver_subscriptions = None
@@ -564,7 +565,7 @@ def run_design(
         evaluating = time.monotonic()
         metrics = evaluate_run(
             spark, lakehouse, run, backend, diameters=diameters, certified=True,
-            driver_subscriptions=driver_subscriptions,
+            driver_subscriptions=driver_subscriptions, progress=progress,
         )
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
@@ -572,7 +573,7 @@ def run_design(
                 f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
             )
         if request.k is not None:  # a kTCO design proves its k by the evaluator's check
-            ktco = store_ktco(spark, lakehouse, run, request.k)
+            ktco = store_ktco(spark, lakehouse, run, request.k, progress=progress)
             if not ktco.is_ktco:
                 raise DesignError(
                     f"run '{run_id}': {ktco.topics - ktco.k_connected_topics:,} of {ktco.topics:,} topics are not "

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import time
+from dataclasses import dataclass
 from importlib.resources import files as package_files
+from pathlib import Path
 
 from pyspark.sql import Row, SparkSession
 
@@ -16,8 +19,10 @@ from overlay.instance import InstanceFrames
 from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.instance.synthetic import DISTRIBUTIONS, SyntheticSpec, synthetic_instance
+from overlay.progress import OnStep
 from pipelines.config import LabSettings
-from pipelines.lakehouse import Lakehouse
+from pipelines.lakehouse import Lakehouse, Retention
+from pipelines.progress import Progress
 
 log = logging.getLogger(__name__)
 SOURCES = ("synthetic", "social", "subscriptions")
@@ -103,6 +108,16 @@ def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
 SourceSpec = SyntheticSpec | SocialSpec | SubscriptionsFileSpec
 
 
+def check_input_path(path: str, flag: str = "--path") -> None:
+    """A local input that is not there is refused before Spark starts (Spark would log a Hadoop
+    stack trace first); URIs (s3://, dbfs:/, abfss://...) are left for Spark to read."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path) and not path.startswith("file:"):
+        return
+    local = Path(path.removeprefix("file://").removeprefix("file:")).expanduser()
+    if not local.exists():
+        raise InputError(f"{flag} {path}: no such file or folder")
+
+
 def check_instance_name(name: str) -> None:
     if not INSTANCE_NAME.match(name):
         raise InputError(
@@ -134,6 +149,7 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             path, (_, directed, reverse) = dataset_path(args.dataset), DATASETS[args.dataset]
         if path is None:
             raise InputError("--source social needs --path or --dataset")
+        check_input_path(path)
         if args.sample_bfs is not None and args.seed is None:
             raise InputError("--sample-bfs needs --seed (the sample depends on it)")
         spec = SocialSpec(
@@ -147,28 +163,65 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs", "dataset",
             "directed", "reverse", "sample_bfs", "seed",
         )
+        check_input_path(args.path)
         spec = SubscriptionsFileSpec(path=args.path)
     spec.validate()
     return spec
 
 
-def build_instance(spark: SparkSession, spec: SourceSpec) -> InstanceFrames:
+def build_instance(spark: SparkSession, spec: SourceSpec, on_step: OnStep | None = None) -> InstanceFrames:
+    """The instance frames of a source; `on_step` hears of the BFS sample's levels (social)."""
     if isinstance(spec, SyntheticSpec):
         return synthetic_instance(spark, spec)
     if isinstance(spec, SocialSpec):
-        return social_instance(spark, spec)
+        return social_instance(spark, spec, on_step)
     return subscriptions_file_instance(spark, spec)
 
 
-def run(spark: SparkSession, lakehouse: Lakehouse, instance: str, spec: SourceSpec) -> Row:
+def _file_size(spec: SourceSpec) -> str:
+    """` (12.3 MB)` for a source read from one local file (a stat: free), else nothing."""
+    path = getattr(spec, "path", None)
+    try:
+        size = os.path.getsize(path) if path and os.path.isfile(path) else None
+    except OSError:
+        size = None
+    if size is None:
+        return ""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f" ({size:,} {unit})" if unit == "bytes" else f" ({size:.1f} {unit})"
+        size /= 1024
+    return ""
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """A checked ingest: its source and the versions it keeps (`history` in the settings)."""
+
+    spec: SourceSpec
+    kept: Retention
+
+
+def ingest_request(args: argparse.Namespace, settings: LabSettings) -> IngestRequest:
+    kept = Retention(versions=settings.history.keep_versions, days=settings.history.keep_days)
+    return IngestRequest(source_spec(args, settings), kept)
+
+
+def run(
+    spark: SparkSession, lakehouse: Lakehouse, instance: str, spec: SourceSpec, kept: Retention | None = None,
+    progress: bool = True,
+) -> Row:
+    """Build and store one instance. `progress`: the source's size when it is one local file,
+    then a step per BFS level (a sampled social graph), for the rows read, and per table stored."""
     started = time.monotonic()
-    log.info("ingest %s: building from %s", instance, spec)
-    frames = build_instance(spark, spec)
-    t = frames.tally
-    log.info(
-        "ingest %s: %d rows read = %d accepted + %d rejected + %d duplicates + %d unsampled",
-        instance, t.read, t.accepted, t.rejected, t.duplicates, t.unsampled,
-    )
-    row = lakehouse.replace_instance(instance, frames)
+    log.info("ingest %s: building from %s%s", instance, spec, _file_size(spec))
+    with Progress(f"ingest {instance}", enabled=progress, logger=log) as bar:
+        frames = build_instance(spark, spec, bar.on_step)
+        t = frames.tally
+        bar.step(
+            f"read: {t.read} rows = {t.accepted} accepted + {t.rejected} rejected + {t.duplicates} duplicates "
+            f"+ {t.unsampled} unsampled", read=t.read,
+        )
+        row = lakehouse.replace_instance(instance, frames, kept, on_step=bar.on_step)
     log.info("ingest %s: stored in %.1fs", instance, time.monotonic() - started)
     return row

@@ -17,6 +17,10 @@ Jars PySpark already ships (Hadoop, Jackson, Parquet, ...) are not copied: a sec
 classpath only invites version clashes.
 
 Run as `python -m pipelines.jars fetch` (the `lab setup` step does) or `... status`.
+
+`.jars/` is next to the package folder: the checkout's root, or for an installed wheel its
+site-packages (`<site-packages>/.jars/`). `OVERLAY_LAB_JARS` names another folder (a checkout's
+`.jars/`, or a writable one when site-packages is not).
 """
 
 from __future__ import annotations

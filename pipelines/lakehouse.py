@@ -6,10 +6,13 @@ does), and never touches other instances:
 1. every row of the new version is appended with a fresh, time-ordered `ingest_id`;
 2. one MERGE into `instances` points the instance at the new `ingest_id` (the commit point; it
    only moves forward, so of two concurrent ingests of one name the later-started one wins);
-3. rows of older versions of that instance (and of crashed attempts) are deleted.
+3. the version is recorded in `instance_versions` (earlier ones marked superseded), versions
+   beyond the retention (`Retention`) are dropped, and their rows, and those of crashed attempts,
+   are deleted.
 
-A reader joins on the current `ingest_id` (`instance_rows`), so it sees the old version whole or
-the new version whole. Instance tables are partitioned by `instance`, so writes to different
+A reader joins on one `ingest_id` (`instance_rows`): the current one, or the version a run was
+built on (`instance_version`), so it sees a version whole; earlier versions stay readable until
+the retention drops them. Instance tables are partitioned by `instance`, so writes to different
 instances never conflict; conflicting commits on one instance are retried.
 """
 
@@ -20,6 +23,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -36,6 +40,7 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance import InstanceFrames
 from overlay.instance.stats import instance_counts
+from overlay.progress import OnStep, report
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -66,6 +71,41 @@ class UnknownTableError(LookupError):
 
 class UnknownRunError(LookupError):
     """No overlay run with that id."""
+
+
+class UnknownVersionError(LookupError):
+    """An instance version no longer stored (dropped by the retention)."""
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many instance versions ingest keeps (the current one included), and for how many days
+    after a newer one replaced them; None: no limit of that kind. A version goes when either
+    limit says so; the current version always stays."""
+
+    versions: int | None = 5
+    days: float | None = None
+
+    def kept(self, current: str, versions: list[tuple[str, datetime | None]]) -> set[str]:
+        """The ingest ids kept, of (ingest_id, superseded_at) pairs."""
+        now = datetime.now(UTC).replace(tzinfo=None)
+        older = sorted((v for v in versions if v[0] < current), reverse=True)
+        if self.versions is not None:
+            older = older[: max(self.versions - 1, 0)]
+        if self.days is not None:
+            older = [v for v in older if v[1] is None or (now - v[1]).total_seconds() <= self.days * 86400]
+        return {current, *(v[0] for v in older), *(v[0] for v in versions if v[0] > current)}
+
+    def __str__(self) -> str:
+        parts = [f"{self.versions} versions" if self.versions is not None else None,
+                 f"{self.days:g} days" if self.days is not None else None]
+        return "keep " + (" and ".join(p for p in parts if p) or "everything")
+
+
+@dataclass(frozen=True)
+class RetainedVersions:
+    kept: list[str]
+    dropped: list[str]
 
 
 class RunTakenOver(RuntimeError):
@@ -100,7 +140,7 @@ def new_ingest_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
 
 
-def _sql_literal(value) -> str:
+def sql_literal(value) -> str:
     """A SQL literal for a replaceWhere condition: ints, floats (as exact doubles) and strings."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(f"no SQL literal for {value!r}")
@@ -156,13 +196,18 @@ class Lakehouse:
         return builder.execute()
 
     def _add_missing_columns(self, table: S.TableSpec, existing: DeltaTable) -> None:
-        """A table made by an older version gains the columns declared since (never loses any)."""
-        present = set(existing.toDF().columns)
+        """A table made by an older version gains the columns declared since (never loses any),
+        and a column declared nullable since (a metric that may be not computed) drops NOT NULL."""
+        present = {f.name: f for f in existing.toDF().schema.fields}
         missing = [f for f in table.schema.fields if f.name not in present]
         if missing:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
             log.info("adding columns to %s: %s", table.name, columns)
             self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS ({columns})")
+        for field in table.schema.fields:
+            if field.nullable and field.name in present and not present[field.name].nullable:
+                log.info("%s.%s may now be null", table.name, field.name)
+                self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ALTER COLUMN `{field.name}` DROP NOT NULL")
 
     def read(self, table: S.TableSpec) -> DataFrame:
         if not self.exists(table):
@@ -221,10 +266,36 @@ class Lakehouse:
             (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == current)
         )
 
-    def replace_instance(self, instance: str, frames: InstanceFrames) -> Row:
-        """Store an instance, replacing any earlier version of the same name (see module doc)."""
+    def instance_version(self, instance: str, ingest_id: str) -> Row:
+        """One stored version of an instance (its `instances` row as it was): what a run reads,
+        the version it was built on, current or not."""
+        found = self.read(S.INSTANCE_VERSIONS).filter(
+            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
+        ).first()
+        if found is not None:
+            return found
+        current = self.instance_row(instance)
+        if current[S.INGEST_ID] == ingest_id:  # stored before versions were kept
+            return current
+        raise UnknownVersionError(
+            f"version {ingest_id} of instance '{instance}' is no longer stored (ingest drops versions beyond "
+            "the `history` retention in conf/lab.yaml); list the kept ones with "
+            f"`python -m pipelines instances --history {instance}`"
+        )
+
+    def instance_history(self, instance: str) -> DataFrame:
+        """The stored versions of one instance, newest first (the current one has no `superseded_at`)."""
+        self.instance_row(instance)  # an unknown name is an error that lists the known ones
+        return self.read(S.INSTANCE_VERSIONS).filter(F.col(S.INSTANCE) == instance).orderBy(F.col(S.INGEST_ID).desc())
+
+    def replace_instance(
+        self, instance: str, frames: InstanceFrames, retention: Retention | None = None, on_step: OnStep | None = None,
+    ) -> Row:
+        """Store a new version of an instance and make it current (see module doc); earlier
+        versions stay readable, within `retention`. `on_step` hears of each table written (stage
+        `stored`, with its rows: counts the instance row needs anyway)."""
         ingest_id = new_ingest_id()
-        for table in (S.INSTANCES, *S.INSTANCE_TABLES):
+        for table in (S.INSTANCES, S.INSTANCE_VERSIONS, *S.INSTANCE_TABLES):
             self.ensure(table)
         # Materialise the subscriptions once: they are both written and counted.
         subscriptions = frames.subscriptions.localCheckpoint(eager=True)
@@ -235,15 +306,24 @@ class Lakehouse:
             S.TOPIC_KEYS: frames.topic_keys,
             S.REJECTED_SUBSCRIPTIONS: frames.rejected,
         }
-        for table, frame in staged.items():
+        known_rows = {  # free: the counts of the instance row
+            S.SUBSCRIPTIONS_TABLE.name: counts[S.SUBSCRIPTIONS], S.NODE_KEYS.name: counts[S.NODES],
+            S.TOPIC_KEYS.name: counts[S.TOPICS], S.REJECTED_SUBSCRIPTIONS.name: frames.tally.rejected,
+        }
+        for step, (table, frame) in enumerate(staged.items(), 1):
             rows = frame.withColumn(S.INSTANCE, F.lit(instance)).withColumn(
                 S.INGEST_ID, F.lit(ingest_id)
             )
             rows = rows.select(*[F.col(c).cast(f.dataType) for c, f in zip(table.columns, table.schema.fields)])
-            log.info("writing %s for instance %s", table.name, instance)
+            log.debug("writing %s for instance %s", table.name, instance)
+            clock = time.monotonic()
             _with_retries(
                 lambda t=table, r=rows: r.write.format("delta").mode("append").save(self.path(t)),
                 f"append {table.name}",
+            )
+            report(
+                on_step, "stored", step, total=len(staged), seconds=time.monotonic() - clock,
+                figures={"table": table.name, "rows": known_rows[table.name]},
             )
 
         tally = frames.tally
@@ -260,6 +340,7 @@ class Lakehouse:
             S.UNSAMPLED: tally.unsampled,
             S.CREATED_AT: datetime.now(UTC).replace(tzinfo=None),
         }
+        previous = self.read(S.INSTANCES).filter(F.col(S.INSTANCE) == instance).first()
         update = local_frame(self.spark, [tuple(record[c] for c in S.INSTANCES.columns)], S.INSTANCES.schema)
         _with_retries(
             lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCES))
@@ -272,7 +353,9 @@ class Lakehouse:
         )
         current = self.instance_row(instance)
         if current[S.INGEST_ID] == ingest_id:
-            stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) < ingest_id)
+            self._record_version(record, previous)
+            dropped = self._apply_retention(instance, ingest_id, retention or Retention())
+            stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) < ingest_id) & ~F.col(S.INGEST_ID).isin(dropped.kept)
         else:
             log.warning(
                 "instance %s was replaced by a later ingest (%s) while this one ran; discarding this one",
@@ -280,6 +363,8 @@ class Lakehouse:
                 current[S.INGEST_ID],
             )
             stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
+        # Rows of dropped versions, of crashed attempts and of an attempt that lost the race; never
+        # those of a later-started ingest still writing (their ingest_id is larger).
         for table in S.INSTANCE_TABLES:
             _with_retries(
                 lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
@@ -287,16 +372,62 @@ class Lakehouse:
             )
         return current
 
+    def _record_version(self, record: dict, previous: Row | None) -> None:
+        """Add the new current version to `instance_versions` and mark every earlier one
+        superseded (one commit); the previous version is added too when the lakehouse stored it
+        before versions were kept."""
+        now = datetime.now(UTC).replace(tzinfo=None)
+        instance, ingest_id = record[S.INSTANCE], record[S.INGEST_ID]
+        rows = [tuple(record[c] for c in S.INSTANCES.columns) + (None,)]
+        if previous is not None and previous[S.INGEST_ID] < ingest_id:
+            rows.append(tuple(previous[c] for c in S.INSTANCES.columns) + (now,))
+        source = local_frame(self.spark, rows, S.INSTANCE_VERSIONS.schema)
+        older = f"t.{S.INSTANCE} = {sql_literal(instance)} AND t.{S.INGEST_ID} < {sql_literal(ingest_id)}"
+        _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCE_VERSIONS))
+            .alias("t")
+            .merge(source.alias("s"), f"t.{S.INSTANCE} = s.{S.INSTANCE} AND t.{S.INGEST_ID} = s.{S.INGEST_ID}")
+            .whenMatchedUpdate(
+                condition=f"t.{S.SUPERSEDED_AT} IS NULL AND s.{S.SUPERSEDED_AT} IS NOT NULL",
+                set={S.SUPERSEDED_AT: f"s.{S.SUPERSEDED_AT}"},
+            )
+            .whenNotMatchedInsertAll()
+            .whenNotMatchedBySourceUpdate(
+                condition=f"{older} AND t.{S.SUPERSEDED_AT} IS NULL", set={S.SUPERSEDED_AT: F.lit(now)},
+            )
+            .execute(),
+            "record instance version",
+        )
+
+    def _apply_retention(self, instance: str, current: str, retention: Retention) -> RetainedVersions:
+        """Drop the version rows of `instance` that `retention` no longer keeps (one commit when
+        any); the data rows of dropped versions are deleted by the caller."""
+        versions = (
+            self.read(S.INSTANCE_VERSIONS).filter(F.col(S.INSTANCE) == instance)
+            .select(S.INGEST_ID, S.SUPERSEDED_AT).collect()  # one row per kept version: bounded by the retention
+        )
+        kept = retention.kept(current, [(v[S.INGEST_ID], v[S.SUPERSEDED_AT]) for v in versions])
+        dropped = [v[S.INGEST_ID] for v in versions if v[S.INGEST_ID] not in kept]
+        if dropped:
+            log.info("instance %s: dropping %d version(s) beyond the retention (%s)", instance, len(dropped), retention)
+            _with_retries(
+                lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCE_VERSIONS)).delete(
+                    (F.col(S.INSTANCE) == instance) & F.col(S.INGEST_ID).isin(dropped)
+                ),
+                "drop instance versions",
+            )
+        return RetainedVersions(kept=sorted(kept), dropped=dropped)
+
     # Run tables --------------------------------------------------------------------------
     # Tables keyed by a run: overlay runs (run_id) and routing runs (routing_run_id).
 
     def run_row(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID) -> Row:
         rows = self.read(table).filter(F.col(key) == run_id).collect()
         if not rows:
-            how = "route" if table is S.ROUTING_RUNS else "import-overlay (or design)"
+            how = "route" if table is S.ROUTING_RUNS else "design (or import-overlay)"
             raise UnknownRunError(
-                f"unknown {'routing run' if table is S.ROUTING_RUNS else 'run'} '{run_id}'. List them with SELECT {key}, status FROM "
-                f"delta.`{self.path(table)}`; create one with {how}."
+                f"unknown {'routing run' if table is S.ROUTING_RUNS else 'run'} '{run_id}': list them with "
+                f"`python -m pipelines runs`; create one with {how}"
             )
         return rows[0]
 
@@ -320,9 +451,9 @@ class Lakehouse:
         them; for example one k), which `frame`'s rows must carry."""
         self.ensure(table)
         rows = self._conform(table, run_id, frame, key)
-        condition = f"{key} = {_sql_literal(run_id)}" + "".join(
-            f" AND {column} IN ({', '.join(map(_sql_literal, value))})" if isinstance(value, tuple)
-            else f" AND {column} = {_sql_literal(value)}"
+        condition = f"{key} = {sql_literal(run_id)}" + "".join(
+            f" AND {column} IN ({', '.join(map(sql_literal, value))})" if isinstance(value, tuple)
+            else f" AND {column} = {sql_literal(value)}"
             for column, value in (within or {}).items()
         )
         _with_retries(
@@ -387,6 +518,14 @@ class Lakehouse:
             f"update run {run_id} of attempt {owner}",
         )
         return int(metrics.first()["num_updated_rows"]) == 1
+
+    def delete_rows(self, table: S.TableSpec, condition: str) -> int:
+        """Delete the rows matching a SQL condition (one commit); how many went."""
+        result = _with_retries(
+            lambda: self.spark.sql(f"DELETE FROM delta.`{self.path(table)}` WHERE {condition}").first(),
+            f"delete from {table.name}",
+        )
+        return int(result["num_affected_rows"]) if result is not None else 0
 
     def update_run(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object) -> None:
         """Set some columns of one run row, whoever owns it: summary figures, and routing runs

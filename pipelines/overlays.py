@@ -32,7 +32,8 @@ from overlay.quality import (
     topic_components,
     topic_diameters,
 )
-from pipelines.lakehouse import Lakehouse, RunTakenOver
+from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownVersionError
+from pipelines.progress import Progress
 
 log = logging.getLogger(__name__)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -58,30 +59,47 @@ def check_run_id(run_id: str) -> None:
 
 
 def complete_run(lakehouse: Lakehouse, run_id: str) -> Row:
-    """A run that can be read: complete, and built on the instance version still stored."""
+    """A run that can be read: complete, and built on an instance version still stored (the
+    current one or an earlier one the retention keeps)."""
     run = lakehouse.run_row(run_id)
     if run[S.STATUS] != S.COMPLETE:
         raise InputError(
             f"run '{run_id}' is {run[S.STATUS]}, not complete"
             + (f" ({run[S.MESSAGE]})" if run[S.MESSAGE] else "")
-            + ": finish or redo it before reading its overlay"
+            + (
+                f": finish the delete with `python -m pipelines runs delete {run_id}`" if run[S.STATUS] == S.DELETED
+                else ": finish it (run its command again), or redo it with `design ... --replace`"
+            )
         )
-    instance = lakehouse.instance_row(run[S.INSTANCE])
-    if instance[S.INGEST_ID] != run[S.INGEST_ID]:
+    try:
+        lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    except UnknownVersionError as error:
         raise InputError(
-            f"instance '{run[S.INSTANCE]}' was re-ingested after run '{run_id}' was made, so the "
-            "run's node ids no longer apply; make the run again"
-        )
+            f"run '{run_id}' was built on a version of instance '{run[S.INSTANCE]}' that is no longer stored "
+            f"({error}); redo it with `design ... --run-id {run_id} --replace`, or delete it with "
+            f"`python -m pipelines runs delete {run_id}`"
+        ) from None
     return run
 
 
-def run_import(spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id: str, path: str) -> Row:
+def is_current(lakehouse: Lakehouse, run: Row) -> bool:
+    """Whether a run was built on the instance version stored as current."""
+    return lakehouse.instance_row(run[S.INSTANCE])[S.INGEST_ID] == run[S.INGEST_ID]
+
+
+def run_import(
+    spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id: str, path: str, replace: bool = False,
+) -> Row:
     """Store an overlay file as a complete run. The run id is claimed first (a `running` row with
     an attempt token), so an import never writes links under a run id it does not own; the row
     turns `complete` last, in a write that checks the token, so a reader never sees a complete
-    run without its links."""
+    run without its links. `replace`: delete a stored run of this id first (`runs.delete_run`)."""
     check_run_id(run_id)
     instance_row = lakehouse.instance_row(instance)
+    if replace and lakehouse.run_exists(run_id):
+        from pipelines.runs import OVERLAY, delete_run  # runs reads overlay tables; no cycle at import time
+
+        delete_run(lakehouse, run_id, OVERLAY.name)
     started, clock = _now(), time.monotonic()
     attempt = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
     try:
@@ -127,6 +145,8 @@ def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: s
     if lakehouse.insert_run(record):
         return attempt
     existing = lakehouse.run_row(run_id)
+    if existing[S.STATUS] == S.DELETED:
+        raise InputError(f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`")
     retry = (
         existing[S.ALGORITHM] == "imported" and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
         and (existing[S.STATUS] == S.FAILED or (existing[S.STATUS] == S.RUNNING and existing[S.PARAMS] == params))
@@ -137,7 +157,10 @@ def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: s
     ):
         log.info("import %s: taking over an unfinished import (was %s)", run_id, existing[S.STATUS])
         return attempt
-    raise InputError(f"run id '{run_id}' exists already; choose another --run-id")
+    raise InputError(
+        f"run id '{run_id}' exists already: choose another --run-id, or delete it first with "
+        f"`python -m pipelines runs delete {run_id}` (`runs show {run_id}` says what it is)"
+    )
 
 
 def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:
@@ -149,31 +172,35 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
 
 
 def run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
-    """A run's instance row, its subscriptions (node_id, topic_id) and its links (u, v); its ids
+    """A run's instance version, its subscriptions (node_id, topic_id) and its links (u, v); its ids
     fit the (topic, node) packing of the topic subgraphs."""
-    instance = lakehouse.instance_row(run[S.INSTANCE])
+    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
     check_id_ranges(instance[S.NODES], instance[S.TOPICS])
     subscriptions = lakehouse.instance_rows(
-        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID]
+        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID]
     ).select(S.NODE_ID, S.TOPIC_ID)
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).select(S.U, S.V)
     return instance, subscriptions, edges
 
 
-def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int) -> KtcoSummary:
+def run_ktco(spark: SparkSession, lakehouse: Lakehouse, run_id: str, k: int, progress: bool = True) -> KtcoSummary:
     """kTCO validity of one complete run for `k` (`overlay.connectivity`): per topic into
     `topic_connectivity`, the summary into `overlay_ktco`, each replacing only this (run, k)."""
-    return store_ktco(spark, lakehouse, complete_run(lakehouse, run_id), k)
+    return store_ktco(spark, lakehouse, complete_run(lakehouse, run_id), k, progress)
 
 
-def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int) -> KtcoSummary:
-    """`run_ktco` on a run whose links the caller vouches for (a design job checking its own)."""
+def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int, progress: bool = True) -> KtcoSummary:
+    """`run_ktco` on a run whose links the caller vouches for (a design job checking its own).
+    `progress`: one step, the check's summary."""
     run_id = run[S.RUN_ID]
     _, subscriptions, edges = run_inputs(lakehouse, run)
-    clock = time.monotonic()
-    per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
-    summary = summarise_ktco(per_topic, k)
-    log.info("evaluate %s: topic connectivity up to k = %d in %.1fs", run_id, k, time.monotonic() - clock)
+    with Progress(f"evaluate {run_id}", enabled=progress, logger=log) as bar:
+        per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
+        summary = summarise_ktco(per_topic, k)
+        bar.step(
+            f"kTCO: {summary.k_connected_topics} of {summary.topics} topics {k}-connected "
+            f"(topic connectivity up to k = {k})", step=f"k={k}",
+        )
     now = _now()
     lakehouse.write_run_rows(
         S.TOPIC_CONNECTIVITY, run_id,
@@ -206,16 +233,30 @@ def evaluate_run(
     diameters: bool = True,
     certified: bool = False,
     driver_subscriptions: Subscriptions | None = None,
+    progress: bool = True,
 ) -> dict:
     """Quality metrics of a run's stored links (the caller vouches that they are all there).
 
     `diameters=False` skips the topic diameters (the costliest metric at scale): they are stored
-    as 0 with method "skipped". `certified=True` labels the TCCs with a driver-side forest proven
+    as null with method "skipped" (not computed is not 0). `certified=True` labels the TCCs with a driver-side forest proven
     by one Spark query (`overlay.certified`, what a design job uses) instead of the GraphFrames
     connected components, falling back to those above the driver cap; `driver_subscriptions`: the
     design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
     run_id = run[S.RUN_ID]
     instance, subscriptions, edges = run_inputs(lakehouse, run)
+    with Progress(f"evaluate {run_id}", EVALUATE_STEPS, enabled=progress, logger=log) as bar:
+        return _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters,
+                         certified, driver_subscriptions, instance, subscriptions, edges, bar)
+
+
+# The steps of an evaluation (`progress`): topic components, degrees, components stored,
+# diameters, metrics stored; each with figures its summaries hold (no Spark job added for them).
+EVALUATE_STEPS = 5
+
+
+def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters, certified,
+              driver_subscriptions, instance, subscriptions, edges, bar: Progress) -> dict:
+    run_id = run[S.RUN_ID]
     clock = time.monotonic()
     proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
@@ -226,11 +267,23 @@ def evaluate_run(
     else:
         method = "connected components"
         components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
-        tccs, degrees = summarise_tccs(components), summarise_degrees(edges, instance[S.NODES], backend)
-    log.info("evaluate %s: topic components and summaries (%s) in %.1fs", run_id, method, time.monotonic() - clock)
+        tccs = summarise_tccs(components)
+    bar.step(
+        f"topic components ({method}): {tccs.tcc} TCCs, {tccs.topics_connected} of {tccs.subscribed_topics} "
+        f"topics connected, TcoSuppR {tccs.tco_support:.4f}, {time.monotonic() - clock:.1f}s",
+        step="components", TCCs=tccs.tcc,
+    )
+    clock = time.monotonic()
+    if proven is None:
+        degrees = summarise_degrees(edges, instance[S.NODES], backend)
+    bar.step(
+        f"degrees: {degrees.edges} links, average {degrees.avg_degree:.2f}, max {degrees.max_degree}, "
+        f"{time.monotonic() - clock:.1f}s",
+        step="degrees", max=degrees.max_degree,
+    )
     clock = time.monotonic()
     lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
-    log.info("evaluate %s: topic components stored in %.1fs", run_id, time.monotonic() - clock)
+    bar.step(f"topic components stored in {time.monotonic() - clock:.1f}s", step="components stored")
     clock = time.monotonic()
     if diameters:
         diameters = summarise_diameters(
@@ -238,9 +291,14 @@ def evaluate_run(
             diameter_exact_limit,
             diameter_samples,
         )
-        log.info("evaluate %s: topic diameters in %.1fs", run_id, time.monotonic() - clock)
+        bar.step(
+            f"topic diameters: max {diameters.diameter_max}, average {diameters.diameter_avg:.2f} "
+            f"({diameters.exact_topics} topics exact, {diameters.sampled_topics} sampled), {time.monotonic() - clock:.1f}s",
+            step="diameters", max=diameters.diameter_max,
+        )
     else:
-        diameters = DiameterSummary(0, 0.0, 0, 0, "skipped")
+        diameters = DiameterSummary(None, None, 0, 0, "skipped")
+        bar.step("topic diameters skipped", step="diameters skipped")
     metrics = {
         S.RUN_ID: run_id,
         S.INSTANCE: run[S.INSTANCE],
@@ -263,7 +321,7 @@ def evaluate_run(
     row = local_frame(spark, [tuple(metrics[c] for c in S.OVERLAY_METRICS.columns)], S.OVERLAY_METRICS.schema)
     clock = time.monotonic()
     lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
-    log.info("evaluate %s: metrics stored in %.1fs", run_id, time.monotonic() - clock)
+    bar.step(f"metrics stored in {time.monotonic() - clock:.1f}s", step="metrics stored")
     return metrics
 
 

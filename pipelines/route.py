@@ -23,6 +23,7 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
+from pipelines.progress import Progress
 from pipelines.spark import shuffle_partitions
 from routing.network import AT, build_network
 from routing.outcome import summarise
@@ -71,16 +72,19 @@ def _claim(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, ins
     existing = lakehouse.run_row(routing_run_id, **ROUTING)
     if existing[S.PARAMS] != params:
         raise InputError(
-            f"routing run id '{routing_run_id}' exists with other settings ({existing[S.PARAMS]}); "
-            "choose another --routing-run-id"
+            f"routing run id '{routing_run_id}' exists with other settings ({existing[S.PARAMS]}): "
+            f"choose another --routing-run-id, or delete it first with `python -m pipelines runs delete {routing_run_id}`"
         )
     return existing
 
 
 def run_route(
     spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, routing_run_id: str | None = None,
+    progress: bool = True,
 ) -> Row:
-    """Route one workload on one overlay run; returns the routing run row (complete or failed)."""
+    """Route one workload on one overlay run; returns the routing run row (complete or failed).
+    `progress`: a line (or a bar) per tree hop and superstep, with the messages in flight and sent
+    so far, then per table stored (`pipelines.progress`)."""
     request.check()
     routing_run_id = routing_run_id or request.default_routing_run_id()
     check_run_id(routing_run_id)
@@ -98,8 +102,8 @@ def run_route(
     clock = time.monotonic()
     try:
         lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None})
-        instance = lakehouse.instance_row(run[S.INSTANCE])
-        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], instance[S.INGEST_ID])
+        instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
         fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
         network = build_network(ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES])
         workload = publications(subscriptions, request.publications, request.seed)
@@ -109,14 +113,18 @@ def run_route(
             .localCheckpoint(eager=True)
         )
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
-        simulation = simulate(network, placed, request.protocol, partitions=shuffle_partitions(spark))
-        outcome = summarise(simulation, network, placed)
-        for table, frame in (
-            (S.ROUTING_PUBLICATIONS, outcome.per_publication),
-            (S.ROUTING_DELIVERIES, outcome.deliveries),
-            (S.ROUTING_LOAD, outcome.load),
-        ):
-            lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
+        with Progress(routing_run_id, unit="step", enabled=progress, logger=log) as bar:
+            simulation = simulate(
+                network, placed, request.protocol, on_step=bar.on_step, partitions=shuffle_partitions(spark),
+            )
+            outcome = summarise(simulation, network, placed)
+            for table, frame in (
+                (S.ROUTING_PUBLICATIONS, outcome.per_publication),
+                (S.ROUTING_DELIVERIES, outcome.deliveries),
+                (S.ROUTING_LOAD, outcome.load),
+            ):
+                lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
+                bar.step(f"stored {table.name}", stored=table.name)
         metrics = {**outcome.metrics, S.RUN_ID: request.run_id, S.PROTOCOL: request.protocol, S.COMPUTED_AT: _now()}
         columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
         row = local_frame(spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, tuple(columns)))

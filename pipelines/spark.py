@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -23,6 +25,34 @@ from pipelines.config import LabSettings
 log = logging.getLogger(__name__)
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+JVM_LEVEL_PROPERTY = "overlay.lab.jvm.level"  # log4j2.properties reads it: the level until setLogLevel
+# What the JVM itself prints at start, outside log4j: dropped from the console unless -v.
+JVM_NOTES = ("WARNING: Using incubator modules",)
+
+
+def _forward_stderr(stream) -> None:
+    for line in iter(stream.readline, b""):
+        text = line.decode(errors="replace")
+        if not text.startswith(JVM_NOTES):
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+
+def _launch_filtered_jvm(master: str, app_name: str, conf: dict[str, str]) -> None:
+    """Start the driver JVM as PySpark would, with its stderr read by a thread that drops the
+    JVM's own start-up notes (`JVM_NOTES`) and passes everything else on; the session built next
+    uses this JVM. Only when no JVM runs yet in this process."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name).setAll(list(conf.items()))
+    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE})
+    SparkContext._gateway, SparkContext._jvm = gateway, gateway.jvm
+    threading.Thread(target=_forward_stderr, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
 
 
 def _require_jars() -> list[Path]:
@@ -45,7 +75,9 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     extra = jvm_archive.java_options() if java_options is None else java_options
-    java_options = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} {extra}".strip()
+    java_options = (
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -D{JVM_LEVEL_PROPERTY}={spark_settings.log_level.lower()} {extra}"
+    ).strip()
     conf = {
         "spark.jars": ",".join(str(p) for p in _require_jars()),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -67,6 +99,8 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
     builder = SparkSession.builder.master(spark_settings.master).appName(spark_settings.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if spark_settings.log_level == "ERROR":
+        _launch_filtered_jvm(spark_settings.master, spark_settings.app_name, conf)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_settings.log_level)
     spark.sparkContext.setCheckpointDir(str(checkpoint_dir))

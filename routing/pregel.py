@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.graph import DST, ID, SRC, Backend, Lineage
 from overlay.graph_ops import active_pregel, pick_backend
+from overlay.progress import OnStep, report
 from routing.network import AT, FDIST, HOPS, KIND, LOW, TARGET, Network
 from routing.protocols import greedy_step
 from routing.simulate import TREE, UNICAST, Simulation, default_max_supersteps, initial_messages, simulate
@@ -56,16 +57,18 @@ def simulate_on(
     lineage: Lineage = Lineage(),
     max_supersteps: int | None = None,
     partitions: int | None = None,
+    on_step: OnStep | None = None,
 ) -> Simulation:
-    """`routing.simulate.simulate` or, for a protocol with a Pregel form, `simulate_pregel`."""
+    """`routing.simulate.simulate` or, for a protocol with a Pregel form, `simulate_pregel`
+    (`on_step`: their progress callback)."""
     chosen = pick_backend(publications.sparkSession, backend, ROUTING_DEFAULT)
     if chosen == "graphframes" and protocol not in PREGEL_PROTOCOLS:
         if backend == "graphframes":
             raise ValueError(f"no GraphFrames form of {protocol!r}; it has one for {', '.join(PREGEL_PROTOCOLS)}")
         chosen = "dataframe"
     if chosen == "graphframes":
-        return simulate_pregel(network, publications, protocol, lineage, max_supersteps)
-    return simulate(network, publications, protocol, max_supersteps, partitions=partitions)
+        return simulate_pregel(network, publications, protocol, lineage, max_supersteps, on_step)
+    return simulate(network, publications, protocol, max_supersteps, on_step=on_step, partitions=partitions)
 
 
 def finger_edges(network: Network) -> DataFrame:
@@ -140,10 +143,12 @@ def simulate_pregel(
     protocol: str = "scribe",
     lineage: Lineage = Lineage(),
     max_supersteps: int | None = None,
+    on_step: OnStep | None = None,
 ) -> Simulation:
     """Route every publication with Scribe (publications: pub_id, topic_id, publisher as a ring
     position); the same `Simulation` as `routing.simulate.simulate` (no per-superstep times:
-    Pregel runs its supersteps in one call)."""
+    Pregel runs its supersteps in one call, so `on_step` hears of its two runs, stage `pregel run`:
+    the trees, then the publications with their messages and supersteps)."""
     from graphframes import GraphFrame
     from graphframes.lib import Pregel
 
@@ -155,6 +160,7 @@ def simulate_pregel(
     tree = scribe_tree_pregel(network, publications.select(S.TOPIC_ID).distinct(), lineage, limit)
     tree_seconds = time.monotonic() - clock
     log.info("scribe trees of the published topics built with Pregel in %.1fs", tree_seconds)
+    report(on_step, "pregel run", 1, total=2, figures={"built": "scribe trees"}, seconds=tree_seconds)
 
     start = initial_messages(publications, protocol, n).groupBy(AT).agg(
         F.collect_list(F.struct(*_MESSAGE)).alias("_start")
@@ -214,6 +220,10 @@ def simulate_pregel(
     )
     result.unpersist()
     totals = arrivals.agg(F.count(F.lit(1)).alias("messages"), F.max(HOPS).alias("supersteps")).first()
+    report(
+        on_step, "pregel run", 2, total=2, seconds=time.monotonic() - clock - tree_seconds,
+        figures={"supersteps": int(totals["supersteps"] or 0), "sent": int(totals["messages"])},
+    )
     return Simulation(
         arrivals=arrivals, supersteps=int(totals["supersteps"] or 0), messages=int(totals["messages"]),
         superstep_seconds=[], tree_seconds=tree_seconds,

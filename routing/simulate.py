@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.progress import OnStep, report
 from routing.network import AT, FDIST, HIGH, HOPS, KEY, KIND, LOW, SUBS, TARGET, Network
 from routing.protocols import BEACONVEY, PROTOCOLS, greedy_step, next_hops, range_span
 from routing.trees import CHILD_AT, CHILD_KEY, iscribe_tree, rendezvous, scribe_tree
@@ -146,11 +146,16 @@ def simulate(
     publications: DataFrame,
     protocol: str,
     max_supersteps: int | None = None,
-    on_superstep: Callable[[int, int, float], None] | None = None,
+    on_step: OnStep | None = None,
     partitions: int | None = None,
 ) -> Simulation:
     """Route every publication to completion; publications: (pub_id, topic_id, publisher) with
     the publisher as a ring position.
+
+    `on_step` (optional) hears of every hop of the tree building (stage `tree hop`, Scribe and
+    iScribe) and of every superstep (stage `superstep`: the messages in flight, that is sent this
+    superstep, and those sent so far; both counted anyway for the stopping test). Deliveries so
+    far would cost a Spark job per superstep and are not reported.
 
     Every superstep's messages are kept in `partitions` partitions (default: as many as the
     publications have). The caller chooses: a library never reads session config, whose value
@@ -165,7 +170,7 @@ def simulate(
     if protocol in ("scribe", "iscribe"):
         topics = publications.select(S.TOPIC_ID).distinct()
         build = scribe_tree if protocol == "scribe" else iscribe_tree
-        tree = build(network, topics, limit).withColumnRenamed(TARGET, "tree_target")
+        tree = build(network, topics, limit, on_step).withColumnRenamed(TARGET, "tree_target")
         log.info("%s trees of the published topics built in %.1fs", protocol, time.monotonic() - clock)
     tree_seconds = time.monotonic() - clock
     messages = initial_messages(publications, protocol, network.n).localCheckpoint(eager=True)
@@ -183,9 +188,8 @@ def simulate(
         total += count
         seconds.append(time.monotonic() - clock)
         arrivals.append(messages.select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, TARGET))
-        log.info("superstep %d: %d messages, %.2fs", step, count, seconds[-1])
-        if on_superstep is not None:
-            on_superstep(step, count, seconds[-1])
+        log.debug("superstep %d: %d messages, %.2fs", step, count, seconds[-1])
+        report(on_step, "superstep", step, figures={"in flight": count, "sent": total}, seconds=seconds[-1])
     else:
         raise RuntimeError(f"messages still moving after {limit} supersteps: routing does not terminate")
     spark = publications.sparkSession

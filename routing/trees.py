@@ -20,12 +20,13 @@ marks a child that delivers there (Scribe: every node, each appears once).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.progress import OnStep, report
 from routing.network import AT, FDIST, KEY, LOW, SUBS, TARGET, Network
 from routing.protocols import greedy_step
 
@@ -43,15 +44,15 @@ def rendezvous_of(topic: int, n: int) -> int:
     return ((topic * KNUTH) % (1 << 32)) * n >> 32
 
 
-def _route_all(
-    network: Network, start: DataFrame, max_steps: int, on_step: Callable[[int], None] | None
-) -> list[DataFrame]:
+def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnStep | None) -> list[DataFrame]:
     """Walk every route (topic_id, _s, at, low = destination, key) to its destination, one hop a
-    step; the list of each step's moves (topic_id, key, child_key, child_at, target)."""
+    step; the list of each step's moves (topic_id, key, child_key, child_at, target). `on_step`
+    hears of every hop (stage `tree hop`, with its time: counting the routes would cost a job)."""
     n = network.n
     moves = []
     active = start.filter(F.col(AT) != F.col(LOW))
     for step in range(1, max_steps + 1):
+        clock = time.monotonic()
         stepped = (
             active.join(network.fingers, on=AT)
             .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.pmod(F.col(LOW) - F.col(AT), F.lit(n))), F.lit(n)))
@@ -62,8 +63,7 @@ def _route_all(
             .localCheckpoint(eager=True)
         )
         moves.append(stepped)
-        if on_step is not None:
-            on_step(step)
+        report(on_step, "tree hop", step, seconds=time.monotonic() - clock)
         active = stepped.filter(F.col(AT) != F.col(LOW)).select(S.TOPIC_ID, "_s", AT, LOW, KEY)
         if active.isEmpty():
             return moves
@@ -78,7 +78,9 @@ def _routes(network: Network, topics: DataFrame) -> DataFrame:
     )
 
 
-def _moves(network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: int, on_step) -> DataFrame | None:
+def _moves(
+    network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: int, on_step: OnStep | None,
+) -> DataFrame | None:
     """Every hop of every route between a subscriber and RP(t), towards RP(t) (Scribe) or away
     from it (iScribe): (topic_id, _s, at, low, _parent, key); None when no route has a hop."""
     routes = _routes(network, topics)
@@ -95,7 +97,7 @@ def _moves(network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: 
     return steps
 
 
-def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
+def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: OnStep | None = None) -> DataFrame:
     """Scribe's tree edges: the reversed routes from the subscribers to RP(t)."""
     steps = _moves(network, topics, True, max_steps, on_step)
     if steps is None:
@@ -114,7 +116,7 @@ def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=Non
     )
 
 
-def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step=None) -> DataFrame:
+def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: OnStep | None = None) -> DataFrame:
     """iScribe's tree edges: the trie of the routes from RP(t) to the subscribers."""
     steps = _moves(network, topics, False, max_steps, on_step)
     if steps is None:

@@ -42,11 +42,11 @@ def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
     kept_before = raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "keep").collect()
     replacement = make(spark, 3, nodes=25)
     lakehouse.replace_instance("swap", replacement)
-    for table in S.INSTANCE_TABLES:
+    for table in S.INSTANCE_TABLES:  # the old version is kept (history), the current one is new
         versions = raw_rows(lakehouse, table, "swap").select(S.INGEST_ID).distinct().count()
-        assert versions <= 1, f"{table.name} still holds an old version"
+        assert versions <= 2, f"{table.name} holds more than the two versions"
     assert_df_equality(
-        raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "swap").select(S.NODE_ID, S.TOPIC_ID),
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "swap").select(S.NODE_ID, S.TOPIC_ID),
         replacement.subscriptions, ignore_row_order=True, ignore_nullable=True,
     )
     assert sorted(raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "keep").collect()) == sorted(kept_before)
@@ -64,7 +64,7 @@ def test_rows_of_a_crashed_ingest_are_invisible_then_cleaned(spark, lakehouse):
     assert raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "x").filter(F.col(S.INGEST_ID).contains("crashed")).count() == 0
 
 
-@pytest.mark.slow  # concurrency of ingests: stable since issue 2, 14 s
+@pytest.mark.ci  # concurrent ingests of one name: the later-started wins (README, "The tables"), 14 s
 def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lakehouse, monkeypatch):
     lakehouse.replace_instance("x", make(spark, 1))
     winner = lakehouse.instance_row("x")

@@ -111,12 +111,19 @@ def test_errors(spark, lakehouse, instance, write_text, tmp_path):
 
 
 
-def test_a_run_of_a_replaced_instance_cannot_be_read(spark, lakehouse, instance, write_text):
+def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(spark, lakehouse, instance, write_text, tmp_path):
+    """History: re-ingesting keeps the old version, so yesterday's overlay is still evaluated and
+    exported on yesterday's subscriptions and node keys."""
     lakehouse.replace_instance("z2", synthetic_instance(spark, SPEC))
     overlays.run_import(spark, lakehouse, "z2", "old", overlay_file(write_text, [("n1", "n2")]))
-    lakehouse.replace_instance("z2", synthetic_instance(spark, SPEC))
-    with pytest.raises(InputError, match="re-ingested after run 'old'"):
-        overlays.run_evaluate(spark, lakehouse, "old")
+    smaller = SyntheticSpec(dist="zipf", nodes=12, topics=5, min_subs=1, max_subs=2, seed=9)
+    lakehouse.replace_instance("z2", synthetic_instance(spark, smaller))
+    metrics = overlays.run_evaluate(spark, lakehouse, "old")
+    assert (metrics[S.NODES], metrics[S.EDGES]) == (30, 1)  # the old version's 30 nodes, not 12
+    out = tmp_path / "old.csv"
+    overlays.run_export(spark, lakehouse, "old", str(out))
+    (link,) = out.read_text().splitlines()[1:]
+    assert sorted(link.split(",")[:2]) == ["n1", "n2"]
 
 
 def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, lakehouse, instance, write_text):
@@ -125,7 +132,7 @@ def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, la
     overlays.run_import(spark, lakehouse, "z", "twice", overlay_file(write_text, [("n1", "n2"), ("n3", "n4")], "first.csv"))
     first = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "twice").collect()
     second = overlay_file(write_text, [("n5", "n6")], "second.csv")
-    with pytest.raises(InputError, match="run id 'twice' exists already; choose another --run-id"):
+    with pytest.raises(InputError, match="run id 'twice' exists already: choose another --run-id, or delete it"):
         overlays.run_import(spark, lakehouse, "z", "twice", second)
     assert sorted(lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "twice").collect()) == sorted(first)
     run = lakehouse.run_row("twice")

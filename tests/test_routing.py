@@ -1,5 +1,5 @@
-"""Routing: Protocol 5 on the paper's example, the Spark simulator against the message-level
-oracle, the exactly-once check, the workload, and Chord's hop count."""
+"""Routing: Protocol 5 on the paper's example (Fig. 2(d) as we read it), the Spark simulator
+against the message-level oracle, the exactly-once check, the workload, and Chord's hop count."""
 
 from __future__ import annotations
 
@@ -25,15 +25,22 @@ SUBSCRIPTION_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
 
 
 @pytest.mark.parametrize("protocol,fingers,expected", [
-    ("po", [1, 2, 6, 8], [3, 6]),  # Fig. 2(a): node 1's fingers 2, 3, 7, 9; X = {4, 7}
-    ("po", [1, 2, 4, 8], [3]),  # Fig. 2(b): finger 5 instead of 7; X = {4}
-    ("pa1", [1, 2, 4, 8], [3, 8]),  # Fig. 2(c): pivot 9, a finger in the distant range [6, 11)
-    ("pie", [1, 2, 4, 8], [3, 8]),
-    ("pa1", [1, 2, 4, 12], [3, 5]),  # Fig. 2(d): no distant finger; Pa1 pivots at 6, the range's start
-    ("pie", [1, 2, 4, 12], [3]),  # ... and Pie goes without
+    pytest.param("po", [1, 2, 6, 8], [3, 6], id="fig2a-po"),  # node 1's fingers 2, 3, 7, 9; X = {4, 7}
+    pytest.param("po", [1, 2, 4, 8], [3], id="fig2b-po"),  # finger 5 instead of 7; X = {4}
+    pytest.param("pa1", [1, 2, 4, 8], [3, 8], id="fig2c-pa1"),  # pivot 9, a finger in the distant range [6, 11)
+    pytest.param("pie", [1, 2, 4, 8], [3, 8], id="fig2c-pie"),
+    # Our reading, not the paper's answer: the paper's Fig. 2(d) Pa1 pivots at node 8 (through the
+    # pure forwarders 5 and 8); we pivot at node 6, the distant range's first position.
+    pytest.param("pa1", [1, 2, 4, 12], [3, 5], id="fig2d-pa1-our-reading-paper-pivots-at-8"),
+    pytest.param("pie", [1, 2, 4, 12], [3], id="fig2d-pie"),  # ... and Pie goes without, as in the paper
 ])
-def test_next_hops_follow_the_papers_example(spark, protocol, fingers, expected):
-    """BeaConvey Fig. 2: 16 nodes, V(t) = {1, 4, 7, 10, 12, 14}, node 1 holds msg [1, 11)."""
+def test_next_hops_on_the_papers_example_and_our_reading_of_fig2d(spark, protocol, fingers, expected):
+    """BeaConvey Fig. 2: 16 nodes, V(t) = {1, 4, 7, 10, 12, 14}, node 1 holds msg [1, 11).
+    (a)-(c) are the next hops the paper's text states. Fig. 2(d) is our reading: the text says
+    only that node 1 has no finger in the distant range [6, 11) (we give it 13 for 9) and that
+    Pie takes no pivot there (so X = {4}), while Pa1 "still enforces a pivot at node 8". Protocol
+    5's pivotInDistantRange returns any q in that range and we take its first position, 6, so
+    the Pa1 case expects offsets [3, 5] (nodes 4 and 6), not the paper's pivot 8 (offset 7)."""
     row = spark.range(1).select(
         F.lit(1).cast("long").alias(AT),
         F.array(*[F.lit(d).cast("long") for d in fingers]).alias(FDIST),

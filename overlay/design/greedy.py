@@ -266,7 +266,8 @@ class GreedyEngine:
             self.finished = not rule.next_phase()
         tcc = self.classes.components
         seconds = time.monotonic() - clock
-        log.info(
+        # DEBUG (-v): the caller's progress reports the round (one line per step, or a bar).
+        log.debug(
             "%s round %d (phase %d, %d rows read%s, %d received): +%d links (%d in all), %d sampled, %d re-evaluated, "
             "%.2fs (Spark %.2fs)",
             self.name, self.round_no, phase, table.last_read,

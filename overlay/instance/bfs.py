@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.progress import OnStep, report
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,12 @@ NODE = "node"
 _RANK = "_rank"
 
 
-def bfs_sample(edges: DataFrame, a_col: str, b_col: str, size: int, seed: int, seed_count: int) -> DataFrame:
-    """Nodes (node: long, level: int) of the BFS sample of the undirected view of `edges`."""
+def bfs_sample(
+    edges: DataFrame, a_col: str, b_col: str, size: int, seed: int, seed_count: int, on_step: OnStep | None = None,
+) -> DataFrame:
+    """Nodes (node: long, level: int) of the BFS sample of the undirected view of `edges`.
+    `on_step` hears of every level (stage `BFS level`: nodes visited of the sample size, counted
+    anyway to cut the last level)."""
     if size <= 0 or seed_count <= 0:
         raise ValueError("size and seed_count must be positive")
     undirected = edges.select(F.col(a_col).alias("_from"), F.col(b_col).alias("_to"))
@@ -73,5 +78,6 @@ def bfs_sample(edges: DataFrame, a_col: str, b_col: str, size: int, seed: int, s
             reached.select(NODE, F.lit(level).alias(S.LEVEL))
         ).localCheckpoint(eager=True)
         count += found
-        log.info("BFS level %d: %d nodes visited of %d", level, count, size)
+        log.debug("BFS level %d: %d nodes visited of %d", level, count, size)
+        report(on_step, "BFS level", level, figures={"visited": count, "sample size": size})
     return visited

@@ -25,6 +25,7 @@ from overlay.instance import edgelist as E
 from overlay.instance.bfs import NODE, bfs_sample
 from overlay.instance.ids import pairs_to_ids, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
+from overlay.progress import OnStep
 
 STATUS = "status"
 ACCEPTED, DUPLICATE, UNSAMPLED = "accepted", "duplicate", "unsampled"
@@ -71,7 +72,8 @@ def _mark_unsampled(edges: DataFrame, sample: DataFrame) -> DataFrame:
     return flagged.withColumn(STATUS, status).drop("_sub_in", "_pub_in")
 
 
-def social_instance(spark: SparkSession, spec: SocialSpec) -> InstanceFrames:
+def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | None = None) -> InstanceFrames:
+    """The instance of a social graph; `on_step` hears of every level of the BFS sample."""
     spec.validate()
     lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path))
     rows = lines.filter(~F.col(E.KIND).isin(*E.NOT_ROWS)).localCheckpoint(eager=True)
@@ -85,7 +87,7 @@ def social_instance(spark: SparkSession, spec: SocialSpec) -> InstanceFrames:
     if spec.sample_bfs is not None:
         unique = edges.filter(F.col(STATUS) == ACCEPTED)
         sample = bfs_sample(
-            unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count
+            unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step
         )
         edges = _mark_unsampled(edges, sample)
     edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)

@@ -23,7 +23,7 @@ bounded driver step, O(|V|), never O(|I|).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ from overlay.design.eligibility import Eligibility, RowFilter
 from overlay.design.greedy import GreedyEngine
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.frames import local_frame
+from overlay.progress import OnStep, report
 from overlay.smallworld.baselines import (
     chord_fingers,
     random_fingers,
@@ -221,11 +222,12 @@ def _constrained_greedy(
     name: str,
     batch_size: int | None,
     first_round: int = 1,
-    on_round: Callable[[str, int, int, int, float], None] | None = None,
+    on_step: OnStep | None = None,
     per_node: int | None = None,
 ) -> tuple[GreedyLinks, GreedyEngine]:
     """Add max-gain allowed links until no allowed candidate has a positive gain; returns the
-    links and the engine (its classes are the final topic components)."""
+    links and the engine (its classes are the final topic components). `on_step` hears of every
+    round (stage `NAME round`: links added, links so far, TcoSuppR; the engine's own figures)."""
     engine = GreedyEngine(
         spark, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
         batch_size=batch_size, per_node=per_node, first_round=first_round, name=name,
@@ -234,8 +236,10 @@ def _constrained_greedy(
     for r in engine.rounds():
         result.links.extend((u, v, gain, r.round) for u, v, gain in r.edges)
         result.rounds += 1
-        if on_round is not None:
-            on_round(name, r.round, len(r.edges), len(result.links), r.seconds)
+        report(
+            on_step, f"{name} round", r.round, seconds=r.seconds,
+            figures={"added": len(r.edges), "links": len(result.links), "TcoSuppR": round(r.tco_support, 4)},
+        )
     return result, engine
 
 
@@ -257,14 +261,14 @@ def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None =
 
 
 def gswico_ring(
-    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None, on_round=None,
-    per_node: int | None = None,
+    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None,
+    on_step: OnStep | None = None, per_node: int | None = None,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
     n = subscriptions.nodes
     rule = RingRule(n)
     stage, engine = _constrained_greedy(
-        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_round=on_round, per_node=per_node
+        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_step=on_step, per_node=per_node
     )
     if not rule.complete:
         fill_round = stage.rounds + 1
@@ -284,8 +288,8 @@ def gswico_ring(
 
 def gswico_fingers(
     spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, positions: list[tuple[int, int]],
-    ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1, on_round=None,
-    per_node: int | None = None,
+    ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1,
+    on_step: OnStep | None = None, per_node: int | None = None,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
     """GSwicoL: greedy long fingers (node, phase, finger) on a given ring, and their links in
     order. Free slots left when gains run out are filled by the caller (Chord fingers)."""
@@ -295,7 +299,7 @@ def gswico_fingers(
         position[node] = at
     rule = SlotRule(position, n)
     stage, _ = _constrained_greedy(
-        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_round, per_node
+        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_step, per_node
     )
     return rule.fingers, stage
 
@@ -332,7 +336,7 @@ def small_world_overlay(
     long: str,
     seed: int = 1,
     batch_size: int | None = None,
-    on_round=None,
+    on_step: OnStep | None = None,
     per_node: int | None = None,
     parallelism: int | None = None,
 ) -> SmallWorld:
@@ -342,17 +346,30 @@ def small_world_overlay(
     (RandomL). Links are numbered in the order they were chosen: the ring first, then the long
     fingers; links of a baseline or of the zero-gain fill come after the greedy ones, by
     (phase, position).
+
+    `on_step` (optional) hears of every greedy round (stages `gswico-s round`, `gswico-l round`)
+    and of every phase done (stage `phase`: the shared-topic counts when a part is greedy, the
+    ring, the long fingers), with figures the code has at hand: no Spark job is added for them.
     """
     if short not in SHORT_KINDS or long not in LONG_KINDS:
         raise ValueError(f"unknown small-world overlay short={short!r} long={long!r}")
     spark = subscriptions.sparkSession
     greedy_stages = "gswico" in (short, long)
+    phases, clock = 3 if greedy_stages else 2, time.monotonic()
+
+    def phase_done(step: int, **figures) -> None:
+        nonlocal clock
+        report(on_step, "phase", step, total=phases, figures=figures, seconds=time.monotonic() - clock)
+        clock = time.monotonic()
+
     driver_copy = Subscriptions.collect(subscriptions, n) if greedy_stages else None
     counts = shared_counts(spark, driver_copy, parallelism) if greedy_stages else None
+    if greedy_stages:
+        phase_done(1, **{"shared-topic counts": "done", "subscriptions": driver_copy.rows})
     rounds = 0
     seq = 0
     if short == "gswico":
-        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_round, per_node)
+        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_step, per_node)
         ring = local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long").localCheckpoint(eager=True)
         rounds = stage.rounds
         position = dict(positions)
@@ -371,6 +388,7 @@ def small_world_overlay(
         ring = random_ring(nodes, seed).localCheckpoint(eager=True)
         rounds = 1
         short_fingers = _plain(successor_fingers(ring, n), "random", rounds)
+    phase_done(phases - 1, ring=short, nodes=n, rounds=rounds)
     if long == "gswico":
         # The ring's n positions and n links: the driver's slot rule and union-find need them.
         placed = ring.select(S.NODE_ID, S.POSITION).toArrow()
@@ -378,7 +396,7 @@ def small_world_overlay(
         links = undirected_links(short_fingers).select(S.U, S.V).toArrow()
         ring_links = list(zip(links.column(S.U).to_pylist(), links.column(S.V).to_pylist()))
         fingers, stage = gswico_fingers(
-            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_round, per_node
+            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_step, per_node
         )
         rows = [(node, phase, finger, seq + i, gain, r) for i, ((node, phase, finger), (_, _, gain, r))
                 in enumerate(zip(fingers, stage.links))]
@@ -391,6 +409,7 @@ def small_world_overlay(
         chosen = chord_fingers(ring, n, 1) if long == "chord" else random_fingers(ring, n, seed, 1)
         long_fingers = _plain(chosen, long, rounds)
     fingers = short_fingers.unionByName(long_fingers).localCheckpoint(eager=True)
+    phase_done(phases, fingers=long, rounds=rounds)
     return SmallWorld(ring=ring, fingers=fingers.select(*S.FINGER_COLUMNS), links=_links(fingers, ring), rounds=rounds)
 
 

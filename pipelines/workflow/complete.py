@@ -20,7 +20,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from pipelines import compare, report
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
-from pipelines.overlays import complete_run
+from pipelines.overlays import complete_run, is_current
 
 
 def _row(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> Row | None:
@@ -45,17 +45,18 @@ def _same_source(params: dict) -> dict:
     return params
 
 
-def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, spec) -> str | None:
+def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
     stored = _row(lakehouse, S.INSTANCES, S.INSTANCE, args.instance)
-    if stored is not None and _same_source(json.loads(stored[S.PARAMS])) == _same_source(asdict(spec)):
+    if stored is not None and _same_source(json.loads(stored[S.PARAMS])) == _same_source(asdict(request.spec)):
         return f"instance {args.instance} is stored from these settings"
     return None
 
 
 def _design(lakehouse: Lakehouse, args: argparse.Namespace, requests) -> str | None:
     run_ids = [args.run_id or request.default_run_id() for request in requests]  # several: a sweep over k
-    if any(_current_run(lakehouse, run_id) is None for run_id in run_ids):
-        return None
+    runs = [_current_run(lakehouse, run_id) for run_id in run_ids]
+    if any(run is None or not is_current(lakehouse, run) for run in runs):
+        return None  # a run on an earlier instance version is redone (with --replace) or refused
     return f"run {', '.join(run_ids)} {'is' if len(run_ids) == 1 else 'are'} complete"
 
 

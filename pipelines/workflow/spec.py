@@ -33,6 +33,7 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 # Commands a step may run: the jobs. `workflow` and `main` would nest workflows.
 STEP_COMMANDS = (
     "ingest", "design", "evaluate", "resilience", "route", "compare", "report", "import-overlay", "export", "instances",
+    "register",
 )
 Scalar = str | int | float
 
