@@ -28,8 +28,14 @@ LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 JVM_LEVEL_PROPERTY = "overlay.lab.jvm.level"  # log4j2.properties reads it: the level until setLogLevel
-# What the JVM itself prints at start, outside log4j: dropped from the console unless -v.
-JVM_NOTES = ("WARNING: Using incubator modules",)
+# What the JVM prints at start outside log4j, dropped from the console unless -v: the module
+# system's note on the vector module Spark 4 adds, and Spark's note that a shell (PySpark's
+# gateway counts as one) logs at WARN while the lab's root level is ERROR.
+JVM_NOTES = (
+    "WARNING: Using incubator modules",
+    'Setting default log level to "WARN"',
+    "To adjust logging level use sc.setLogLevel",
+)
 
 
 def _forward_stderr(stream) -> None:

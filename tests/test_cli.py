@@ -100,6 +100,27 @@ def test_console_script_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "smoke" in result.stdout
     assert (tmp_path / "lh" / "instances" / "_delta_log").is_dir()
+    # The console shows no JVM warning or start-up note without -v ...
+    jvm_lines = [line for line in result.stderr.splitlines() if " INFO " not in line]
+    assert not [line for line in jvm_lines if "WARN" in line or "incubator" in line or "setLogLevel" in line], jvm_lines
+    # ... and shows them with -v.
+    verbose = subprocess.run(
+        [str(script), "-v", "--lakehouse", str(tmp_path / "lh"), "--master", "local[1]", "--driver-memory", "1g", "instances"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )
+    assert verbose.returncode == 0 and "WARNING: Using incubator modules" in verbose.stderr, verbose.stderr[-3000:]
+
+
+def test_a_missing_input_file_is_one_error_line_before_spark(capsys, tmp_path):
+    """No JVM starts, so no Hadoop stack trace reaches the terminal (it used to print 80 lines)."""
+    for argv in (
+        ("ingest", "--instance", "x", "--source", "social", "--path", str(tmp_path / "missing.txt")),
+        ("ingest", "--instance", "x", "--source", "subscriptions", "--path", str(tmp_path / "missing.csv")),
+        ("import-overlay", "--instance", "x", "--run-id", "r", "--path", str(tmp_path / "missing.csv")),
+    ):
+        code, _, err = run(capsys, "--lakehouse", str(tmp_path / "lh"), *argv)
+        assert code == 2 and err == f"error: --path {argv[-1]}: no such file or folder\n"
+    assert not (tmp_path / "lh").exists()
 
 
 @pytest.mark.slow  # the whole overlay_refresh workflow on fb-1k: several minutes

@@ -114,6 +114,17 @@ def test_a_table_from_an_older_version_gains_new_columns(spark, lakehouse):
     assert table.first()[S.RUN_ID] == "r" and table.first()[S.STATUS] is None
 
 
+def test_a_column_declared_nullable_since_accepts_nulls_in_an_older_table(spark, lakehouse):
+    """Diameters used to be NOT NULL (0 when skipped); a lakehouse from then takes nulls now."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    old = StructType([StructField(S.RUN_ID, S.OVERLAY_METRICS.schema[S.RUN_ID].dataType, False),
+                      StructField(S.DIAMETER_MAX, LongType(), False)])
+    lakehouse.ensure(S.TableSpec(S.OVERLAY_METRICS.name, old, (), "as it was"))
+    lakehouse.ensure(S.OVERLAY_METRICS)
+    assert lakehouse.read(S.OVERLAY_METRICS).schema[S.DIAMETER_MAX].nullable
+
+
 def test_ensure_uses_the_table_another_writer_is_creating(spark, lakehouse):
     """The loser's view of a creation race: the winner has made `_delta_log` but not committed
     yet (Delta then raises DELTA_TABLE_NOT_FOUND to a second creator); it commits 2 s later."""
