@@ -56,6 +56,10 @@ def _quote(*parts: str | None) -> str:
     return ".".join(f"`{part}`" for part in parts if part)
 
 
+def _shown(name: str) -> str:
+    return name.replace("`", "")  # names have no backticks (check_name)
+
+
 def qualified_location(path: str) -> str:
     """A location the catalog resolves as the lakehouse does: a relative local path would be
     taken relative to the schema's own folder."""
@@ -86,7 +90,7 @@ def _create(spark: SparkSession, name: str, location: str) -> None:
     except Exception as error:
         if comparable(location).startswith("/Volumes/"):
             raise InputError(
-                f"cannot register {name} on {location}: Unity Catalog defines no table on files in a "
+                f"cannot register {_shown(name)} on {location}: Unity Catalog defines no table on files in a "
                 "volume. Keep the lakehouse at an external location (s3://, abfss://, gs://; the bundle "
                 f"variable `lakehouse`) to register its tables ({error})"
             ) from error
@@ -94,6 +98,7 @@ def _create(spark: SparkSession, name: str, location: str) -> None:
 
 
 def _conflict(name: str, existing: _Existing, location: str) -> str:
+    name = _shown(name)
     if existing.kind == "EXTERNAL":
         return (
             f"{name} is registered on {existing.location}, not on the lakehouse table {location}: register "
@@ -109,7 +114,7 @@ def _same_location(existing: _Existing, location: str) -> bool:
 
 def _register(spark: SparkSession, name: str, location: str, existing: _Existing | None, created: bool) -> Registration:
     if existing is not None and _same_location(existing, location):
-        return Registration(name, location, PRESENT, created)
+        return Registration(_shown(name), location, PRESENT, created)
     status = REGISTERED
     if existing is not None:  # an external table elsewhere, to re-point (checked before anything changed)
         spark.sql(f"DROP TABLE {name}")  # an external table: its files stay where they are
@@ -118,7 +123,7 @@ def _register(spark: SparkSession, name: str, location: str, existing: _Existing
     now = _existing(spark, name)  # a concurrent registration may have won the race
     if now is None or not _same_location(now, location):
         raise CatalogConflict(_conflict(name, now or _Existing("", None), location))
-    return Registration(name, location, status, created)
+    return Registration(_shown(name), location, status, created)
 
 
 def register_tables(
@@ -149,7 +154,8 @@ def register_tables(
         raise InputError(f"the lakehouse {lakehouse.root} has no tables yet: run a job (ingest, ...) first")
     conflicts = [
         _conflict(name, existing, location) for _, name, location, existing, _ in planned
-        if existing is not None and not _same_location(existing, location) and not (repoint and existing.kind == "EXTERNAL")
+        if existing is not None and not _same_location(existing, location)
+        and not (repoint and existing.kind == "EXTERNAL")
     ]
     if conflicts:
         raise CatalogConflict("; ".join(conflicts))

@@ -75,7 +75,7 @@ class Progress:
 
             self._redirect = logging_redirect_tqdm(tqdm_class=tqdm)
             self._redirect.__enter__()
-            self.bar = tqdm(total=total, unit=unit, desc=label, leave=False, file=stream, dynamic_ncols=True)
+            self.bar = tqdm(total=total, unit=unit, desc=label, leave=False, file=stream, dynamic_ncols=True, miniters=1)
 
     def step(self, description: str = "", advance: int = 1, **postfix: object) -> None:
         """One completed step: a log line `LABEL DESCRIPTION (elapsed Ns)`, or on a terminal the
@@ -88,11 +88,12 @@ class Progress:
             self.log.info("%s %s (elapsed %.0fs)", self.label, description, elapsed)
             return
         self.log.debug("%s %s (elapsed %.0fs)", self.label, description, elapsed)
-        self.bar.update(advance)
         if postfix:
-            self.bar.set_postfix({k: _figure(v) for k, v in postfix.items()})
+            self.bar.set_postfix({k: _figure(v) for k, v in postfix.items()}, refresh=False)
         elif description:
-            self.bar.set_postfix_str(description if len(description) <= 60 else description[:57] + "...")
+            self.bar.set_postfix_str(description if len(description) <= 60 else description[:57] + "...", refresh=False)
+        if not (advance and self.bar.update(advance)):  # update redraws at most every 0.1 s
+            self.bar.refresh()  # a step is seconds long: always show it
 
     def on_step(self, info: StepInfo) -> None:
         """The `on_step` callback of a library function (see `overlay.progress`)."""

@@ -1,6 +1,7 @@
 """The Databricks bundle: it parses, it is scheduled in UTC with dev and prod targets, its job is
 the rendering of its workflow file, and every task calls a real CLI command of the wheel."""
 
+import json
 import re
 import tomllib
 from datetime import date
@@ -26,6 +27,11 @@ def bundle() -> dict:
             for kind, items in yaml.safe_load(path.read_text())["resources"].items():
                 root.setdefault("resources", {}).setdefault(kind, {}).update(items)
     return root
+
+
+def defaults(config: dict) -> dict:
+    """The bundle variables' defaults (a variable without one is set per deploy)."""
+    return {name: spec["default"] for name, spec in config["variables"].items() if "default" in spec}
 
 
 def resolve(text: str, job_parameters: dict, variables: dict) -> str:
@@ -60,7 +66,7 @@ def test_job_runs_ingest_design_evaluate_route_report_in_order():
     for key, task in tasks.items():
         for needed in task.get("depends_on", []):
             assert needed["task_key"] in tasks and position[needed["task_key"]] < position[key]
-    order = ["ingest", "design", "evaluate", "route", "report"]
+    order = ["ingest", "design", "evaluate", "route", "register", "report"]
     for key, command in commands.items():
         for dependency in tasks[key].get("depends_on", []):  # a budgeted design follows its reference design
             assert order.index(commands[dependency["task_key"]]) <= order.index(command), (key, dependency)
@@ -72,7 +78,7 @@ def test_every_task_resolves_to_a_real_cli_command():
     config = bundle()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"].replace("-", "_")
-    variables = {name: spec["default"] for name, spec in config["variables"].items()}
+    variables = defaults(config)
     job = config["resources"]["jobs"]["overlay_refresh"]
     job_parameters = {p["name"]: p["default"] for p in job["parameters"]}
     cluster_keys = {c["job_cluster_key"] for c in job["job_clusters"]}
@@ -142,4 +148,27 @@ def test_cluster_library_is_the_graphframes_of_the_wheel_from_the_bundle_reposit
         for task in job["tasks"]:
             (maven,) = [library["maven"] for library in task["libraries"] if "maven" in library]
             assert maven["coordinates"] == f"io.graphframes:graphframes-spark4_2.13:{version('graphframes-py')}"
-            assert resolve(maven["repo"], {}, {k: v["default"] for k, v in config["variables"].items()}).startswith("https://")
+            assert resolve(maven["repo"], {}, defaults(config)).startswith("https://")
+
+
+def test_dashboard_reads_the_schema_the_job_registers_on_the_warehouse_variable():
+    """The dashboard's queries name tables without a schema: its dataset catalog and schema are the
+    ones the job's `register` task registers the lakehouse's tables in."""
+    config = bundle()
+    variables = defaults(config)
+    assert "warehouse_id" in config["variables"] and "warehouse_id" not in variables  # set per deploy
+    dashboard = config["resources"]["dashboards"]["overlay_lab"]
+    assert dashboard["warehouse_id"] == "${var.warehouse_id}"
+    definition = json.loads((ROOT / "resources" / dashboard["file_path"]).read_text())
+    assert definition["datasets"] and definition["pages"]
+    job = config["resources"]["jobs"]["overlay_refresh"]
+    job_parameters = {p["name"]: p["default"] for p in job["parameters"]}
+    (register,) = [t for t in job["tasks"] if t["python_wheel_task"]["parameters"][2] == "register"]
+    argv = [resolve(p, job_parameters, variables) for p in register["python_wheel_task"]["parameters"]]
+    args = build_parser(_StepParser).parse_args(argv)
+    assert (args.catalog, args.schema, args.create_missing) == (
+        resolve(dashboard["dataset_catalog"], {}, variables), resolve(dashboard["dataset_schema"], {}, variables), True,
+    )
+    dev = {**variables, **config["targets"]["dev"]["variables"]}
+    assert resolve(dashboard["dataset_schema"], {}, dev) == "overlay_lab_dev"
+    assert "databricks_cli_version" in config["bundle"]  # dataset_catalog and dataset_schema need 0.281.0

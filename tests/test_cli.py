@@ -128,7 +128,7 @@ def test_main_job(spark, tmp_path, capsys):
     report = tmp_path / "report"
     code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "main", "--param", f"report_dir={report}")
     assert code == 0
-    assert "[11/11] report: done in" in out and "Overlay designs:" in out
+    assert "[11/12] register: done in" in out and "[12/12] report: done in" in out and "Overlay designs:" in out
     assert "fb-1k.gpm.r0.2.local" in out and "Pie on S (fb-1k.swico.gswico-chord.local)" in out
     assert (report / "report.md").is_file() and (report / "routing_ratios.png").is_file()
 

@@ -21,7 +21,9 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance.synthetic import SyntheticSpec
-from overlay.summaries import BUDGET, BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL, current_runs, degree_distribution, run_quality
+from overlay.summaries import (
+    BUDGET, BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL, current_runs, degree_distribution, run_quality,
+)
 from pipelines import catalog
 from pipelines.catalog import PRESENT, REGISTERED, REPOINTED, CatalogConflict, register_tables
 from pipelines.lakehouse import Lakehouse
@@ -103,7 +105,6 @@ def _append(spark, lakehouse: Lakehouse, table: S.TableSpec, records: list[dict]
         tuple(r.get(f.name, None if f.nullable else _FILLER[type(f.dataType)]) for f in table.schema.fields)
         for r in records
     ]
-    lakehouse.ensure(table)
     local_frame(spark, rows, table.schema).write.format("delta").mode("append").save(lakehouse.path(table))
 
 
@@ -167,15 +168,18 @@ def lakehouse(spark, module_lakehouse) -> Lakehouse:
         _metrics("dash.swico.random-chord.s1", 24, 4.0, 4, 0.5),
         _metrics("dash.gpm.r0.4.s1", 4, 0.667, 2, 0.6),
     ])
-    minmaxoda = [(0, 1), (0, 2), (0, 3), (1, 2), (4, 5), (5, 6), (6, 7), (8, 9)]
+    links = {
+        "dash.minmaxoda.s1": [(0, 1), (0, 2), (0, 3), (1, 2), (4, 5), (5, 6), (6, 7), (8, 9)],
+        "dash.gpm.r0.2.s1": [(0, 1), (2, 3), (4, 5)],
+        "dash.gpm.r0.4.s1": [(0, 1)],
+    }
     _append(spark, lh, S.OVERLAY_EDGES, [
-        *({S.RUN_ID: "dash.minmaxoda.s1", S.U: u, S.V: v, S.ADDED_ORDER: i, S.ROUND: i // 3} for i, (u, v) in enumerate(minmaxoda)),
-        *({S.RUN_ID: "dash.gpm.r0.2.s1", S.U: u, S.V: v, S.ADDED_ORDER: i, S.ROUND: 0} for i, (u, v) in enumerate([(0, 1), (2, 3), (4, 5)])),
-        {S.RUN_ID: "dash.gpm.r0.4.s1", S.U: 0, S.V: 1, S.ADDED_ORDER: 0, S.ROUND: 0},
+        {S.RUN_ID: run_id, S.U: u, S.V: v, S.ADDED_ORDER: i, S.ROUND: i // 3}
+        for run_id, pairs in links.items() for i, (u, v) in enumerate(pairs)
     ])
     _append(spark, lh, S.OVERLAY_ROUNDS, [
-        {S.RUN_ID: "dash.minmaxoda.s1", S.ROUND: r, S.EDGES_ADDED: 3, S.EDGES: 3 * (r + 1), S.TCO_SUPPORT: 0.3 * (r + 1),
-         S.SECONDS: 1.5, S.COMPUTED_AT: START}
+        {S.RUN_ID: "dash.minmaxoda.s1", S.ROUND: r, S.EDGES_ADDED: 3, S.EDGES: 3 * (r + 1),
+         S.TCO_SUPPORT: 0.3 * (r + 1), S.SECONDS: 1.5, S.COMPUTED_AT: START}
         for r in range(3)
     ])
     runs, metrics = zip(
@@ -217,7 +221,7 @@ def results(spark, registered) -> dict[str, tuple[list[str], list]]:
 
 def test_registration_covers_the_stored_tables_and_is_idempotent(spark, lakehouse, registered):
     stored = [t.name for t in S.ALL_TABLES if lakehouse.exists(t)]
-    assert [r.table for r in registered] == [f"`{SCHEMA}`.`{name}`" for name in stored]
+    assert [r.table for r in registered] == [f"{SCHEMA}.{name}" for name in stored]
     assert {r.status for r in registered} == {REGISTERED} and not any(r.created_empty for r in registered)
     assert [r.location for r in registered] == [lakehouse.path(S.table_named(name)) for name in stored]
     assert spark.table(f"{SCHEMA}.{S.OVERLAY_RUNS.name}").count() == lakehouse.read(S.OVERLAY_RUNS).count() == 8
@@ -234,20 +238,24 @@ def test_a_name_taken_elsewhere_is_refused_and_an_external_one_can_be_repointed(
     moved.ensure(S.OVERLAY_RUNS)
     schema = "dashboard_conflicts"
     try:
-        instances, resilience = register_tables(spark, first, schema, create_missing=True, tables=(S.INSTANCES, S.RESILIENCE))
-        assert (instances.status, instances.location, instances.created_empty) == (REGISTERED, first.path(S.INSTANCES), False)
-        assert (resilience.status, resilience.created_empty) == (REGISTERED, True)  # made empty: queries over it resolve
+        instances, resilience = register_tables(
+            spark, first, schema, create_missing=True, tables=(S.INSTANCES, S.RESILIENCE),
+        )
+        assert (instances.status, instances.location, instances.created_empty) == (
+            REGISTERED, first.path(S.INSTANCES), False,
+        )
+        assert (resilience.status, resilience.created_empty) == (REGISTERED, True)  # made empty: queries resolve
         assert first.exists(S.RESILIENCE) and spark.table(f"{schema}.{S.RESILIENCE.name}").count() == 0
         spark.sql(f"CREATE TABLE {schema}.{S.OVERLAY_RUNS.name} (x INT) USING DELTA")  # managed: never dropped
-        with pytest.raises(CatalogConflict, match=rf"`{schema}`.`instances` is registered on \S*first/instances, not on"):
+        taken = rf"{schema}.instances is registered on \S*first/instances, not on"
+        with pytest.raises(CatalogConflict, match=taken):
             register_tables(spark, moved, schema)
         with pytest.raises(CatalogConflict, match="is a managed table, not the lakehouse table"):
             register_tables(spark, moved, schema, repoint=True)
         spark.sql(f"DROP TABLE {schema}.{S.OVERLAY_RUNS.name}")
         statuses = {r.table.split(".")[-1]: r.status for r in register_tables(spark, moved, schema, repoint=True)}
-        assert statuses == {"`instances`": REPOINTED, "`overlay_runs`": REGISTERED}
-        moved.insert_run({S.RUN_ID: "r", S.INSTANCE: "i", S.INGEST_ID: "g", S.ALGORITHM: "gpm", S.PARAMS: "{}",
-                          S.STATUS: S.RUNNING, S.STARTED_AT: START})
+        assert statuses == {"instances": REPOINTED, "overlay_runs": REGISTERED}
+        _append(spark, moved, S.OVERLAY_RUNS, [{S.RUN_ID: "r", S.STATUS: S.RUNNING}])
         assert spark.table(f"{schema}.{S.OVERLAY_RUNS.name}").count() == 1  # a later commit, no new registration
         assert first.exists(S.INSTANCES)  # re-pointing dropped the catalog entry, not the files
     finally:
@@ -261,6 +269,8 @@ def test_a_volume_location_says_why_it_cannot_be_registered():
 
     with pytest.raises(InputError, match="Unity Catalog defines no table on files in a volume"):
         catalog._create(Refusing(), "`main`.`lab`.`instances`", "/Volumes/main/lab/lakehouse/instances")
+    with pytest.raises(RuntimeError, match="in a volume"):  # elsewhere the catalog's own error
+        catalog._create(Refusing(), "`main`.`lab`.`instances`", "s3://bucket/lakehouse/instances")
     assert catalog.comparable("file:///tmp/lh/instances/") == catalog.comparable("/tmp/lh/instances")
     assert catalog.comparable("dbfs:/Volumes/a") == "/Volumes/a"
 
@@ -269,7 +279,7 @@ def test_register_command(lakehouse, registered):
     code, out, err = run_cli("--lakehouse", lakehouse.root, "register", "--schema", SCHEMA)
     assert code == 0, err
     assert f"Tables of {lakehouse.root} in schema {SCHEMA}:" in out
-    assert f"`{SCHEMA}`.`overlay_runs`" in out and "already registered" in out
+    assert f"{SCHEMA}.overlay_runs" in out and "already registered" in out
     code, _, err = run_cli("--lakehouse", lakehouse.root, "register", "--schema", "no spaces")
     assert code == 2 and "schema name 'no spaces' is not allowed" in err
 
@@ -285,7 +295,8 @@ def test_quality_views_are_the_reports(spark, lakehouse, results):
     runs = current_runs(lakehouse.read(S.OVERLAY_RUNS), lakehouse.read(S.INSTANCES))
     report = run_quality(runs, lakehouse.read(S.OVERLAY_METRICS)).collect()
     keys = (BUDGET, BUDGET_RATIO, S.EDGES, S.AVG_DEGREE, S.MAX_DEGREE, S.TCO_SUPPORT)
-    assert {r[S.RUN_ID]: tuple(r[k] for k in keys) for r in rows} == {r[S.RUN_ID]: tuple(r[k] for k in keys) for r in report}
+    shown = {r[S.RUN_ID]: tuple(r[k] for k in keys) for r in rows}
+    assert shown == {r[S.RUN_ID]: tuple(r[k] for k in keys) for r in report}
     labels = {r[S.RUN_ID]: r[RUN_LABEL] for r in rows}
     assert labels == {  # current runs only: not the failed one, not the one on an earlier instance version
         "dash.minmaxoda.s1": "minmaxoda", "dash.gpm.r0.2.s1": "gpm (ratio 0.2)", "dash.gpm.r0.5.s1": "gpm (ratio 0.5)",
@@ -323,7 +334,8 @@ def test_routing_views_are_the_reports(lakehouse, results):
 
     _, rows = results["comparison_ratios"]
     assert sorted((r[S.SYSTEM], r["source"], r[S.OVERHEAD_RATIO]) for r in rows) == [
-        ("BeaConvey(S, Pie)", "paper (FB1K)", 0.355), ("BeaConvey(S, Pie)", "this lab", 0.25), ("Scribe(-)", "this lab", 1.0),
+        ("BeaConvey(S, Pie)", "paper (FB1K)", 0.355), ("BeaConvey(S, Pie)", "this lab", 0.25),
+        ("Scribe(-)", "this lab", 1.0),
     ]
 
 

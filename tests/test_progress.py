@@ -120,3 +120,42 @@ def test_routing_reports_increasing_steps_at_no_extra_spark_job(spark):
     assert steps[: len(hops)] == [s for s in steps if s.stage == "tree hop"]  # the trees come first
     assert supersteps[-1].figures["sent"] == heard.messages == silent.messages
     assert sum(s.figures["in flight"] for s in supersteps) == heard.messages
+
+
+class _ComparisonLakehouse:
+    """What `run_compare` reads and writes, without Delta: the routing metrics of the 14 runs."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def read(self, table):
+        if table is S.ROUTING_METRICS:
+            rows = [(f"r{i}", 10 + i, 2.0, 3) for i in range(14)]
+            schema = f"{S.ROUTING_RUN_ID} string, {S.ROUTING_OVERHEAD} long, {S.AVG_PATH_LENGTH} double, {S.MAX_PATH_LENGTH} long"
+            return local_frame(self.spark, rows, schema)
+        return local_frame(self.spark, [], f"{S.COMPARISON_ID} string")
+
+    def write_run_rows(self, *args, **kwargs) -> None:
+        pass
+
+
+def test_compare_reports_every_overlay_and_system(spark, monkeypatch, caplog):
+    from pyspark.sql import Row
+
+    from pipelines import compare
+
+    designs = iter(range(4))
+    routes = iter(range(14))
+    monkeypatch.setattr(compare, "run_design", lambda *a, **k: Row(
+        **{S.RUN_ID: f"d{next(designs)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5}
+    ))
+    monkeypatch.setattr(compare, "run_route", lambda *a, **k: (lambda i: Row(
+        **{S.ROUTING_RUN_ID: f"r{i}", S.STATUS: S.COMPLETE, S.SUPERSTEPS: 4, S.MESSAGES: 20 + i, S.COUNTER_EXAMPLE: None}
+    ))(next(routes)))
+    caplog.set_level(logging.INFO, logger="pipelines.compare")
+    compare.run_compare(spark, _ComparisonLakehouse(spark), compare.CompareRequest("tiny", publications=8))
+    said = [r.getMessage() for r in caplog.records if r.name == "pipelines.compare"]
+    assert len(said) == 18
+    assert said[0].startswith("compare tiny.p8.s1.chord overlay 1/4 SL (d0): 30 links, TcoSuppR 0.5000")
+    assert said[4].startswith("compare tiny.p8.s1.chord system 1/14 BeaConvey(SL, Pie): 4 supersteps, 20 messages")
+    assert said[-1].startswith("compare tiny.p8.s1.chord system 14/14 BeaConvey(SL, Pa1): 4 supersteps, 33 messages")

@@ -132,6 +132,7 @@ CHECKS = {
 
 def outputs_complete(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
     """Why this command's outputs are complete already; None when it must run (or always runs:
-    `export` and `instances` are cheap and write outside the tables)."""
+    `export`, `instances` and `register` are cheap and write outside the tables; a local session's
+    catalog, which `register` writes, lasts as long as the process)."""
     check = CHECKS.get(args.command)
     return None if check is None else check(lakehouse, args, request)
