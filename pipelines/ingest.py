@@ -149,7 +149,6 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             path, (_, directed, reverse) = dataset_path(args.dataset), DATASETS[args.dataset]
         if path is None:
             raise InputError("--source social needs --path or --dataset")
-        check_input_path(path)
         if args.sample_bfs is not None and args.seed is None:
             raise InputError("--sample-bfs needs --seed (the sample depends on it)")
         spec = SocialSpec(
@@ -163,9 +162,10 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs", "dataset",
             "directed", "reverse", "sample_bfs", "seed",
         )
-        check_input_path(args.path)
         spec = SubscriptionsFileSpec(path=args.path)
     spec.validate()
+    if not isinstance(spec, SyntheticSpec):
+        check_input_path(spec.path)  # after the flags: a wrong combination is the first thing to fix
     return spec
 
 

@@ -80,7 +80,9 @@ def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, 
     history = lakehouse.instance_history("h").collect()
     assert [v[S.INGEST_ID] for v in history] == [second, first]
     assert history[0][S.SUPERSEDED_AT] is None and history[1][S.SUPERSEDED_AT] is not None
-    assert overlays.run_evaluate(spark, lakehouse, "on-first")[S.NODES] == 20  # the first version's nodes
+    version, subscriptions, _ = overlays.run_inputs(lakehouse, overlays.complete_run(lakehouse, "on-first"))
+    assert version[S.NODES] == 20 and version[S.INGEST_ID] == first  # the first version, not the current
+    assert subscriptions.count() == version[S.SUBSCRIPTIONS]
 
     lakehouse.replace_instance("h", synthetic_instance(spark, SPEC), Retention(versions=2))
     assert [v[S.INGEST_ID] for v in lakehouse.instance_history("h").collect()][1:] == [second]
@@ -88,7 +90,7 @@ def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, 
         assert rows_of(lakehouse, table, S.INGEST_ID, first) == 0, f"{table.name} kept a dropped version"
     with pytest.raises(InputError, match="no longer stored.*--replace.*runs delete on-first"):
         overlays.run_evaluate(spark, lakehouse, "on-first")
-    assert overlays.run_evaluate(spark, lakehouse, "on-second")[S.NODES] == 14
+    assert overlays.run_inputs(lakehouse, overlays.complete_run(lakehouse, "on-second"))[0][S.NODES] == 14
     listed = {r[S.RUN_ID]: r[runs.VERSION] for r in runs.list_runs(lakehouse, runs.RunFilter(instance="h"))[0]}
     assert listed == {"on-first": runs.DROPPED, "on-second": runs.EARLIER}
 
@@ -120,8 +122,7 @@ def test_runs_are_listed_newest_first_filtered_and_shown(spark, lakehouse, insta
 def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, lakehouse, instance, write_text):
     imported(spark, lakehouse, write_text, "gone", [(1, 2), (3, 4)])
     imported(spark, lakehouse, write_text, "stays", [(1, 2)])
-    for run_id in ("gone", "stays"):
-        overlays.run_evaluate(spark, lakehouse, run_id, diameters=False)
+    overlays.run_evaluate(spark, lakehouse, "gone", diameters=False)
     routing_run_on(spark, lakehouse, "gone.pie", "gone")
     routing_run_on(spark, lakehouse, "stays.pie", "stays")
     comparison(spark, lakehouse, "cmp-both", ["gone.pie", "stays.pie"])
@@ -132,6 +133,7 @@ def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, la
     assert deleted[1].rows[S.OVERLAY_EDGES.name] == 2 and deleted[1].rows[S.OVERLAY_RUNS.name] == 1
     for table in (S.OVERLAY_RUNS, S.OVERLAY_EDGES, S.OVERLAY_METRICS, S.TOPIC_COMPONENTS):
         assert rows_of(lakehouse, table, S.RUN_ID, "gone") == 0, table.name
+    for table in (S.OVERLAY_RUNS, S.OVERLAY_EDGES):
         assert rows_of(lakehouse, table, S.RUN_ID, "stays") > 0, table.name
     assert rows_of(lakehouse, S.ROUTING_RUNS, S.ROUTING_RUN_ID, "gone.pie") == 0
     assert rows_of(lakehouse, S.ROUTING_METRICS, S.ROUTING_RUN_ID, "gone.pie") == 0
