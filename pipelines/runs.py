@@ -29,6 +29,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.summaries import BUDGET, with_budget
 from pipelines.console import format_table
+from pipelines.ingest import positive_int
 from pipelines.lakehouse import Lakehouse, UnknownRunError, sql_literal
 
 log = logging.getLogger(__name__)
@@ -283,27 +284,17 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     parser.add_argument("--algorithm", help="only runs made by this algorithm (or routing protocol)")
     parser.add_argument("--status", choices=(S.RUNNING, S.COMPLETE, S.FAILED, S.DELETED), help="only runs in this state")
     parser.add_argument("--kind", choices=tuple(KINDS), help="only runs of this kind")
-    parser.add_argument("--limit", type=_positive_int, default=100, help="the newest this many (default 100)")
+    parser.add_argument("--limit", type=positive_int, default=100, help="the newest this many (default 100)")
     actions = parser.add_subparsers(dest="runs_action", metavar="ACTION")
     show = actions.add_parser("show", parents=[common], help="one run: its row, parameters, metrics, last rounds, dependents")
     show.add_argument("id", metavar="ID")
     show.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
-    show.add_argument("--rounds", type=_positive_int, default=10, help="how many of the last rounds to show (default 10)")
+    show.add_argument("--rounds", type=positive_int, default=10, help="how many of the last rounds to show (default 10)")
     delete = actions.add_parser(
         "delete", parents=[common], help="delete a run and what derives from it; run again to finish an interrupted delete",
     )
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
 
 
 def execute(args: argparse.Namespace, lakehouse: Lakehouse) -> int:
