@@ -294,6 +294,10 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         help="data-oblivious long fingers of the S and - overlays (default chord)",
     )
     comparer.add_argument("--paper", choices=tuple(compare.PAPER), help="the paper's column to show next to ours")
+    comparer.add_argument(
+        "--replace", action="store_true",
+        help="redo the four overlays and so every routing run on them (design --replace), for instance after a re-ingest",
+    )
     reporter = commands.add_parser(
         "report", parents=[after], help="write PNG figures and a markdown summary of the lakehouse's current runs",
     )
@@ -411,7 +415,9 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         ingest.check_input_path(args.path)
         return None
     if args.command == "compare":
-        request = compare.CompareRequest(args.instance, args.publications, args.seed, args.long_baseline, args.paper)
+        request = compare.CompareRequest(
+            args.instance, args.publications, args.seed, args.long_baseline, args.paper, replace=args.replace,
+        )
         request.check()
         return request
     if args.command == "resilience":

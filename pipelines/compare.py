@@ -89,6 +89,7 @@ class CompareRequest:
     seed: int = 1
     long_baseline: str = "chord"
     paper: str | None = None  # FB1K, FB10K, TW1K, TW10K: the paper's column to print next to ours
+    replace: bool = False  # redo the four overlays (and so every routing run on them): after a re-ingest
 
     def check(self) -> None:
         if self.long_baseline not in LONG_BASELINES:
@@ -121,6 +122,7 @@ def run_compare(
         for i, overlay in enumerate(OVERLAY_TYPES, 1):
             designs[overlay] = run_design(
                 spark, lakehouse, request.overlay_request(overlay), diameters=False, progress=progress,
+                replace=request.replace,
             )
             done = designs[overlay]
             tco = "-" if done[S.TCO_SUPPORT] is None else f"{done[S.TCO_SUPPORT]:.4f}"

@@ -160,3 +160,28 @@ def test_compare_reports_every_overlay_and_system(spark, monkeypatch, caplog):
     assert said[0].startswith("compare tiny.p8.s1.chord overlay 1/4 SL (d0): 30 links, TcoSuppR 0.5000")
     assert said[4].startswith("compare tiny.p8.s1.chord system 1/14 BeaConvey(SL, Pie): 4 supersteps, 20 messages")
     assert said[-1].startswith("compare tiny.p8.s1.chord system 14/14 BeaConvey(SL, Pa1): 4 supersteps, 33 messages")
+
+
+def test_compare_replace_redoes_its_four_overlays(spark, monkeypatch):
+    """`compare --replace` asks every overlay design to replace its stored run (and so the routing
+    runs on it); without it the stored ones are reused."""
+    from pyspark.sql import Row
+
+    from pipelines import compare
+    from pipelines.cli import build_parser, prepare, settings_from
+
+    asked = []
+    monkeypatch.setattr(compare, "run_design", lambda *a, **k: asked.append(k["replace"]) or Row(
+        **{S.RUN_ID: f"d{len(asked)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5}
+    ))
+    routes = iter(range(28))
+    monkeypatch.setattr(compare, "run_route", lambda *a, **k: Row(
+        **{S.ROUTING_RUN_ID: f"r{next(routes) % 14}", S.STATUS: S.COMPLETE, S.SUPERSTEPS: 4, S.MESSAGES: 20,
+           S.COUNTER_EXAMPLE: None}
+    ))
+    for argv, expected in ((["compare", "--instance", "tiny"], False), (["compare", "--instance", "tiny", "--replace"], True)):
+        args = build_parser().parse_args(argv)
+        request = prepare(args, settings_from(args))
+        asked.clear()
+        compare.run_compare(spark, _ComparisonLakehouse(spark), request, progress=False)
+        assert asked == [expected] * 4
