@@ -111,6 +111,7 @@ def test_errors(spark, lakehouse, instance, write_text, tmp_path):
 
 
 
+@pytest.mark.ci  # evaluate and export after a re-ingest, about 19 s; test_runs checks the reads by default
 def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(spark, lakehouse, instance, write_text, tmp_path):
     """History: re-ingesting keeps the old version, so yesterday's overlay is still evaluated and
     exported on yesterday's subscriptions and node keys."""
