@@ -375,9 +375,10 @@ def print_instances(lakehouse: Lakehouse, names: list[str] | None = None) -> Non
 
 def print_history(lakehouse: Lakehouse, instance: str) -> None:
     rows = [r.asDict() for r in lakehouse.instance_history(instance).collect()]  # the kept versions
-    current = lakehouse.instance_row(instance)[S.INGEST_ID]
+    latest = lakehouse.instance_row(instance)
+    current = latest[S.INGEST_ID]
     if not any(r[S.INGEST_ID] == current for r in rows):  # stored before versions were kept
-        rows.insert(0, lakehouse.instance_row(instance).asDict())
+        rows.insert(0, latest.asDict())
     for row in rows:
         row["version"] = "current" if row[S.INGEST_ID] == current else "earlier"
     print(f"Versions of instance {instance} (newest first; `history` in the settings says how many are kept):")

@@ -23,6 +23,7 @@ process computes it waits for it (`_await_owner`) instead of taking it over.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -52,7 +53,7 @@ from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
-from pipelines.lakehouse import Lakehouse, RunTakenOver
+from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
 from pipelines.progress import Progress
 from pipelines.runs import OVERLAY, delete_run
@@ -531,9 +532,10 @@ def run_design(
     if not instance[S.SUBSCRIPTIONS]:
         raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
-    if replace and lakehouse.run_exists(run_id):
-        log.info("design %s: --replace: deleting the stored run first", run_id)
-        delete_run(lakehouse, run_id, OVERLAY.name)
+    if replace:
+        with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete
+            delete_run(lakehouse, run_id, OVERLAY.name)
+            log.info("design %s: --replace: deleted the stored run first", run_id)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
     existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params, wait)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:

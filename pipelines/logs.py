@@ -19,7 +19,7 @@ class _StderrHandler(logging.StreamHandler):
 
     @stream.setter
     def stream(self, _value) -> None:
-        pass
+        """StreamHandler.__init__ and setStream assign a stream; this handler keeps none."""
 
 
 def configure(verbosity: int = 0) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from overlay.quality import (
     topic_components,
     topic_diameters,
 )
-from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownVersionError
+from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError, UnknownVersionError
 from pipelines.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -96,10 +97,11 @@ def run_import(
     run without its links. `replace`: delete a stored run of this id first (`runs.delete_run`)."""
     check_run_id(run_id)
     instance_row = lakehouse.instance_row(instance)
-    if replace and lakehouse.run_exists(run_id):
+    if replace:
         from pipelines.runs import OVERLAY, delete_run  # runs reads overlay tables; no cycle at import time
 
-        delete_run(lakehouse, run_id, OVERLAY.name)
+        with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete
+            delete_run(lakehouse, run_id, OVERLAY.name)
     started, clock = _now(), time.monotonic()
     attempt = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
     try:
