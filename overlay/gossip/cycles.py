@@ -1,0 +1,156 @@
+"""The cycle engine of the gossip simulators: one synchronous gossip cycle per superstep, as
+DataFrames (NOTES-ktco-feverfew-rappel.md §2.5 (c)).
+
+A protocol (`CycleProtocol`, e.g. `overlay.gossip.feverfew.Feverfew`) says what one node does in
+three steps; the engine moves the rows between them:
+
+1. `act`, over the state rows of a partition: each node emits its requests, and its own row
+   (kind SELF) carrying what it decided;
+2. `serve`, per destination node, over its SELF row and every message addressed to it: answers,
+   and the node's row after the passive side of its exchanges;
+3. `finish`, per node, over that row and the answers to its own requests: the new state row
+   with the cycle's measures.
+
+Between two steps the messages are hash-partitioned by destination and sorted by
+(dst, kind, src, seq), and a partition is walked group by group in one Python function
+(`mapInArrow`): there is no per-group pandas frame, and the order a node sees its messages in is
+fixed by the sort, so a seed gives one run on any layout. A cycle is one Spark job (two
+shuffles), and its state is checkpointed locally so that lineage never grows with the cycles.
+The protocol reaches the executors once, as a broadcast, and is built once per Python worker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from overlay.progress import OnStep, report
+
+BATCH_ROWS = 4096
+_ARROW = {
+    "bigint": pa.int64(), "int": pa.int32(), "double": pa.float64(), "boolean": pa.bool_(),
+    "array<bigint>": pa.list_(pa.int64()), "array<int>": pa.list_(pa.int32()),
+}
+
+
+class CycleProtocol(Protocol):
+    state_columns: tuple[tuple[str, str], ...]  # the state row (first column: the node id)
+    message_columns: tuple[tuple[str, str], ...]  # message rows: dst, kind, src, seq, payload...
+    measure_columns: tuple[tuple[str, str], ...]  # what `finish` adds to the state row
+
+    def start(self, node: int) -> dict: ...
+
+    def act(self, rows: Iterable[dict], cycle: int) -> Iterator[dict]: ...
+
+    def serve(self, node: int, rows: list[dict], cycle: int) -> Iterator[dict]: ...
+
+    def finish(self, node: int, rows: list[dict], cycle: int) -> dict: ...
+
+
+def ddl(columns) -> str:
+    return ", ".join(f"{name} {kind}" for name, kind in columns)
+
+
+def arrow_schema(columns) -> pa.Schema:
+    return pa.schema([(name, _ARROW[kind]) for name, kind in columns])
+
+
+_BUILT: dict = {}  # engine token -> protocol, per Python worker
+
+
+def _protocol(shared) -> CycleProtocol:
+    token, make, args = shared.value
+    built = _BUILT.get(token)
+    if built is None:
+        _BUILT.clear()  # one simulation at a time per worker
+        built = _BUILT[token] = make(*args)
+    return built
+
+
+def _batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+
+
+def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+def _by_node(rows: Iterator[dict]) -> Iterator[tuple[int, list[dict]]]:
+    for node, group in itertools.groupby(rows, key=lambda row: row["dst"]):
+        yield node, list(group)
+
+
+class CycleEngine:
+    """Runs cycles of one protocol. `make(*args)` builds the protocol on an executor (args: plain
+    data such as the params and the subscriptions' arrays); `partitions`: of every shuffle."""
+
+    def __init__(self, spark, make: Callable[..., CycleProtocol], args: tuple, partitions: int) -> None:
+        self.protocol = make(*args)
+        self.shared = spark.sparkContext.broadcast((uuid.uuid4().hex, make, args))
+        self.partitions = partitions
+        self.state_schema = arrow_schema(self.protocol.state_columns)
+        self.message_schema = arrow_schema(self.protocol.message_columns)
+        self.result_columns = (*self.protocol.state_columns, *self.protocol.measure_columns)
+        self.result_schema = arrow_schema(self.result_columns)
+
+    def start(self, spark, nodes: int) -> DataFrame:
+        """The cycle 0 state of nodes 0..nodes-1 (lazy)."""
+        shared, schema = self.shared, self.state_schema
+
+        def start(batches):
+            protocol = _protocol(shared)
+            ids = (i for batch in batches for i in batch.column("id").to_pylist())
+            yield from _batches((protocol.start(i) for i in ids), schema)
+
+        return spark.range(nodes, numPartitions=self.partitions).mapInArrow(start, ddl(self.protocol.state_columns))
+
+    def _sorted(self, messages: DataFrame) -> DataFrame:
+        return messages.repartition(self.partitions, "dst").sortWithinPartitions("dst", "kind", "src", "seq")
+
+    def cycle(self, state: DataFrame, cycle: int) -> DataFrame:
+        """The state after `cycle` (lazy): state columns plus the measure columns."""
+        shared, message_schema, result_schema = self.shared, self.message_schema, self.result_schema
+        state_names = [name for name, _ in self.protocol.state_columns]
+
+        def act(batches):
+            protocol = _protocol(shared)
+            yield from _batches(protocol.act(_rows(batches), cycle), message_schema)
+
+        def serve(batches):
+            protocol = _protocol(shared)
+            out = (m for node, rows in _by_node(_rows(batches)) for m in protocol.serve(node, rows, cycle))
+            yield from _batches(out, message_schema)
+
+        def finish(batches):
+            protocol = _protocol(shared)
+            out = (protocol.finish(node, rows, cycle) for node, rows in _by_node(_rows(batches)))
+            yield from _batches(out, result_schema)
+
+        messages = state.select(*state_names).mapInArrow(act, ddl(self.protocol.message_columns))
+        served = self._sorted(messages).mapInArrow(serve, ddl(self.protocol.message_columns))
+        return self._sorted(served).mapInArrow(finish, ddl(self.result_columns))
+
+    def run(
+        self, state: DataFrame, first: int, last: int, on_cycle: Callable[[int, DataFrame, float], None] | None = None,
+        on_step: OnStep | None = None,
+    ) -> DataFrame:
+        """Cycles first..last from `state`; each cycle's state is checkpointed (one Spark job)
+        and handed to `on_cycle(cycle, state, seconds)` before the next one starts."""
+        for cycle in range(first, last + 1):
+            clock = time.monotonic()
+            state = self.cycle(state, cycle).localCheckpoint(eager=True)
+            seconds = time.monotonic() - clock
+            if on_cycle is not None:
+                on_cycle(cycle, state, seconds)
+            report(on_step, "cycle", cycle - first + 1, total=last - first + 1, seconds=seconds,
+                   figures={"cycle": cycle})
+        return state

@@ -1,0 +1,393 @@
+"""Feverfew's node protocol (NOTES-ktco-feverfew-rappel.md §2.2) as three per-node steps of one
+synchronous cycle, for the cycle engine (`overlay.gossip.cycles`). Every choice is a keyed draw
+(`overlay.draws`), so a seed gives one run on any layout, and every step reads only the node's
+own state, the messages addressed to it and the static subscriptions.
+
+One cycle c, as every node sees it (all of it reads the state at the start of the cycle, after
+every random-view age went up by 1):
+
+1. **act** (each node p on its own):
+   * Cyclon (`pss="cyclon"`): the target q is the oldest random-view entry (ties: the smaller
+     id); p sends q its own entry (age 0) and `shuffle - 1` other entries, those of smallest
+     draw(CYCLON_SEND, c, p, id). With `pss="uniform"` the random view is instead `shuffle`
+     fresh uniform nodes (draw(UNIFORM_SAMPLE, c, p, k) mod N, k = 0, 1, ..., skipping p and
+     repeats) and the first of them is the target; nothing is exchanged.
+   * GossipSample: the peer g is draw(GOSSIP_PEER, c, p) mod |pool|-th of the sorted similar
+     view, or of the ln-covered view when that is empty, or of the random view; p sends g its
+     buffer B_p = RV(p) ∪ SV(p).
+   * BubbleSample, from cycle `bubble_start` on: for each t ∈ restSub(p) (ascending) without a
+     live diffusion of p, p starts one (TTL0(t)); a diffusion is live for TTL0 cycles from its
+     start. Every held copy (origin, t, τ) (the origin holds its own with τ = TTL0) sends one
+     copy with TTL τ - 1 to the Cyclon target, then τ drops by 1; a copy is let go after its
+     TTL-0 send. As an agent, for each (o, t) in AV(p) (oldest first) and each r of RV(p)
+     (ascending) other than o that subscribes to t, a pair (o, r) p never reported before: p
+     tells o about r and r about o.
+2. **serve** (each node q, with the requests addressed to it): q answers every Cyclon requester
+   r with `shuffle` entries of its start-of-cycle view (smallest draw(CYCLON_ANSWER, c, q, r,
+   id)) and merges the requests in requester-id order (`merge_entries`: entries for q and those
+   q holds are dropped; empty slots fill first, then the entries q sent to r are replaced, in
+   order); q answers every GossipSample requester with B_q and pools their buffers; copies
+   received put (o, t) into AV (first in, first out; a pair already there stays) and are held
+   while their TTL is above 0; matches go into MB (and count for the origin's diffusion).
+3. **finish** (each node p, with the answers to its own requests): p drops q and merges q's
+   answer (replacing the entries p sent); SV becomes the best `similar_view` of B_p, B_g and the
+   buffers of p's GossipSample requesters by (u2 desc, u1 desc, id asc), u2 > 0, with restSub
+   from the start-of-cycle LV; every `delta` cycles LV is rebuilt by Alg. 3 from SV ∪ LV ∪ MB,
+   MB is emptied, and SV too with `clear_similar`.
+
+The cycle 0 state: a random view of `random_view` distinct other nodes (draw(GOSSIP_BOOTSTRAP,
+p, k) mod N, k = 0, 1, ..., skipping p and repeats), ages 0; all else empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
+from overlay.gossip.select import select_ln_covered
+from overlay.gossip.theory import need, ttl0
+
+PSS_KINDS = ("cyclon", "uniform")
+NONE = -1
+
+# Message kinds, in the order a node handles them (the engine sorts by dst, kind, src, seq).
+SELF, CYCLON_REQUEST, GOSSIP_REQUEST, COPY, MATCH_ORIGIN, MATCH_PEER, CYCLON_ANSWERED, GOSSIP_ANSWERED = range(8)
+
+
+@dataclass(frozen=True)
+class FeverfewParams:
+    """The protocol's settings; the defaults are the paper's (NOTES §2.4) and our readings."""
+
+    seed: int = 1
+    random_view: int = 20
+    shuffle: int = 10
+    similar_view: int = 40
+    agent_view: int = 40
+    bubble_start: int = 30
+    delta: int = 1
+    clear_similar: bool = False
+    pss: str = "cyclon"
+    bubble: bool = True
+
+    def check(self) -> None:
+        if self.pss not in PSS_KINDS:
+            raise ValueError(f"pss must be one of {', '.join(PSS_KINDS)}, got {self.pss!r}")
+        for name in ("random_view", "shuffle", "similar_view", "agent_view", "delta"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.shuffle > self.random_view:
+            raise ValueError(f"the shuffle ({self.shuffle}) cannot exceed the random view ({self.random_view})")
+        if self.bubble_start < 1:
+            raise ValueError(f"bubble_start must be a cycle >= 1, got {self.bubble_start}")
+
+
+class Interests:
+    """What every node knows without gossip: subscriptions (from the CSR arrays of
+    `overlay.design.classes.Subscriptions`), need(t) and TTL0(t) from the topic sizes."""
+
+    def __init__(self, offsets: np.ndarray, topics: np.ndarray, network: int, shuffle: int) -> None:
+        self.offsets, self.topics, self.network = offsets, topics, network
+        sizes = np.bincount(topics, minlength=int(topics.max()) + 1 if len(topics) else 0)
+        self.sizes = sizes
+        self._need = {int(t): need(int(n)) for t, n in enumerate(sizes) if n}
+        self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in sizes if n > 1}}
+        self._subs: dict[int, frozenset] = {}
+
+    def subs(self, node: int) -> frozenset:
+        found = self._subs.get(node)
+        if found is None:
+            found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
+        return found
+
+    def need(self, topic: int) -> int:
+        return self._need.get(topic, 0)
+
+    def ttl(self, topic: int) -> int:
+        return self._ttl[int(self.sizes[topic])]
+
+
+@dataclass
+class Node:
+    """One node's state between cycles (the row of `STATE_COLUMNS`)."""
+
+    node: int
+    rv: dict[int, int] = field(default_factory=dict)  # random view: id -> age
+    sv: list[int] = field(default_factory=list)  # similar view, best first
+    lv: list[int] = field(default_factory=list)  # ln-covered view, in the order Alg. 3 took it
+    mb: set[int] = field(default_factory=set)  # matches received since the last LV rebuild
+    av: list[tuple[int, int]] = field(default_factory=list)  # agent view (origin, topic), oldest first
+    reported: set[tuple[int, int]] = field(default_factory=set)  # (origin, other) pairs told
+    held: list[tuple[int, int, int]] = field(default_factory=list)  # copies held (origin, topic, ttl)
+    own: dict[int, list[int]] = field(default_factory=dict)  # topic -> [started, ttl, first match, matches]
+
+
+# The state row: flat arrays, so that a notebook can query a snapshot.
+STATE_COLUMNS = (
+    ("node_id", "bigint"), ("rv", "array<bigint>"), ("rv_age", "array<int>"), ("sv", "array<bigint>"),
+    ("lv", "array<bigint>"), ("mb", "array<bigint>"), ("av_origin", "array<bigint>"), ("av_topic", "array<bigint>"),
+    ("reported_origin", "array<bigint>"), ("reported_other", "array<bigint>"), ("held_origin", "array<bigint>"),
+    ("held_topic", "array<bigint>"), ("held_ttl", "array<int>"), ("own_topic", "array<bigint>"),
+    ("own_started", "array<int>"), ("own_ttl", "array<int>"), ("own_first_match", "array<int>"),
+    ("own_matches", "array<int>"),
+)
+# What `finish` adds for the cycle's measures: covered topics, and messages this node sent.
+MEASURE_COLUMNS = (("covered", "array<bigint>"), ("sent", "array<int>"))
+SENT_KINDS = ("cyclon", "gossip", "copies", "matches")  # the order of `sent`
+# Message rows: the payload columns, then the state (on SELF rows) and the working columns a node
+# carries from one step of the cycle to the next.
+MESSAGE_COLUMNS = (
+    ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("topic", "bigint"), ("ttl", "int"),
+    ("other", "bigint"), ("ids", "array<bigint>"), ("ages", "array<int>"),
+    *STATE_COLUMNS[1:], ("target", "bigint"), ("peer", "bigint"), ("sent_ids", "array<bigint>"),
+    ("pool", "array<bigint>"), ("sent", "array<int>"),
+)
+
+
+def to_row(n: Node) -> dict:
+    rv = sorted(n.rv)
+    reported = sorted(n.reported)
+    own = sorted(n.own)
+    return {
+        "node_id": n.node, "rv": rv, "rv_age": [n.rv[q] for q in rv], "sv": list(n.sv), "lv": list(n.lv),
+        "mb": sorted(n.mb), "av_origin": [o for o, _ in n.av], "av_topic": [t for _, t in n.av],
+        "reported_origin": [o for o, _ in reported], "reported_other": [r for _, r in reported],
+        "held_origin": [h[0] for h in n.held], "held_topic": [h[1] for h in n.held], "held_ttl": [h[2] for h in n.held],
+        "own_topic": own, "own_started": [n.own[t][0] for t in own], "own_ttl": [n.own[t][1] for t in own],
+        "own_first_match": [n.own[t][2] for t in own], "own_matches": [n.own[t][3] for t in own],
+    }
+
+
+def from_row(row: dict, node_key: str = "node_id") -> Node:
+    return Node(
+        node=row[node_key],
+        rv=dict(zip(row["rv"], row["rv_age"])),
+        sv=list(row["sv"]), lv=list(row["lv"]), mb=set(row["mb"]),
+        av=list(zip(row["av_origin"], row["av_topic"])),
+        reported=set(zip(row["reported_origin"], row["reported_other"])),
+        held=list(zip(row["held_origin"], row["held_topic"], row["held_ttl"])),
+        own={t: [s, l, f, m] for t, s, l, f, m in zip(
+            row["own_topic"], row["own_started"], row["own_ttl"], row["own_first_match"], row["own_matches"])},
+    )
+
+
+def distinct_draws(seed: int, purpose: int, key: tuple, count: int, network: int, skip: int) -> list[int]:
+    """`count` distinct nodes other than `skip`: draw(purpose, *key, k) mod N for k = 0, 1, ...
+    (fewer when the network has fewer)."""
+    count = min(count, network - 1)
+    chosen: list[int] = []
+    k = 0
+    while len(chosen) < count:
+        q = draw_int(seed, purpose, *key, k) % network
+        k += 1
+        if q != skip and q not in chosen:
+            chosen.append(q)
+    return chosen
+
+
+def bootstrap(node: int, network: int, params: FeverfewParams) -> Node:
+    """The cycle 0 state of a node."""
+    return Node(node, rv={q: 0 for q in distinct_draws(params.seed, GOSSIP_BOOTSTRAP, (node,), params.random_view, network, node)})
+
+
+def smallest_draws(ids: Iterable[int], count: int, seed: int, purpose: int, *key: int) -> list[int]:
+    """The `count` ids of smallest draw(purpose, *key, id), smallest first."""
+    return sorted(ids, key=lambda q: (draw_int(seed, purpose, *key, q), q))[:count]
+
+
+def merge_entries(view: dict[int, int], incoming: list[tuple[int, int]], replaceable: list[int], me: int, size: int) -> None:
+    """Cyclon's merge, in place: skip entries for `me` and entries held; fill empty slots first,
+    then replace the first entry of `replaceable` still held; otherwise drop the entry."""
+    spare = [q for q in replaceable]
+    for q, age in incoming:
+        if q == me or q in view:
+            continue
+        if len(view) < size:
+            view[q] = age
+            continue
+        while spare and spare[0] not in view:
+            spare.pop(0)
+        if spare:
+            del view[spare.pop(0)]
+            view[q] = age
+
+
+def rest_of(node: int, lv: Iterable[int], interests: Interests) -> frozenset:
+    """restSub: the node's topics with fewer than need(t) of their subscribers in LV."""
+    mine = interests.subs(node)
+    count = dict.fromkeys(mine, 0)
+    for q in lv:
+        for t in interests.subs(q) & mine:
+            count[t] += 1
+    return frozenset(t for t, c in count.items() if c < interests.need(t))
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    union = len(a) + len(b) - len(a & b)
+    return len(a & b) / union if union else 0.0
+
+
+def select_similar(node: int, pool: Iterable[int], rest: frozenset, interests: Interests, size: int) -> list[int]:
+    """SelectSimilarNeighbors: the `size` best by (u2 desc, u1 desc, id asc), u2 > 0."""
+    mine = interests.subs(node)
+    scored = []
+    for q in set(pool) - {node}:
+        theirs = interests.subs(q)
+        score = jaccard(rest, theirs)
+        if score > 0:
+            scored.append((-score, -jaccard(mine, theirs), q))
+    scored.sort()
+    return [q for _, _, q in scored[:size]]
+
+
+class Feverfew:
+    """The three steps of a cycle over rows (dicts), for `overlay.gossip.cycles.run_cycles`."""
+
+    state_columns = STATE_COLUMNS
+    message_columns = MESSAGE_COLUMNS
+    measure_columns = MEASURE_COLUMNS
+
+    def __init__(self, params: FeverfewParams, offsets: np.ndarray, topics: np.ndarray) -> None:
+        params.check()
+        self.params = params
+        self.interests = Interests(offsets, topics, len(offsets) - 1, params.shuffle)
+
+    def start(self, node: int) -> dict:
+        return to_row(bootstrap(node, self.interests.network, self.params))
+
+    # -- step 1 ---------------------------------------------------------------------------------
+    def act(self, rows: Iterable[dict], cycle: int) -> Iterator[dict]:
+        p, w = self.params, self.interests
+        for row in rows:
+            n = from_row(row)
+            me = n.node
+            sent = [0, 0, 0, 0]
+            target, sent_ids = NONE, []
+            if p.pss == "uniform":
+                fresh = distinct_draws(p.seed, UNIFORM_SAMPLE, (cycle, me), p.shuffle, w.network, me)
+                n.rv = dict.fromkeys(fresh, 0)
+                target = fresh[0] if fresh else NONE
+            else:
+                n.rv = {q: age + 1 for q, age in n.rv.items()}
+                if n.rv:
+                    target = min(n.rv, key=lambda q: (-n.rv[q], q))
+                    others = [q for q in n.rv if q != target]
+                    sent_ids = smallest_draws(others, p.shuffle - 1, p.seed, CYCLON_SEND, cycle, me)
+                    entries = [(me, 0)] + [(q, n.rv[q]) for q in sent_ids]
+                    yield {"dst": target, "kind": CYCLON_REQUEST, "src": me, "seq": 0,
+                           "ids": [q for q, _ in entries], "ages": [a for _, a in entries]}
+                    sent[0] += 1
+            pool = sorted(n.sv) or sorted(n.lv) or sorted(n.rv)
+            peer = pool[draw_int(p.seed, GOSSIP_PEER, cycle, me) % len(pool)] if pool else NONE
+            buffer = sorted(set(n.rv) | set(n.sv))
+            if peer != NONE:
+                yield {"dst": peer, "kind": GOSSIP_REQUEST, "src": me, "seq": 0, "ids": buffer}
+                sent[1] += 1
+            seq = 0
+            if p.bubble:
+                if cycle >= p.bubble_start:
+                    for t in sorted(rest_of(me, n.lv, w)):
+                        live = n.own.get(t)
+                        if live is None or cycle >= live[0] + live[1]:
+                            ttl = w.ttl(t)
+                            n.own[t] = [cycle, ttl, NONE, 0]
+                            n.held.append((me, t, ttl))
+                kept = []
+                for origin, t, ttl in n.held:
+                    if target != NONE:
+                        yield {"dst": target, "kind": COPY, "src": me, "seq": seq, "other": origin, "topic": t,
+                               "ttl": ttl - 1}
+                        seq += 1
+                        sent[2] += 1
+                    if ttl - 1 > 0:
+                        kept.append((origin, t, ttl - 1))
+                n.held = kept
+                for origin, t in n.av:
+                    for r in sorted(n.rv):
+                        if r != origin and (origin, r) not in n.reported and t in w.subs(r):
+                            n.reported.add((origin, r))
+                            yield {"dst": origin, "kind": MATCH_ORIGIN, "src": me, "seq": seq, "other": r, "topic": t}
+                            yield {"dst": r, "kind": MATCH_PEER, "src": me, "seq": seq + 1, "other": origin, "topic": t}
+                            seq += 2
+                            sent[3] += 2
+            yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "target": target, "peer": peer,
+                   "sent_ids": sent_ids, "pool": buffer, "sent": sent}
+
+    # -- step 2 ---------------------------------------------------------------------------------
+    def serve(self, node: int, rows: list[dict], cycle: int) -> Iterator[dict]:
+        """`rows`: the node's SELF row first, then its requests, copies and matches, sorted."""
+        p = self.params
+        own, rest = rows[0], rows[1:]
+        assert own["kind"] == SELF and own["dst"] == node
+        n = from_row(own, "dst")
+        start_rv = dict(n.rv)
+        pool = set(own["pool"])
+        sent = list(own["sent"])
+        for m in rest:
+            kind = m["kind"]
+            if kind == CYCLON_REQUEST:
+                answer = smallest_draws(start_rv, p.shuffle, p.seed, CYCLON_ANSWER, cycle, node, m["src"])
+                yield {"dst": m["src"], "kind": CYCLON_ANSWERED, "src": node, "seq": 0,
+                       "ids": answer, "ages": [start_rv[q] for q in answer]}
+                sent[0] += 1
+                merge_entries(n.rv, list(zip(m["ids"], m["ages"])), answer, node, p.random_view)
+            elif kind == GOSSIP_REQUEST:
+                yield {"dst": m["src"], "kind": GOSSIP_ANSWERED, "src": node, "seq": 0, "ids": own["pool"]}
+                sent[1] += 1
+                pool.update(m["ids"])
+            elif kind == COPY:
+                origin, t = m["other"], m["topic"]
+                if origin != node and (origin, t) not in n.av:
+                    n.av.append((origin, t))
+                    if len(n.av) > p.agent_view:
+                        n.av.pop(0)
+                if m["ttl"] > 0:
+                    n.held.append((origin, t, m["ttl"]))
+            elif kind in (MATCH_ORIGIN, MATCH_PEER):
+                n.mb.add(m["other"])
+                diffusion = n.own.get(m["topic"]) if kind == MATCH_ORIGIN else None
+                if diffusion is not None:
+                    diffusion[3] += 1
+                    if diffusion[2] == NONE:
+                        diffusion[2] = cycle
+        yield {**to_row(n), "dst": node, "kind": SELF, "src": node, "seq": 0, "target": own["target"],
+               "peer": own["peer"], "sent_ids": own["sent_ids"], "pool": sorted(pool), "sent": sent}
+
+    # -- step 3 ---------------------------------------------------------------------------------
+    def finish(self, node: int, rows: list[dict], cycle: int) -> dict:
+        """`rows`: the node's SELF row first, then the answers to its requests."""
+        p, w = self.params, self.interests
+        own = rows[0]
+        assert own["kind"] == SELF and own["dst"] == node
+        n = from_row(own, "dst")
+        start_lv = list(n.lv)
+        pool = set(own["pool"])
+        for m in rows[1:]:
+            if m["kind"] == CYCLON_ANSWERED:
+                n.rv.pop(own["target"], None)
+                merge_entries(n.rv, list(zip(m["ids"], m["ages"])), list(own["sent_ids"]), node, p.random_view)
+            elif m["kind"] == GOSSIP_ANSWERED:
+                pool.update(m["ids"])
+        rest = rest_of(node, start_lv, w)
+        n.sv = select_similar(node, pool, rest, w, p.similar_view)
+        if cycle % p.delta == 0:
+            buffer = (set(n.sv) | set(n.lv) | n.mb) - {node}
+            n.lv = select_ln_covered(node, _SubsView(w), sorted(buffer), w.need)
+            n.mb = set()
+            if p.clear_similar:
+                n.sv = []
+        mine = w.subs(node)
+        covered = sorted((mine - rest_of(node, n.lv, w)) & {t for t in mine if w.need(t) > 0})
+        return {**to_row(n), "covered": covered, "sent": list(own["sent"])}
+
+
+class _SubsView:
+    """`interests.subs` as the mapping `select_ln_covered` reads."""
+
+    def __init__(self, interests: Interests) -> None:
+        self.interests = interests
+
+    def __getitem__(self, node: int) -> frozenset:
+        return self.interests.subs(node)

@@ -1,0 +1,236 @@
+"""An independent whole-network simulator of Feverfew, written from the cycle described in
+`overlay/gossip/feverfew.py`'s docstring (NOTES-ktco-feverfew-rappel.md §2.2), sharing no code
+with it: its own splitmix64, TTL0 formula, Jaccard ranks (exact fractions) and Alg. 3. It walks
+the network phase by phase over dicts of sets, where the simulator runs per node on Spark, and
+must reach the same state after every cycle."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+M64 = (1 << 64) - 1
+BOOT, SEND, ANSWER, PEER, UNIFORM = 5, 6, 7, 8, 9
+
+
+def mix(z):
+    z = (z + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def rnd(seed, purpose, *key):
+    x = mix(mix(seed & M64) ^ purpose)
+    for k in key:
+        x = mix(x ^ (k & M64))
+    return x
+
+
+def ttl_for(network, size, c=10):
+    m = size - 1
+    value = None
+    if m >= 1:
+        inner = 1 - math.log(network) / (network * (1 - math.exp(-c * m / network)))
+        if inner > 0:
+            big_m = -(network / c) * math.log(inner)
+            if big_m < network:
+                value = math.log2(-network * math.log(1 - big_m / network))
+    if value is None:
+        value = math.log2(network * math.log(network))
+    return max(1, math.ceil(value))
+
+
+def ratio(a, b):
+    union = len(a | b)
+    return Fraction(len(a & b), union) if union else Fraction(0)
+
+
+class FeverfewOracle:
+    def __init__(self, n, subs, seed=1, rv_size=20, shuffle=10, sv_size=40, av_size=40, bubble_start=30,
+                 delta=1, clear_similar=False, pss="cyclon", bubble=True):
+        self.n, self.seed = n, seed
+        self.subs = {v: frozenset(subs.get(v, ())) for v in range(n)}
+        self.rv_size, self.shuffle, self.sv_size, self.av_size = rv_size, shuffle, sv_size, av_size
+        self.bubble_start, self.delta, self.clear_similar, self.pss, self.bubble = bubble_start, delta, clear_similar, pss, bubble
+        size = {}
+        for v in range(n):
+            for t in self.subs[v]:
+                size[t] = size.get(t, 0) + 1
+        self.size = size
+        self.need = {t: (math.ceil(math.log(k)) if k > 1 else 0) for t, k in size.items()}
+        self.rv = {v: {q: 0 for q in self.distinct(BOOT, (v,), rv_size, v)} for v in range(n)}
+        self.sv = {v: [] for v in range(n)}
+        self.lv = {v: [] for v in range(n)}
+        self.mb = {v: set() for v in range(n)}
+        self.av = {v: [] for v in range(n)}
+        self.told = {v: set() for v in range(n)}
+        self.held = {v: [] for v in range(n)}
+        self.own = {v: {} for v in range(n)}  # topic -> [started, ttl, first, matches]
+        self.covered = {}
+        self.sent = {}
+
+    def distinct(self, purpose, key, count, skip):
+        out, k = [], 0
+        while len(out) < min(count, self.n - 1):
+            q = rnd(self.seed, purpose, *key, k) % self.n
+            k += 1
+            if q != skip and q not in out:
+                out.append(q)
+        return out
+
+    def rest(self, v, view):
+        return {t for t in self.subs[v] if sum(1 for q in view if t in self.subs[q]) < self.need[t]}
+
+    def by_draw(self, ids, count, purpose, *key):
+        return sorted(ids, key=lambda q: (rnd(self.seed, purpose, *key, q), q))[:count]
+
+    def merge(self, view, incoming, spare, me):
+        spare = list(spare)
+        for q, age in incoming:
+            if q == me or q in view:
+                continue
+            if len(view) < self.rv_size:
+                view[q] = age
+                continue
+            while spare and spare[0] not in view:
+                spare.pop(0)
+            if spare:
+                del view[spare.pop(0)]
+                view[q] = age
+
+    def alg3(self, v, buffer):
+        mine, left, chosen = self.subs[v], set(buffer) - {v}, []
+        rest = {t for t in mine if self.need[t] > 0}
+        while rest and left:
+            best = max(left, key=lambda q: (ratio(rest, self.subs[q]), len(rest & self.subs[q]), -q))
+            if not rest & self.subs[best]:
+                break
+            left.remove(best)
+            chosen.append(best)
+            rest = self.rest(v, chosen)
+        return chosen
+
+    def step(self, c):
+        n, seed = self.n, self.seed
+        nodes = range(n)
+        sent = {v: [0, 0, 0, 0] for v in nodes}
+        start_lv = {v: list(self.lv[v]) for v in nodes}
+        rests = {v: self.rest(v, start_lv[v]) for v in nodes}
+        # Random views at the start of the cycle.
+        target, sent_ids, requests = {}, {}, {}
+        if self.pss == "uniform":
+            for v in nodes:
+                fresh = self.distinct(UNIFORM, (c, v), self.shuffle, v)
+                self.rv[v] = {q: 0 for q in fresh}
+                target[v] = fresh[0] if fresh else None
+        else:
+            for v in nodes:
+                self.rv[v] = {q: a + 1 for q, a in self.rv[v].items()}
+            for v in nodes:
+                if not self.rv[v]:
+                    target[v] = None
+                    continue
+                oldest = max(self.rv[v].values())
+                q = min(x for x, a in self.rv[v].items() if a == oldest)
+                target[v] = q
+                sent_ids[v] = self.by_draw([x for x in self.rv[v] if x != q], self.shuffle - 1, SEND, c, v)
+                requests.setdefault(q, []).append((v, [(v, 0)] + [(x, self.rv[v][x]) for x in sent_ids[v]]))
+                sent[v][0] += 1
+        start_rv = {v: dict(self.rv[v]) for v in nodes}
+        buffers = {v: set(start_rv[v]) | set(self.sv[v]) for v in nodes}
+        peer = {}
+        for v in nodes:
+            pool = sorted(self.sv[v]) or sorted(self.lv[v]) or sorted(start_rv[v])
+            peer[v] = pool[rnd(seed, PEER, c, v) % len(pool)] if pool else None
+            if peer[v] is not None:
+                sent[v][1] += 1
+        # BubbleSample: emissions, copies along the Cyclon targets, agents' matches.
+        copies, matches = {}, {}
+        if self.bubble:
+            for v in nodes:
+                if c >= self.bubble_start:
+                    for t in sorted(rests[v]):
+                        d = self.own[v].get(t)
+                        if d is None or c >= d[0] + d[1]:
+                            ttl = ttl_for(n, self.size[t], self.shuffle)
+                            self.own[v][t] = [c, ttl, -1, 0]
+                            self.held[v].append((v, t, ttl))
+                still = []
+                for o, t, ttl in self.held[v]:
+                    if target[v] is not None:
+                        copies.setdefault(target[v], []).append((v, o, t, ttl - 1))
+                        sent[v][2] += 1
+                    if ttl > 1:
+                        still.append((o, t, ttl - 1))
+                self.held[v] = still
+            for h in nodes:
+                for o, t in self.av[h]:
+                    for r in sorted(start_rv[h]):
+                        if r != o and (o, r) not in self.told[h] and t in self.subs[r]:
+                            self.told[h].add((o, r))
+                            matches.setdefault(o, []).append((h, r, t, True))
+                            matches.setdefault(r, []).append((h, o, t, False))
+                            sent[h][3] += 2
+        # The passive sides: Cyclon answers and merges, buffers pooled, copies, matches.
+        answers = {}
+        pools = {v: set(buffers[v]) for v in nodes}
+        for q in nodes:
+            for r, entries in sorted(requests.get(q, []), key=lambda x: x[0]):
+                answer = self.by_draw(list(start_rv[q]), self.shuffle, ANSWER, c, q, r)
+                answers[r] = [(x, start_rv[q][x]) for x in answer]
+                sent[q][0] += 1
+                self.merge(self.rv[q], entries, answer, q)
+        for v in nodes:
+            if peer[v] is not None:
+                pools[peer[v]] |= buffers[v]
+                pools[v] |= buffers[peer[v]]
+                sent[peer[v]][1] += 1
+        for h in nodes:
+            for src, o, t, ttl in sorted(copies.get(h, []), key=lambda x: x[0]):
+                if o != h and (o, t) not in self.av[h]:
+                    self.av[h].append((o, t))
+                    if len(self.av[h]) > self.av_size:
+                        self.av[h].pop(0)
+                if ttl > 0:
+                    self.held[h].append((o, t, ttl))
+        for x in nodes:
+            for src, other, t, to_origin in sorted(matches.get(x, []), key=lambda m: m[0]):
+                self.mb[x].add(other)
+                if to_origin and t in self.own[x]:
+                    d = self.own[x][t]
+                    d[3] += 1
+                    if d[2] == -1:
+                        d[2] = c
+        # The active sides, the similar view and the ln-covered view.
+        for v in nodes:
+            if v in answers:
+                self.rv[v].pop(target[v], None)
+                self.merge(self.rv[v], answers[v], sent_ids[v], v)
+            mine = self.subs[v]
+            ranked = sorted(
+                (q for q in pools[v] - {v} if ratio(rests[v], self.subs[q]) > 0),
+                key=lambda q: (-ratio(rests[v], self.subs[q]), -ratio(mine, self.subs[q]), q),
+            )
+            self.sv[v] = ranked[:self.sv_size]
+            if c % self.delta == 0:
+                self.lv[v] = self.alg3(v, set(self.sv[v]) | set(self.lv[v]) | self.mb[v])
+                self.mb[v] = set()
+                if self.clear_similar:
+                    self.sv[v] = []
+            self.covered[v] = sorted({t for t in mine if self.need[t] > 0} - self.rest(v, self.lv[v]))
+        self.sent = sent
+
+    def state(self, v):
+        told = sorted(self.told[v])
+        own = sorted(self.own[v])
+        return {
+            "node_id": v, "rv": sorted(self.rv[v]), "rv_age": [self.rv[v][q] for q in sorted(self.rv[v])],
+            "sv": self.sv[v], "lv": self.lv[v], "mb": sorted(self.mb[v]),
+            "av_origin": [o for o, _ in self.av[v]], "av_topic": [t for _, t in self.av[v]],
+            "reported_origin": [o for o, _ in told], "reported_other": [r for _, r in told],
+            "held_origin": [h[0] for h in self.held[v]], "held_topic": [h[1] for h in self.held[v]],
+            "held_ttl": [h[2] for h in self.held[v]], "own_topic": own,
+            "own_started": [self.own[v][t][0] for t in own], "own_ttl": [self.own[v][t][1] for t in own],
+            "own_first_match": [self.own[v][t][2] for t in own], "own_matches": [self.own[v][t][3] for t in own],
+        }
