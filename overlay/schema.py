@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -631,6 +632,116 @@ RESILIENCE = TableSpec(
     ),
 )
 
+# Gossip simulations (Feverfew): a simulation is an overlay run; these hold its cycles.
+CYCLE = "cycle"
+COVERED = "covered"
+COVERED_SUBSCRIPTIONS = "covered_subscriptions"
+COVERED_SHARE = "covered_share"
+COVERED_NODES = "covered_nodes"
+VIEW_AVG = "view_avg"
+CYCLON_MESSAGES = "cyclon_messages"
+GOSSIP_MESSAGES = "gossip_messages"
+COPIES = "copies"
+MATCHES = "matches"
+SUBSCRIBERS = "subscribers"
+STARTED_CYCLE = "started_cycle"
+TTL = "ttl"
+FIRST_MATCH_CYCLE = "first_match_cycle"
+
+GOSSIP_CYCLES = TableSpec(
+    name="gossip_cycles",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (CYCLE, IntegerType(), False),
+        (SUBSCRIPTIONS, LongType(), False),
+        (COVERED_SUBSCRIPTIONS, LongType(), False),
+        (COVERED_SHARE, DoubleType(), True),
+        (NODES, LongType(), False),
+        (COVERED_NODES, LongType(), False),
+        (VIEW_AVG, DoubleType(), False),
+        (CYCLON_MESSAGES, LongType(), False),
+        (GOSSIP_MESSAGES, LongType(), False),
+        (COPIES, LongType(), False),
+        (MATCHES, LongType(), False),
+        (SECONDS, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per cycle of a gossip simulation (append-only): the subscriptions of topics with two or "
+        "more subscribers and how many are ln-covered (their share), the nodes with every such topic covered, "
+        "the mean ln-covered view |LV|, the messages sent in the cycle (Cyclon requests and answers, "
+        "GossipSample requests and answers, BubbleSample copies, agents' match notifications) and the "
+        "cycle's seconds (its Spark job)."
+    ),
+)
+
+GOSSIP_COVERAGE = TableSpec(
+    name="gossip_coverage",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (CYCLE, IntegerType(), False),
+        (TOPIC_ID, LongType(), False),
+        (SUBSCRIBERS, LongType(), False),
+        (COVERED, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per cycle and topic with two or more subscribers (append-only): its subscribers and how many of "
+        "their subscriptions are ln-covered (Feverfew Fig. 5 buckets these by topic size)."
+    ),
+)
+
+GOSSIP_DIFFUSIONS = TableSpec(
+    name="gossip_diffusions",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (CYCLE, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        (TOPIC_ID, LongType(), False),
+        (STARTED_CYCLE, IntegerType(), False),
+        (TTL, IntegerType(), False),
+        (FIRST_MATCH_CYCLE, IntegerType(), True),
+        (MATCHES, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "BubbleSample diffusions (append-only): a row for a diffusion of `topic_id` by its origin `node_id` "
+        "in the cycle it starts, the cycle of its first match and the last cycle it sends copies in; with "
+        "its TTL0, the first match's cycle (null: none yet) and the matches the origin was told of so far "
+        "(each match is two notifications)."
+    ),
+)
+
+GOSSIP_STATE_ARRAYS = (
+    ("rv", LongType()), ("rv_age", IntegerType()), ("sv", LongType()), ("lv", LongType()), ("mb", LongType()),
+    ("av_origin", LongType()), ("av_topic", LongType()), ("reported_origin", LongType()),
+    ("reported_other", LongType()), ("held_origin", LongType()), ("held_topic", LongType()),
+    ("held_ttl", IntegerType()), ("own_topic", LongType()), ("own_started", IntegerType()),
+    ("own_ttl", IntegerType()), ("own_first_match", IntegerType()), ("own_matches", IntegerType()),
+)
+
+GOSSIP_STATES = TableSpec(
+    name="gossip_states",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (CYCLE, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        *((name, ArrayType(kind), False) for name, kind in GOSSIP_STATE_ARRAYS),
+    ),
+    partition_by=(),
+    description=(
+        "Every node's whole state after a cycle, every few cycles and at the end (a notebook replays "
+        "convergence from it; a simulation resumes from its last one): Feverfew's random view (rv) with "
+        "ages, similar view (sv), ln-covered view (lv, in Alg. 3's order), matches buffer (mb), agent view "
+        "(av_origin, av_topic, oldest first), the (origin, other) pairs this agent reported, the diffusion "
+        "copies held (origin, topic, TTL) and the node's own diffusions (topic, start, TTL0, first match, "
+        "matches; -1: none)."
+    ),
+)
+
+GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES)
+
 ROUTING_TABLES = (
     ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
 )
@@ -640,7 +751,9 @@ OVERLAY_TABLES = (
     TOPIC_CONNECTIVITY, OVERLAY_KTCO, RESILIENCE,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
-ALL_TABLES = (INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *ROUTING_TABLES)
+ALL_TABLES = (
+    INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *GOSSIP_TABLES, *ROUTING_TABLES,
+)
 
 # The shape of each instance table as the library produces it, before the job stamps
 # `instance` and `ingest_id` onto the rows.

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, failures, ingest, logs, overlays, report, route, runs
+from pipelines import compare, design, failures, ingest, logs, overlays, report, route, runs, simulate
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
 from pipelines import resources
@@ -274,6 +274,41 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--skip-diameters", action="store_true",
         help="store the run's metrics without topic diameters (evaluate can add them later)",
     )
+    simulator = commands.add_parser(
+        "simulate", parents=[after],
+        help="build an overlay by gossip (Feverfew), one synchronous cycle per Spark job; a run like a design",
+    )
+    simulator.add_argument("--instance", required=True)
+    simulator.add_argument("--protocol", required=True, help=f"one of {', '.join(simulate.PROTOCOLS)}")
+    simulator.add_argument("--cycles", type=ingest.positive_int, default=40, help="gossip cycles (default 40)")
+    simulator.add_argument("--seed", type=_int, default=1, help="every random choice's seed (default 1)")
+    simulator.add_argument(
+        "--bubble-start", type=ingest.positive_int, default=30,
+        help="the cycle BubbleSample starts at (default 30, the paper's)",
+    )
+    simulator.add_argument(
+        "--pss", choices=simulate.PSS_KINDS, default="cyclon",
+        help="the random peer sampler: Cyclon shuffles (default) or fresh uniform samples each cycle (Thm 1-2's model)",
+    )
+    simulator.add_argument(
+        "--delta", type=ingest.positive_int, default=1, help="rebuild the ln-covered view every DELTA cycles (default 1)",
+    )
+    simulator.add_argument(
+        "--clear-similar", action="store_true", help="empty the similar view after each rebuild (the literal Alg. 1)",
+    )
+    simulator.add_argument(
+        "--snapshot-every", type=ingest.positive_int, default=simulate.SNAPSHOT_EVERY, metavar="CYCLES",
+        help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}); "
+        "a crash loses at most that many cycles",
+    )
+    simulator.add_argument("--run-id", help="default: INSTANCE.PROTOCOL.cCYCLES.sSEED; the same command resumes it")
+    simulator.add_argument(
+        "--replace", action="store_true", help="redo the run id: delete the stored run first, then simulate it anew",
+    )
+    simulator.add_argument(
+        "--skip-diameters", action="store_true",
+        help="store the run's metrics without topic diameters (evaluate can add them later)",
+    )
     router = commands.add_parser(
         "route", parents=[after], help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
     )
@@ -411,6 +446,15 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return ingest.ingest_request(args, settings)
     if args.command == "design":
         return _design_requests(args)
+    if args.command == "simulate":
+        request = simulate.SimulateRequest(
+            args.instance, args.protocol, args.cycles, args.seed, args.bubble_start, args.pss, args.delta,
+            args.clear_similar,
+        )
+        request.check()
+        if args.run_id is not None:
+            overlays.check_run_id(args.run_id)
+        return request
     if args.command == "import-overlay":
         overlays.check_run_id(args.run_id)
         ingest.check_input_path(args.path)
@@ -483,6 +527,13 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
             for one in request
         ]
         print(format_table(designed, DESIGN_COLUMNS))
+    elif args.command == "simulate":
+        run = simulate.run_simulation(
+            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every, progress=not args.quiet,
+            diameters=not args.skip_diameters, replace=args.replace,
+        )
+        print(format_table([run], DESIGN_COLUMNS))
+        print(format_table(simulate.cycle_rows(lakehouse, run[S.RUN_ID]), simulate.CYCLE_COLUMNS))
     elif args.command == "resilience":
         rows = failures.run_resilience(spark, lakehouse, request)
         print(f"Failures on run {args.run_id} (means over trials; seed {args.seed}):")

@@ -249,7 +249,7 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
     return budget
 
 
-def _claim(
+def claim_run(
     lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id: str, params: str, wait: bool,
 ) -> tuple[Row | None, str]:
     """Insert the run row (status running), or take over an unfinished run with the same request.
@@ -375,23 +375,23 @@ def _report_round(bar: Progress, r: GreedyRound) -> None:
 COMMIT_SECONDS = 30.0
 
 
-def _taken_over(run_id: str) -> RunTakenOver:
+def taken_over(run_id: str) -> RunTakenOver:
     return RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
 
 
-def _check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> Row:
+def check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> Row:
     """Stop early when taken over (the final write checks ownership again, in the same commit);
     the run row as read."""
     run = lakehouse.run_row(run_id)
     if run[S.ATTEMPT] != attempt:
-        raise _taken_over(run_id)
+        raise taken_over(run_id)
     return run
 
 
 def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
     """Commit completed rounds: their links in one append, then their rows in another (the commit
     point). Each Delta commit costs about a second here, so rounds are committed in groups."""
-    _check_owner(lakehouse, run_id, attempt)
+    check_owner(lakehouse, run_id, attempt)
     rows = [
         (u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)
     ]
@@ -473,7 +473,7 @@ def _run_small_world(
         if violation is not None:
             raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
         bar.step("Property 1 holds", check="Property 1")
-        _check_owner(lakehouse, run_id, attempt)
+        check_owner(lakehouse, run_id, attempt)
         for table, frame in ((S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)):
             lakehouse.write_run_rows(table, run_id, frame)
             bar.step(f"stored {table.name}", stored=table.name)
@@ -488,7 +488,7 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
         edges = random_m(nodes, budget.max_degree, request.seed)
     else:
         edges = spidercast_m(subscriptions, SpiderCastParams(max_degree=budget.max_degree, seed=request.seed))
-    _check_owner(lakehouse, run_id, attempt)
+    check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
 
@@ -499,7 +499,7 @@ def _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request) ->
         edges = harary_pt(subscriptions, request.k, request.node_order, request.seed, partitions)
     else:
         edges = cycle_pt(subscriptions, request.seed, partitions)
-    _check_owner(lakehouse, run_id, attempt)
+    check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
 
@@ -537,7 +537,7 @@ def run_design(
             delete_run(lakehouse, run_id, OVERLAY.name)
             log.info("design %s: --replace: deleted the stored run first", run_id)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
-    existing, attempt = _claim(lakehouse, run_id, request, ingest_id, params, wait)
+    existing, attempt = claim_run(lakehouse, run_id, request, ingest_id, params, wait)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("run %s is complete already", run_id)
         return existing
@@ -563,7 +563,7 @@ def run_design(
         else:
             engine_tcc = driver_subscriptions = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
-        run = _check_owner(lakehouse, run_id, attempt)
+        run = check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
         metrics = evaluate_run(
             spark, lakehouse, run, backend, diameters=diameters, certified=True,
@@ -589,7 +589,7 @@ def run_design(
             },
         )
         if not completed:
-            raise _taken_over(run_id)
+            raise taken_over(run_id)
     except RunTakenOver:
         raise
     except BaseException as error:

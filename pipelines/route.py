@@ -59,7 +59,7 @@ class RouteRequest:
         return f"{self.run_id}.{self.protocol}.p{self.publications}.s{self.seed}"
 
 
-def _claim(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, instance: str) -> Row | None:
+def claim_run(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, instance: str) -> Row | None:
     """Insert the routing run row; an existing one must have the same request."""
     params = json.dumps(asdict(request), sort_keys=True)
     record = {
@@ -95,7 +95,7 @@ def run_route(
             f"run '{request.run_id}' has no ring: routing needs a small-world overlay "
             "(design --algorithm swico --short ... --long ...)"
         )
-    existing = _claim(lakehouse, routing_run_id, request, run[S.INSTANCE])
+    existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("routing run %s is complete already", routing_run_id)
         return existing

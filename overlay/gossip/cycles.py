@@ -140,17 +140,17 @@ class CycleEngine:
         return self._sorted(served).mapInArrow(finish, ddl(self.result_columns))
 
     def run(
-        self, state: DataFrame, first: int, last: int, on_cycle: Callable[[int, DataFrame, float], None] | None = None,
-        on_step: OnStep | None = None,
+        self, state: DataFrame, first: int, last: int,
+        on_cycle: Callable[[int, DataFrame, float], dict | None] | None = None, on_step: OnStep | None = None,
     ) -> DataFrame:
         """Cycles first..last from `state`; each cycle's state is checkpointed (one Spark job)
-        and handed to `on_cycle(cycle, state, seconds)` before the next one starts."""
+        and handed to `on_cycle(cycle, state, seconds)` before the next one starts; the figures
+        it returns go into the cycle's progress step."""
         for cycle in range(first, last + 1):
             clock = time.monotonic()
             state = self.cycle(state, cycle).localCheckpoint(eager=True)
             seconds = time.monotonic() - clock
-            if on_cycle is not None:
-                on_cycle(cycle, state, seconds)
+            figures = (on_cycle(cycle, state, seconds) if on_cycle is not None else None) or {}
             report(on_step, "cycle", cycle - first + 1, total=last - first + 1, seconds=seconds,
-                   figures={"cycle": cycle})
+                   figures={"cycle": cycle, **figures})
         return state

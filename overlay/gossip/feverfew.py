@@ -45,6 +45,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+from pyspark.sql.types import LongType
+
+from overlay import schema as S
+from overlay.gossip.cycles import CycleEngine
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
 from overlay.gossip.select import select_ln_covered
@@ -124,17 +128,14 @@ class Node:
     own: dict[int, list[int]] = field(default_factory=dict)  # topic -> [started, ttl, first match, matches]
 
 
-# The state row: flat arrays, so that a notebook can query a snapshot.
+# The state row: flat arrays (`gossip_states`), so that a notebook can query a snapshot.
 STATE_COLUMNS = (
-    ("node_id", "bigint"), ("rv", "array<bigint>"), ("rv_age", "array<int>"), ("sv", "array<bigint>"),
-    ("lv", "array<bigint>"), ("mb", "array<bigint>"), ("av_origin", "array<bigint>"), ("av_topic", "array<bigint>"),
-    ("reported_origin", "array<bigint>"), ("reported_other", "array<bigint>"), ("held_origin", "array<bigint>"),
-    ("held_topic", "array<bigint>"), ("held_ttl", "array<int>"), ("own_topic", "array<bigint>"),
-    ("own_started", "array<int>"), ("own_ttl", "array<int>"), ("own_first_match", "array<int>"),
-    ("own_matches", "array<int>"),
+    (S.NODE_ID, "bigint"),
+    *((name, f"array<{'bigint' if isinstance(kind, LongType) else 'int'}>") for name, kind in S.GOSSIP_STATE_ARRAYS),
 )
-# What `finish` adds for the cycle's measures: covered topics, and messages this node sent.
-MEASURE_COLUMNS = (("covered", "array<bigint>"), ("sent", "array<int>"))
+# What `finish` adds for the cycle's measures: the node's covered topics, its topics that need
+# covering (two or more subscribers), and the messages it sent (`SENT_KINDS`).
+MEASURE_COLUMNS = (("covered", "array<bigint>"), ("needy", "int"), ("sent", "array<int>"))
 SENT_KINDS = ("cyclon", "gossip", "copies", "matches")  # the order of `sent`
 # Message rows: the payload columns, then the state (on SELF rows) and the working columns a node
 # carries from one step of the cycle to the next.
@@ -379,8 +380,15 @@ class Feverfew:
             if p.clear_similar:
                 n.sv = []
         mine = w.subs(node)
-        covered = sorted((mine - rest_of(node, n.lv, w)) & {t for t in mine if w.need(t) > 0})
-        return {**to_row(n), "covered": covered, "sent": list(own["sent"])}
+        needy = {t for t in mine if w.need(t) > 0}
+        covered = sorted(needy - rest_of(node, n.lv, w))
+        return {**to_row(n), "covered": covered, "needy": len(needy), "sent": list(own["sent"])}
+
+
+def feverfew_engine(spark, subscriptions, params: FeverfewParams, partitions: int) -> CycleEngine:
+    """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
+    the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q)."""
+    return CycleEngine(spark, Feverfew, (params, subscriptions.offsets, subscriptions.topics), partitions)
 
 
 class _SubsView:

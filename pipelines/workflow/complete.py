@@ -60,6 +60,10 @@ def _design(lakehouse: Lakehouse, args: argparse.Namespace, requests) -> str | N
     return f"run {', '.join(run_ids)} {'is' if len(run_ids) == 1 else 'are'} complete"
 
 
+def _simulate(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
+    return _design(lakehouse, args, [request])
+
+
 def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
     run = _current_run(lakehouse, args.run_id)
     metrics = _row(lakehouse, S.OVERLAY_METRICS, S.RUN_ID, args.run_id) if run is not None else None
@@ -121,6 +125,7 @@ def _imported(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str |
 CHECKS = {
     "ingest": _ingest,
     "design": _design,
+    "simulate": _simulate,
     "evaluate": _evaluate,
     "route": _route,
     "resilience": _resilience,

@@ -1,0 +1,78 @@
+"""What a gossip cycle measured, from its checkpointed state (NOTES-ktco-feverfew-rappel.md §2.3):
+the cycle's summary (one small aggregate: one row to the driver), the ln-covered share per topic
+(Fig. 5), the BubbleSample diffusions' events (Table 1's matching times, Table 2's traffic), and
+the overlay the ln-covered views make. All but the summary stay lazy DataFrames."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design.baselines import numbered_links
+from overlay.gossip.feverfew import SENT_KINDS
+
+_SENT_COLUMNS = {"cyclon": S.CYCLON_MESSAGES, "gossip": S.GOSSIP_MESSAGES, "copies": S.COPIES, "matches": S.MATCHES}
+
+
+def cycle_summary(state: DataFrame) -> dict:
+    """One row of `gossip_cycles` without run, cycle and timing: one Spark job."""
+    covered = F.size("covered")
+    row = state.agg(
+        F.sum("needy").alias(S.SUBSCRIPTIONS),
+        F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
+        F.count(F.lit(1)).alias(S.NODES),
+        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES),
+        F.avg(F.size("lv")).alias(S.VIEW_AVG),
+        *(F.sum(F.col("sent")[i]).alias(_SENT_COLUMNS[kind]) for i, kind in enumerate(SENT_KINDS)),
+    ).first()
+    summary = {name: (int(value) if value is not None and name != S.VIEW_AVG else value) for name, value in row.asDict().items()}
+    summary[S.VIEW_AVG] = float(summary[S.VIEW_AVG] or 0.0)
+    subscriptions = summary[S.SUBSCRIPTIONS] or 0
+    summary[S.SUBSCRIPTIONS] = subscriptions
+    summary[S.COVERED_SUBSCRIPTIONS] = summary[S.COVERED_SUBSCRIPTIONS] or 0
+    summary[S.COVERED_SHARE] = summary[S.COVERED_SUBSCRIPTIONS] / subscriptions if subscriptions else None
+    return summary
+
+
+def topic_sizes(subscriptions: DataFrame) -> DataFrame:
+    """(topic_id, subscribers) of the topics with two or more subscribers: the ones that need
+    neighbours (a topic of one is left out of every coverage measure)."""
+    return (
+        subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.SUBSCRIBERS))
+        .filter(F.col(S.SUBSCRIBERS) >= 2)
+    )
+
+
+def topic_coverage(state: DataFrame, sizes: DataFrame, cycle: int) -> DataFrame:
+    """(cycle, topic_id, subscribers, covered) for every topic of `sizes`."""
+    covered = state.select(F.explode("covered").alias(S.TOPIC_ID)).groupBy(S.TOPIC_ID).agg(
+        F.count(F.lit(1)).alias(S.COVERED)
+    )
+    return sizes.join(covered, S.TOPIC_ID, "left").select(
+        F.lit(cycle).cast("int").alias(S.CYCLE), S.TOPIC_ID, S.SUBSCRIBERS,
+        F.coalesce(F.col(S.COVERED), F.lit(0)).cast("long").alias(S.COVERED),
+    )
+
+
+def diffusion_events(state: DataFrame, cycle: int) -> DataFrame:
+    """The origins' diffusions that start, first match, or send their last copies in `cycle`."""
+    own = state.select(
+        S.NODE_ID,
+        F.explode(F.arrays_zip("own_topic", "own_started", "own_ttl", "own_first_match", "own_matches")).alias("d"),
+    )
+    started, ttl, first = F.col("d.own_started"), F.col("d.own_ttl"), F.col("d.own_first_match")
+    return own.filter((started == cycle) | (first == cycle) | (started + ttl - 1 == cycle)).select(
+        F.lit(cycle).cast("int").alias(S.CYCLE), S.NODE_ID, F.col("d.own_topic").alias(S.TOPIC_ID),
+        started.alias(S.STARTED_CYCLE), ttl.alias(S.TTL),
+        F.when(first >= 0, first).alias(S.FIRST_MATCH_CYCLE), F.col("d.own_matches").cast("long").alias(S.MATCHES),
+    )
+
+
+def view_links(state: DataFrame, last_cycle: int) -> DataFrame:
+    """The overlay of the ln-covered views: {p, q} for q in LV(p), undirected, as overlay_edges
+    rows (u < v, numbered 1, 2, ... in (u, v) order; the round is the last cycle)."""
+    pairs = state.select(F.col(S.NODE_ID).alias("p"), F.explode("lv").alias("q")).select(
+        F.least("p", "q").alias(S.U), F.greatest("p", "q").alias(S.V)
+    ).distinct().withColumn(S.ROUND, F.lit(last_cycle))
+    return numbered_links(pairs, [S.U, S.V])

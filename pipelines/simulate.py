@@ -1,0 +1,240 @@
+"""The simulate job: a gossip-built overlay (Feverfew, SCIS'14) as a run of `overlay_runs`.
+
+Storage protocol, as for designs (`pipelines.design`): the run row is claimed first (status
+`running`, an attempt token); every `snapshot_every` cycles (and at the last) the cycles since
+the last snapshot are committed: their `gossip_cycles`, `gossip_coverage` and `gossip_diffusions`
+rows, then the whole state in `gossip_states`, which is the commit point. A simulation that
+stops (a crash, kill -9) is resumed by the same command from its last snapshot; rows of later
+cycles are debris and are deleted first. The simulation is a function of the seed, so a resumed
+run ends in the same state as an uninterrupted one. At the end, the ln-covered views' links go to
+`overlay_edges`, the run is evaluated like any design (TCCs, TcoSuppR, diameters) and only then
+marked complete: `evaluate`, `export` and `resilience` take it like any other overlay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design.classes import Subscriptions
+from overlay.errors import InputError
+from overlay.gossip.feverfew import PSS_KINDS, STATE_COLUMNS, FeverfewParams, feverfew_engine  # noqa: F401 (PSS_KINDS: the CLI)
+from overlay.gossip.measures import cycle_summary, diffusion_events, topic_coverage, topic_sizes, view_links
+from overlay.frames import local_frame
+from pipelines.design import check_owner, claim_run, taken_over
+from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
+from pipelines.overlays import _now, check_run_id, evaluate_run
+from pipelines.progress import Progress
+from pipelines.runs import OVERLAY, delete_run
+from pipelines.spark import task_slots
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = ("feverfew",)
+# What `simulate` prints of the cycles: every `PRINT_EVERY`-th and the last.
+PRINT_EVERY = 5
+CYCLE_COLUMNS = (
+    S.CYCLE, S.COVERED_SHARE, S.COVERED_NODES, S.VIEW_AVG, S.CYCLON_MESSAGES, S.GOSSIP_MESSAGES, S.COPIES, S.MATCHES,
+    S.SECONDS,
+)
+SNAPSHOT_EVERY = 10
+CYCLE_TABLES = (S.GOSSIP_CYCLES, S.GOSSIP_COVERAGE, S.GOSSIP_DIFFUSIONS)
+
+
+@dataclass(frozen=True)
+class SimulateRequest:
+    """One gossip simulation; `algorithm` names the protocol in `overlay_runs`."""
+
+    instance: str
+    protocol: str
+    cycles: int = 40
+    seed: int = 1
+    bubble_start: int = 30
+    pss: str = "cyclon"
+    delta: int = 1
+    clear_similar: bool = False
+
+    @property
+    def algorithm(self) -> str:
+        return self.protocol
+
+    def check(self) -> None:
+        """Every check that needs no Spark."""
+        if self.protocol not in PROTOCOLS:
+            raise InputError(f"unknown protocol '{self.protocol}'; choose one of {', '.join(PROTOCOLS)}")
+        if self.cycles < 1:
+            raise InputError(f"--cycles must be at least 1, got {self.cycles}")
+        if self.pss not in PSS_KINDS:
+            raise InputError(f"--pss must be one of {', '.join(PSS_KINDS)}, got '{self.pss}'")
+        try:
+            self.params().check()
+        except ValueError as error:
+            raise InputError(str(error)) from None
+
+    def params(self) -> FeverfewParams:
+        return FeverfewParams(
+            seed=self.seed, bubble_start=self.bubble_start, pss=self.pss, delta=self.delta,
+            clear_similar=self.clear_similar,
+        )
+
+    def default_run_id(self) -> str:
+        return f"{self.instance}.{self.protocol}.c{self.cycles}.s{self.seed}"
+
+    def params_json(self) -> str:
+        fields = {k: v for k, v in asdict(self).items() if k != "instance"}
+        return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
+
+
+def _last_snapshot(lakehouse: Lakehouse, run_id: str) -> int | None:
+    if not lakehouse.exists(S.GOSSIP_STATES):
+        return None
+    return lakehouse.read(S.GOSSIP_STATES).filter(F.col(S.RUN_ID) == run_id).agg(F.max(S.CYCLE)).first()[0]
+
+
+def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, cycle: int) -> None:
+    columns = [name for name, _ in STATE_COLUMNS]
+    lakehouse.append_run_rows(S.GOSSIP_STATES, run_id, state.select(*columns).withColumn(S.CYCLE, F.lit(cycle)))
+
+
+class _Pending:
+    """The measures of the cycles since the last snapshot, committed together with it."""
+
+    def __init__(self, spark: SparkSession, sizes: DataFrame) -> None:
+        self.spark, self.sizes = spark, sizes
+        self.cycles: list[dict] = []
+        self.coverage: list[DataFrame] = []
+        self.diffusions: list[DataFrame] = []
+
+    def add(self, cycle: int, state: DataFrame, seconds: float) -> dict:
+        summary = cycle_summary(state)
+        self.cycles.append({**summary, S.CYCLE: cycle, S.SECONDS: seconds, S.COMPUTED_AT: _now()})
+        self.coverage.append(topic_coverage(state, self.sizes, cycle))
+        self.diffusions.append(diffusion_events(state, cycle))
+        return summary
+
+    def commit(self, lakehouse: Lakehouse, run_id: str) -> None:
+        if not self.cycles:
+            return
+        rows = [tuple({**row, S.RUN_ID: run_id}.get(c) for c in S.GOSSIP_CYCLES.columns) for row in self.cycles]
+        for table, frames in ((S.GOSSIP_COVERAGE, self.coverage), (S.GOSSIP_DIFFUSIONS, self.diffusions)):
+            union = frames[0]
+            for frame in frames[1:]:
+                union = union.unionByName(frame)
+            lakehouse.append_run_rows(table, run_id, union)
+        lakehouse.append_run_rows(S.GOSSIP_CYCLES, run_id, local_frame(self.spark, rows, S.GOSSIP_CYCLES.schema))
+        self.cycles, self.coverage, self.diffusions = [], [], []
+
+
+def run_simulation(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: SimulateRequest,
+    run_id: str | None = None,
+    snapshot_every: int = SNAPSHOT_EVERY,
+    progress: bool = True,
+    diameters: bool = True,
+    replace: bool = False,
+) -> dict:
+    """Simulate (or finish simulating) one gossip run; returns the complete run row as a dict.
+    `replace`: delete the stored run of this id first (with everything on it)."""
+    request.check()
+    if snapshot_every < 1:
+        raise InputError(f"the snapshot interval must be at least 1 cycle, got {snapshot_every}")
+    run_id = run_id or request.default_run_id()
+    check_run_id(run_id)
+    instance = lakehouse.instance_row(request.instance)
+    ingest_id = instance[S.INGEST_ID]
+    if not instance[S.SUBSCRIPTIONS]:
+        raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to gossip about")
+    if replace:
+        with contextlib.suppress(UnknownRunError):
+            delete_run(lakehouse, run_id, OVERLAY.name)
+            log.info("simulate %s: --replace: deleted the stored run first", run_id)
+    existing, attempt = claim_run(lakehouse, run_id, request, ingest_id, request.params_json(), wait=False)
+    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+        log.info("run %s is complete already", run_id)
+        return existing.asDict()
+    clock = time.monotonic()
+    try:
+        _simulate(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
+        run = check_owner(lakehouse, run_id, attempt)
+        simulated = time.monotonic() - clock
+        metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
+        completed = lakehouse.update_run_if_owned(run_id, attempt, **{
+            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
+            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None,
+            S.SECONDS_ROUNDS: simulated, S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
+        })
+        if not completed:
+            raise taken_over(run_id)
+    except RunTakenOver:
+        raise
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt):
+            log.error("simulate %s failed: %s", run_id, error)
+        try:
+            message = f"{type(error).__name__}: {error}"[:2000]
+            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
+                log.warning("run %s was taken over by another process: not marking it failed", run_id)
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark run %s failed", run_id)
+        raise
+    return lakehouse.run_row(run_id).asDict()
+
+
+def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str, attempt: str, instance,
+              snapshot_every: int, progress: bool) -> None:
+    """The cycles, from the last snapshot on, then the run's links."""
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID]).select(
+        S.NODE_ID, S.TOPIC_ID
+    )
+    nodes = int(instance[S.NODES])
+    engine = feverfew_engine(spark, Subscriptions.collect(subscriptions, nodes), request.params(), task_slots(spark))
+    resumed = _last_snapshot(lakehouse, run_id)
+    if resumed is None:
+        for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
+            lakehouse.delete_run_rows(table, run_id)
+        state = engine.start(spark, nodes).localCheckpoint(eager=True)
+        _snapshot(lakehouse, run_id, state, 0)
+        first = 1
+    else:
+        for table in CYCLE_TABLES:
+            lakehouse.delete_run_rows(table, run_id, F.col(S.CYCLE) > resumed)
+        lakehouse.delete_run_rows(S.GOSSIP_STATES, run_id, F.col(S.CYCLE) > resumed)
+        columns = [name for name, _ in STATE_COLUMNS]
+        state = lakehouse.read(S.GOSSIP_STATES).filter(
+            (F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == resumed)
+        ).select(*columns).localCheckpoint(eager=True)
+        first = resumed + 1
+        log.info("simulate %s: resuming after cycle %d", run_id, resumed)
+    pending = _Pending(spark, topic_sizes(subscriptions).localCheckpoint(eager=True))
+    last = request.cycles
+
+    def on_cycle(cycle: int, state: DataFrame, seconds: float) -> dict:
+        summary = pending.add(cycle, state, seconds)
+        if cycle % snapshot_every == 0 or cycle == last:
+            check_owner(lakehouse, run_id, attempt)
+            pending.commit(lakehouse, run_id)
+            _snapshot(lakehouse, run_id, state, cycle)
+        share = summary[S.COVERED_SHARE]
+        return {"covered": f"{share:.1%}" if share is not None else "-", "view": round(summary[S.VIEW_AVG], 2)}
+
+    with Progress(run_id, total=max(0, last - first + 1), unit="cycle", enabled=progress, logger=log) as bar:
+        if first <= last:
+            state = engine.run(state, first, last, on_cycle=on_cycle, on_step=bar.on_step)
+        check_owner(lakehouse, run_id, attempt)
+        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, view_links(state, last))
+        bar.step("stored the ln-covered views' links", stored=S.OVERLAY_EDGES.name)
+
+
+def cycle_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:
+    """The run's stored cycles to print: every PRINT_EVERY-th and the last (one row per cycle)."""
+    rows = [r.asDict() for r in lakehouse.read(S.GOSSIP_CYCLES).filter(F.col(S.RUN_ID) == run_id).orderBy(S.CYCLE).collect()]
+    return [r for i, r in enumerate(rows) if r[S.CYCLE] % PRINT_EVERY == 0 or i == len(rows) - 1]
