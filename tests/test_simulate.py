@@ -1,0 +1,112 @@
+"""The simulate job: a Feverfew run stored cycle by cycle, equal to the oracle's, resumable, and
+an overlay run like any design."""
+
+import pytest
+from pyspark.sql import functions as F
+
+from conftest import store_instance
+from feverfew_oracle import FeverfewOracle
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec
+from pipelines import simulate
+from pipelines.simulate import SimulateRequest, run_simulation
+
+NODES = 60
+REQUEST = SimulateRequest("gossip-60", "feverfew", cycles=12, seed=4, bubble_start=5)
+
+
+@pytest.fixture(scope="module")
+def gossip_instance(spark, module_lakehouse):
+    pairs = store_instance(spark, module_lakehouse, "gossip-60", SyntheticSpec("zipf", NODES, 20, 1, 5, seed=2))
+    subs: dict[int, set] = {}
+    for v, t in pairs:
+        subs.setdefault(v, set()).add(t)
+    return module_lakehouse, subs
+
+
+def oracle_after(subs, request: SimulateRequest, cycles: int) -> tuple[FeverfewOracle, list[dict]]:
+    """The oracle's state after `cycles`, and its per-cycle coverage by topic."""
+    oracle = FeverfewOracle(NODES, subs, seed=request.seed, bubble_start=request.bubble_start)
+    coverage = []
+    for cycle in range(1, cycles + 1):
+        oracle.step(cycle)
+        per_topic: dict[int, int] = {}
+        for covered in oracle.covered.values():
+            for t in covered:
+                per_topic[t] = per_topic.get(t, 0) + 1
+        coverage += [{"cycle": cycle, "topic": t, "subscribers": k, "covered": per_topic.get(t, 0)}
+                     for t, k in oracle.size.items() if k >= 2]
+    return oracle, coverage
+
+
+def stored(lakehouse, table, run_id):
+    return lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id)
+
+
+def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, gossip_instance):
+    lakehouse, subs = gossip_instance
+    run = run_simulation(spark, lakehouse, REQUEST, snapshot_every=5, progress=False, diameters=False)
+    run_id = run[S.RUN_ID]
+    assert run_id == "gossip-60.feverfew.c12.s4" and run[S.STATUS] == S.COMPLETE and run[S.ALGORITHM] == "feverfew"
+    oracle, coverage = oracle_after(subs, REQUEST, 12)
+
+    states = stored(lakehouse, S.GOSSIP_STATES, run_id)
+    assert sorted(r[0] for r in states.select(S.CYCLE).distinct().collect()) == [0, 5, 10, 12]
+    last = {r[S.NODE_ID]: r.asDict() for r in states.filter(F.col(S.CYCLE) == 12).collect()}
+    for v in range(NODES):
+        assert {k: list(last[v][k]) if isinstance(last[v][k], list) else last[v][k] for k in oracle.state(v)} == oracle.state(v)
+
+    got = sorted(
+        (r[S.CYCLE], r[S.TOPIC_ID], r[S.SUBSCRIBERS], r[S.COVERED])
+        for r in stored(lakehouse, S.GOSSIP_COVERAGE, run_id).collect()
+    )
+    assert got == sorted((c["cycle"], c["topic"], c["subscribers"], c["covered"]) for c in coverage)
+    cycles = {r[S.CYCLE]: r for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).collect()}
+    assert sorted(cycles) == list(range(1, 13))
+    assert cycles[12][S.COVERED_SUBSCRIPTIONS] == sum(len(c) for c in oracle.covered.values())
+    assert cycles[12][S.SUBSCRIPTIONS] == sum(k for k in oracle.size.values() if k >= 2)
+    assert cycles[12][S.MATCHES] == sum(s[3] for s in oracle.sent.values())
+
+    links = {(r[S.U], r[S.V]) for r in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
+    assert links == {(min(p, q), max(p, q)) for p in range(NODES) for q in oracle.lv[p]}
+    assert run[S.EDGES] == len(links) and run[S.TCO_SUPPORT] is not None
+
+    # The same command again finds the run complete and does nothing.
+    again = run_simulation(spark, lakehouse, REQUEST, snapshot_every=5, progress=False, diameters=False)
+    assert again[S.FINISHED_AT] == run[S.FINISHED_AT]
+
+
+@pytest.mark.ci  # two more simulations with commits, about 40 s
+def test_a_simulation_stopped_mid_way_resumes_from_its_last_snapshot(spark, gossip_instance, monkeypatch):
+    lakehouse, subs = gossip_instance
+    request = SimulateRequest("gossip-60", "feverfew", cycles=9, seed=7, bubble_start=3)
+    real_add = simulate._Pending.add
+
+    def crash_at_cycle_7(self, cycle, state, seconds):
+        if cycle == 7:
+            raise RuntimeError("power cut")
+        return real_add(self, cycle, state, seconds)
+
+    monkeypatch.setattr(simulate._Pending, "add", crash_at_cycle_7)
+    with pytest.raises(RuntimeError, match="power cut"):
+        run_simulation(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
+    run_id = request.default_run_id()
+    assert lakehouse.run_row(run_id)[S.STATUS] == S.FAILED
+    assert stored(lakehouse, S.GOSSIP_CYCLES, run_id).agg(F.max(S.CYCLE)).first()[0] == 6
+    monkeypatch.setattr(simulate._Pending, "add", real_add)
+    run = run_simulation(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
+    assert run[S.STATUS] == S.COMPLETE
+    oracle, _ = oracle_after(subs, request, 9)
+    last = {r[S.NODE_ID]: r for r in stored(lakehouse, S.GOSSIP_STATES, run_id).filter(F.col(S.CYCLE) == 9).collect()}
+    assert all(list(last[v]["lv"]) == oracle.lv[v] and list(last[v]["rv"]) == sorted(oracle.rv[v]) for v in range(NODES))
+    assert sorted(r[0] for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).select(S.CYCLE).collect()) == list(range(1, 10))
+
+
+def test_a_simulation_request_is_checked_before_spark():
+    with pytest.raises(InputError, match="unknown protocol 'gossip'"):
+        SimulateRequest("x", "gossip").check()
+    with pytest.raises(InputError, match="--cycles must be at least 1"):
+        SimulateRequest("x", "feverfew", cycles=0).check()
+    with pytest.raises(InputError, match="--pss must be one of cyclon, uniform"):
+        SimulateRequest("x", "feverfew", pss="newscast").check()
