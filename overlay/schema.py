@@ -643,7 +643,6 @@ CYCLON_MESSAGES = "cyclon_messages"
 GOSSIP_MESSAGES = "gossip_messages"
 COPIES = "copies"
 MATCHES = "matches"
-SUBSCRIBERS = "subscribers"
 STARTED_CYCLE = "started_cycle"
 TTL = "ttl"
 FIRST_MATCH_CYCLE = "first_match_cycle"
@@ -742,8 +741,34 @@ GOSSIP_STATES = TableSpec(
 
 GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES)
 
+ALIVE = "alive"
+INFORMED = "informed"
+COMPLETION = "completion"
+
+DISSEMINATION_COMPLETION = TableSpec(
+    name="dissemination_completion",
+    schema=_fields(
+        (ROUTING_RUN_ID, StringType(), False),
+        (PUB_ID, LongType(), False),
+        (TOPIC_ID, LongType(), False),
+        (PUBLISHER, LongType(), False),
+        (SUBSCRIBERS, LongType(), False),
+        (CYCLE, IntegerType(), False),
+        (ALIVE, LongType(), False),
+        (INFORMED, LongType(), False),
+        (COMPLETION, DoubleType(), True),
+    ),
+    partition_by=(),
+    description=(
+        "Push-pull dissemination (`disseminate`, a routing run of protocol push-pull): per publication "
+        "(topic, publisher, the topic's subscribers) and cycle from 0, the subscribers alive, those "
+        "informed among them, and the completion rate informed / alive (null when none is alive)."
+    ),
+)
+
 ROUTING_TABLES = (
     ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
+    DISSEMINATION_COMPLETION,
 )
 
 OVERLAY_TABLES = (

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, failures, ingest, logs, overlays, report, route, runs, simulate
+from pipelines import compare, design, disseminate, failures, ingest, logs, overlays, report, route, runs, simulate
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
 from pipelines import resources
@@ -309,6 +309,21 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--skip-diameters", action="store_true",
         help="store the run's metrics without topic diameters (evaluate can add them later)",
     )
+    spreader = commands.add_parser(
+        "disseminate", parents=[after],
+        help="push-pull gossip of publications on any overlay run's topic subgraphs, under churn or mass failure",
+    )
+    spreader.add_argument("--run-id", required=True, help="a complete overlay run (designed, simulated or imported)")
+    spreader.add_argument("--publications", type=ingest.positive_int, required=True, help="how many, on distinct topics")
+    spreader.add_argument(
+        "--topic-sizes", type=_comma_separated(int, "a topic size"), default=(),
+        help="publish on the topics nearest these sizes, one each (for instance 50,503,1304)",
+    )
+    spreader.add_argument("--cycles", type=ingest.positive_int, default=40, help="gossip cycles (default 40)")
+    spreader.add_argument("--churn", help="substitution:RATE: that share of nodes fails each cycle and returns the next")
+    spreader.add_argument("--mass-failure", help="SHARE@CYCLE: that share of all nodes fails at that cycle, for good")
+    spreader.add_argument("--seed", type=_int, default=1, help="publications', failures' and choices' seed (default 1)")
+    spreader.add_argument("--routing-run-id", help="default: RUN_ID.push-pull.pN.cC[.subR][.failSatC].sSEED")
     router = commands.add_parser(
         "route", parents=[after], help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
     )
@@ -455,6 +470,16 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         if args.run_id is not None:
             overlays.check_run_id(args.run_id)
         return request
+    if args.command == "disseminate":
+        share, cycle = disseminate.parse_mass_failure(args.mass_failure) if args.mass_failure else (0.0, 1)
+        request = disseminate.DisseminateRequest(
+            args.run_id, args.publications, args.cycles, args.seed,
+            disseminate.parse_churn(args.churn) if args.churn else 0.0, share, cycle, tuple(args.topic_sizes),
+        )
+        request.check()
+        if args.routing_run_id is not None:
+            overlays.check_run_id(args.routing_run_id)
+        return request
     if args.command == "import-overlay":
         overlays.check_run_id(args.run_id)
         ingest.check_input_path(args.path)
@@ -534,6 +559,10 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         )
         print(format_table([run], DESIGN_COLUMNS))
         print(format_table(simulate.cycle_rows(lakehouse, run[S.RUN_ID]), simulate.CYCLE_COLUMNS))
+    elif args.command == "disseminate":
+        done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
+        print(f"Dissemination {done[S.ROUTING_RUN_ID]} (push-pull on {done[S.RUN_ID]}, {request.cycles} cycles):")
+        print(format_table(disseminate.summary_rows(lakehouse, done[S.ROUTING_RUN_ID]), disseminate.SUMMARY_COLUMNS))
     elif args.command == "resilience":
         rows = failures.run_resilience(spark, lakehouse, request)
         print(f"Failures on run {args.run_id} (means over trials; seed {args.seed}):")

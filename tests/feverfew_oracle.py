@@ -234,3 +234,60 @@ class FeverfewOracle:
             "own_started": [self.own[v][t][0] for t in own], "own_ttl": [self.own[v][t][1] for t in own],
             "own_first_match": [self.own[v][t][2] for t in own], "own_matches": [self.own[v][t][3] for t in own],
         }
+
+
+PUSH, PUBLISH, CHURN = 10, 11, 12
+
+
+def published_topics(subs, seed, count):
+    """The topics with two or more subscribers of smallest draw, publication k on the k-th."""
+    size = {}
+    for topics in subs.values():
+        for t in topics:
+            size[t] = size.get(t, 0) + 1
+    return sorted((t for t, k in size.items() if k >= 2), key=lambda t: (rnd(seed, PUBLISH, -1, t), t))[:count]
+
+
+def push_pull_oracle(subs, links, topic, pub, seed, cycles, substitution=0.0, mass_share=0.0, mass_cycle=1):
+    """[(alive, informed)] for cycles 0..cycles of one publication, walked node by node."""
+    members = sorted(v for v, topics in subs.items() if topic in topics)
+    inside = set(members)
+    near = {v: [] for v in members}
+    for u, v in links:
+        if u in inside and v in inside:
+            near[u].append(v)
+            near[v].append(u)
+    publisher = min(members, key=lambda x: rnd(seed, PUBLISH, topic, x))
+    n = len(members)
+    limit = 1 if n < 3 else max(1, math.ceil(math.log(n, 3) + math.log(math.log(n))))
+    gone = set()
+    if mass_share > 0:
+        gone = {x for x in members if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0 ** 64)}
+    down_before = set()
+    informed = {publisher: 0}
+    out = [(n, 1)]
+    for c in range(1, cycles + 1):
+        down = set()
+        if substitution > 0:
+            down = {x for x in members if x not in down_before and rnd(seed, CHURN, c, x) < int(substitution * 2.0 ** 64)}
+        down_before = set(down)
+        if c >= mass_cycle:
+            down |= gone
+        down.discard(publisher)
+        for x in down:
+            informed.pop(x, None)
+        up = [x for x in members if x not in down]
+        new = set()
+        for u in up:
+            options = sorted(v for v in near[u] if v not in down)
+            if not options:
+                continue
+            v = options[rnd(seed, PUSH, pub, c, u) % len(options)]
+            if (u in informed) != (v in informed):
+                giver = u if u in informed else v
+                if c - informed[giver] <= limit:
+                    new.add(v if giver == u else u)
+        for x in new:
+            informed[x] = c
+        out.append((len(up), sum(1 for x in up if x in informed)))
+    return out

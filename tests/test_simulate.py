@@ -5,11 +5,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import store_instance
-from feverfew_oracle import FeverfewOracle
+from feverfew_oracle import FeverfewOracle, published_topics, push_pull_oracle
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
 from pipelines import simulate
+from pipelines.disseminate import DisseminateRequest, run_dissemination, summary_rows
 from pipelines.simulate import SimulateRequest, run_simulation
 
 NODES = 60
@@ -44,9 +45,15 @@ def stored(lakehouse, table, run_id):
     return lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id)
 
 
-def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, gossip_instance):
+@pytest.fixture(scope="module")
+def simulated(spark, gossip_instance) -> dict:
+    lakehouse, _ = gossip_instance
+    return run_simulation(spark, lakehouse, REQUEST, snapshot_every=5, progress=False, diameters=False)
+
+
+def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, gossip_instance, simulated):
     lakehouse, subs = gossip_instance
-    run = run_simulation(spark, lakehouse, REQUEST, snapshot_every=5, progress=False, diameters=False)
+    run = simulated
     run_id = run[S.RUN_ID]
     assert run_id == "gossip-60.feverfew.c12.s4" and run[S.STATUS] == S.COMPLETE and run[S.ALGORITHM] == "feverfew"
     oracle, coverage = oracle_after(subs, REQUEST, 12)
@@ -110,3 +117,25 @@ def test_a_simulation_request_is_checked_before_spark():
         SimulateRequest("x", "feverfew", cycles=0).check()
     with pytest.raises(InputError, match="--pss must be one of cyclon, uniform"):
         SimulateRequest("x", "feverfew", pss="newscast").check()
+
+
+@pytest.mark.parametrize("failures", [
+    {"substitution": 0.05}, {"mass_share": 0.5, "mass_cycle": 2},
+], ids=["churn", "mass-failure"])
+def test_dissemination_on_the_simulated_overlay_matches_the_oracle(spark, gossip_instance, simulated, failures):
+    """Push-pull on the Feverfew run's topic subgraphs, cycle by cycle as the oracle walks it."""
+    lakehouse, subs = gossip_instance
+    request = DisseminateRequest(simulated[S.RUN_ID], publications=3, cycles=15, seed=9, **failures)
+    done = run_dissemination(spark, lakehouse, request, progress=False)
+    assert done[S.STATUS] == S.COMPLETE and done[S.PROTOCOL] == "push-pull"
+    links = [(r[S.U], r[S.V]) for r in stored(lakehouse, S.OVERLAY_EDGES, simulated[S.RUN_ID]).collect()]
+    rows = lakehouse.read(S.DISSEMINATION_COMPLETION).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID])
+    got: dict = {}
+    for r in rows.collect():
+        got.setdefault((r[S.PUB_ID], r[S.TOPIC_ID]), []).append((r[S.CYCLE], r[S.ALIVE], r[S.INFORMED]))
+    topics = published_topics(subs, 9, 3)
+    assert sorted(got) == [(k, t) for k, t in enumerate(topics)]
+    for (pub, topic), counts in got.items():
+        want = push_pull_oracle(subs, links, topic, pub, 9, 15, **failures)
+        assert sorted(counts) == [(c, a, i) for c, (a, i) in enumerate(want)], (pub, topic)
+    assert {r["pub_id"] for r in summary_rows(lakehouse, done[S.ROUTING_RUN_ID])} == {0, 1, 2}

@@ -23,12 +23,21 @@ def push_pull(
     is alive). `indptr`/`indices`: the topic subgraph in CSR over local indices 0..n-1 (each
     undirected link both ways, neighbours sorted); `alive`: bool [C + 1, n]; `draws`: uint64
     [C + 1, n], the neighbour choices."""
+    up, informed = push_pull_counts(indptr, indices, publisher, alive, draws, age_limit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(up > 0, informed / np.maximum(up, 1), np.nan)
+
+
+def push_pull_counts(
+    indptr: np.ndarray, indices: np.ndarray, publisher: int, alive: np.ndarray, draws: np.ndarray, age_limit: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`push_pull`'s counts per cycle 0..C: alive subscribers, and informed alive subscribers."""
     cycles, n = alive.shape
     informed_at = np.full(n, NEVER, dtype=np.int64)
-    completion = np.full(cycles, np.nan)
+    up_count, informed_count = alive.sum(axis=1).astype(np.int64), np.zeros(cycles, dtype=np.int64)
     if alive[0, publisher]:
         informed_at[publisher] = 0
-    completion[0] = _share(informed_at, alive[0])
+    informed_count[0] = _informed(informed_at, alive[0])
     for c in range(1, cycles):
         up = alive[c]
         informed_at[~up] = NEVER  # failed now: returns uninformed
@@ -46,10 +55,9 @@ def push_pull(
             elif v_has and not u_has and passing[v]:
                 newly[u] = True
         informed_at[newly] = c
-        completion[c] = _share(informed_at, up)
-    return completion
+        informed_count[c] = _informed(informed_at, up)
+    return up_count, informed_count
 
 
-def _share(informed_at: np.ndarray, up: np.ndarray) -> float:
-    alive = int(up.sum())
-    return float(((informed_at != NEVER) & up).sum() / alive) if alive else float("nan")
+def _informed(informed_at: np.ndarray, up: np.ndarray) -> int:
+    return int(((informed_at != NEVER) & up).sum())

@@ -128,6 +128,7 @@ CHECKS = {
     "simulate": _simulate,
     "evaluate": _evaluate,
     "route": _route,
+    "disseminate": _route,
     "resilience": _resilience,
     "compare": _compare,
     "report": _report,

@@ -1,0 +1,156 @@
+"""The disseminate job: push-pull gossip of publications on any stored overlay run, under churn or
+mass failure (`overlay.gossip.dissemination`), stored as a routing run of protocol `push-pull`
+with its completion per publication and cycle (`dissemination_completion`).
+
+Like `route`: the routing run row is claimed first (status running); the dissemination is a
+function of its request, so rerunning an unfinished one recomputes it, and its rows are replaced
+in one commit before the row is flipped to complete. GPM, the small-world overlays and Feverfew
+are compared under the very same failures: the failures depend on the seed and the node ids only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.gossip.dissemination import Failures, choose_topics, disseminate
+from pipelines.lakehouse import Lakehouse
+from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
+from pipelines.progress import Progress
+from pipelines.route import ROUTING, claim_run
+
+log = logging.getLogger(__name__)
+
+PROTOCOL = "push-pull"
+
+
+def parse_churn(text: str) -> float:
+    """`substitution:0.01` -> 0.01 (the only churn model: a share of nodes fails each cycle and
+    returns the next)."""
+    found = re.fullmatch(r"substitution:([0-9.]+)", text.strip())
+    if not found:
+        raise InputError(f"--churn takes substitution:RATE (for instance substitution:0.01), got '{text}'")
+    rate = float(found.group(1))
+    if not 0.0 < rate < 1.0:
+        raise InputError(f"the substitution rate must be above 0 and below 1, got {rate}")
+    return rate
+
+
+def parse_mass_failure(text: str) -> tuple[float, int]:
+    """`0.8@1` -> (0.8, 1): that share of all nodes fails at that cycle, for good."""
+    found = re.fullmatch(r"([0-9.]+)@([0-9]+)", text.strip())
+    if not found:
+        raise InputError(f"--mass-failure takes SHARE@CYCLE (for instance 0.8@1), got '{text}'")
+    share, cycle = float(found.group(1)), int(found.group(2))
+    if not 0.0 < share <= 1.0 or cycle < 1:
+        raise InputError(f"--mass-failure needs a share in (0, 1] and a cycle >= 1, got '{text}'")
+    return share, cycle
+
+
+@dataclass(frozen=True)
+class DisseminateRequest:
+    run_id: str
+    publications: int
+    cycles: int = 40
+    seed: int = 1
+    substitution: float = 0.0
+    mass_share: float = 0.0
+    mass_cycle: int = 1
+    topic_sizes: tuple[int, ...] = ()
+
+    @property
+    def protocol(self) -> str:
+        return PROTOCOL
+
+    def failures(self) -> Failures:
+        return Failures(self.substitution, self.mass_share, self.mass_cycle)
+
+    def check(self) -> None:
+        """Every check that needs no Spark."""
+        check_run_id(self.run_id)
+        if self.publications < 1:
+            raise InputError(f"--publications must be positive, got {self.publications}")
+        if any(size < 2 for size in self.topic_sizes):
+            raise InputError(f"--topic-sizes are sizes of topics with two or more subscribers, got {self.topic_sizes}")
+        if self.topic_sizes and len(self.topic_sizes) != self.publications:
+            raise InputError(
+                f"--topic-sizes names {len(self.topic_sizes)} topics: give --publications {len(self.topic_sizes)}"
+            )
+        if self.cycles < 1:
+            raise InputError(f"--cycles must be at least 1, got {self.cycles}")
+        try:
+            self.failures().check()
+        except ValueError as error:
+            raise InputError(str(error)) from None
+
+    def default_routing_run_id(self) -> str:
+        churn = f".sub{self.substitution:g}" if self.substitution else ""
+        mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
+        sizes = f".n{'-'.join(map(str, self.topic_sizes))}" if self.topic_sizes else ""
+        return f"{self.run_id}.{PROTOCOL}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
+
+
+def run_dissemination(
+    spark: SparkSession, lakehouse: Lakehouse, request: DisseminateRequest, routing_run_id: str | None = None,
+    progress: bool = True,
+) -> Row:
+    """Disseminate the request's publications on its overlay run; the routing run row, complete."""
+    request.check()
+    routing_run_id = routing_run_id or request.default_routing_run_id()
+    check_run_id(routing_run_id)
+    run = complete_run(lakehouse, request.run_id)
+    existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
+    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+        log.info("dissemination %s is complete already", routing_run_id)
+        return existing
+    clock = time.monotonic()
+    try:
+        lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None})
+        _, subscriptions, links = run_inputs(lakehouse, run)
+        with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
+            topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
+            topics = topics.localCheckpoint(eager=True)
+            chosen = topics.count()
+            if chosen == 0:
+                raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
+            bar.step(f"{chosen} publications chosen", publications=chosen)
+            completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
+            lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
+            bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
+        lakehouse.update_run(routing_run_id, **ROUTING, **{
+            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
+            S.SUPERSTEPS: request.cycles, S.PUBLICATIONS: chosen,
+        })
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt):
+            log.error("dissemination %s failed: %s", routing_run_id, error)
+        try:
+            lakehouse.update_run(
+                routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
+            )
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark dissemination %s failed", routing_run_id)
+        raise
+    return lakehouse.run_row(routing_run_id, **ROUTING)
+
+
+SUMMARY_COLUMNS = ("pub_id", "topic_id", "subscribers", "publisher", "first_complete", "final_completion")
+
+
+def summary_rows(lakehouse: Lakehouse, routing_run_id: str) -> list[dict]:
+    """Per publication: the first cycle all alive subscribers were informed, and the last
+    cycle's completion (one row per publication: the few the request asked for)."""
+    rows = lakehouse.read(S.DISSEMINATION_COMPLETION).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id)
+    last = rows.agg(F.max(S.CYCLE)).first()[0]
+    summary = rows.groupBy(S.PUB_ID, S.TOPIC_ID, S.SUBSCRIBERS, S.PUBLISHER).agg(
+        F.min(F.when(F.col(S.COMPLETION) >= 1.0, F.col(S.CYCLE))).alias("first_complete"),
+        F.max(F.when(F.col(S.CYCLE) == last, F.col(S.COMPLETION))).alias("final_completion"),
+    )
+    return [r.asDict() for r in summary.orderBy(S.PUB_ID).collect()]
