@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
+from overlay.gossip.baselines import CANDIDATES, chosen_links
 from overlay.gossip.feverfew import PSS_KINDS, STATE_COLUMNS, FeverfewParams, feverfew_engine  # noqa: F401 (PSS_KINDS: the CLI)
 from overlay.gossip.measures import cycle_summary, diffusion_events, topic_coverage, topic_sizes, view_links
 from overlay.frames import local_frame
@@ -37,7 +38,11 @@ from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
 
-PROTOCOLS = ("feverfew",)
+GOSSIP_PROTOCOLS = ("feverfew", "spidercast-gossip")  # simulated cycles
+GLOBAL_PROTOCOLS = ("global-feverfew", "spidercast-global")  # full knowledge: no cycles
+PROTOCOLS = (*GOSSIP_PROTOCOLS, *GLOBAL_PROTOCOLS)
+RULE = {"feverfew": "feverfew", "global-feverfew": "feverfew", "spidercast-gossip": "spidercast",
+        "spidercast-global": "spidercast"}
 # What `simulate` prints of the cycles: every `PRINT_EVERY`-th and the last.
 PRINT_EVERY = 5
 CYCLE_COLUMNS = (
@@ -61,15 +66,23 @@ class SimulateRequest:
     delta: int = 1
     clear_similar: bool = False
 
+    def __post_init__(self) -> None:
+        if self.protocol in GLOBAL_PROTOCOLS:  # no gossip: the cycle settings do not apply
+            object.__setattr__(self, "cycles", 0)
+
     @property
     def algorithm(self) -> str:
         return self.protocol
+
+    @property
+    def gossips(self) -> bool:
+        return self.protocol in GOSSIP_PROTOCOLS
 
     def check(self) -> None:
         """Every check that needs no Spark."""
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol '{self.protocol}'; choose one of {', '.join(PROTOCOLS)}")
-        if self.cycles < 1:
+        if self.gossips and self.cycles < 1:
             raise InputError(f"--cycles must be at least 1, got {self.cycles}")
         if self.pss not in PSS_KINDS:
             raise InputError(f"--pss must be one of {', '.join(PSS_KINDS)}, got '{self.pss}'")
@@ -85,7 +98,8 @@ class SimulateRequest:
         )
 
     def default_run_id(self) -> str:
-        return f"{self.instance}.{self.protocol}.c{self.cycles}.s{self.seed}"
+        cycles = f".c{self.cycles}" if self.gossips else ""
+        return f"{self.instance}.{self.protocol}{cycles}.s{self.seed}"
 
     def params_json(self) -> str:
         fields = {k: v for k, v in asdict(self).items() if k != "instance"}
@@ -191,12 +205,22 @@ def run_simulation(
 
 def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str, attempt: str, instance,
               snapshot_every: int, progress: bool) -> None:
-    """The cycles, from the last snapshot on, then the run's links."""
+    """The cycles (from the last snapshot on), then the run's links by the protocol's rule: the
+    ln-covered views (feverfew), SpiderCast over what gossip taught each node (spidercast-gossip),
+    or either rule with full knowledge and no cycles."""
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID]).select(
         S.NODE_ID, S.TOPIC_ID
     )
     nodes = int(instance[S.NODES])
-    engine = feverfew_engine(spark, Subscriptions.collect(subscriptions, nodes), request.params(), task_slots(spark))
+    csr = Subscriptions.collect(subscriptions, nodes)
+    if not request.gossips:
+        with Progress(run_id, total=1, enabled=progress, logger=log) as bar:
+            links = chosen_links(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark))
+            check_owner(lakehouse, run_id, attempt)
+            lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, links)
+            bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
+        return
+    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark))
     resumed = _last_snapshot(lakehouse, run_id)
     if resumed is None:
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
@@ -230,8 +254,14 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
         if first <= last:
             state = engine.run(state, first, last, on_cycle=on_cycle, on_step=bar.on_step)
         check_owner(lakehouse, run_id, attempt)
-        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, view_links(state, last))
-        bar.step("stored the ln-covered views' links", stored=S.OVERLAY_EDGES.name)
+        if request.protocol == "feverfew":
+            links = view_links(state, last)
+        else:
+            known = state.select(S.NODE_ID, F.array_union(F.array_union("rv", "sv"), "lv").alias(CANDIDATES))
+            links = chosen_links(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known,
+                                 task_slots(spark), round_label=last)
+        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, links)
+        bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
 
 
 def cycle_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

@@ -291,3 +291,51 @@ def push_pull_oracle(subs, links, topic, pub, seed, cycles, substitution=0.0, ma
             informed[x] = c
         out.append((len(up), sum(1 for x in up if x in informed)))
     return out
+
+
+SPIDER = 13
+
+
+def global_feverfew_oracle(n, subs):
+    """Alg. 3 at every node over every node sharing a topic with it: the undirected links."""
+    oracle = FeverfewOracle(n, subs, rv_size=0)
+    links = set()
+    for p in range(n):
+        sharing = {q for q in range(n) if q != p and oracle.subs[q] & oracle.subs[p]}
+        links |= {(min(p, q), max(p, q)) for q in oracle.alg3(p, sharing)}
+    return links
+
+
+def spidercast_oracle(n, subs, known, seed, kg=3, kr=1):
+    """SpiderCast's greedy-then-random choices at every node over `known[p]`: undirected links."""
+    subs = {v: set(subs.get(v, ())) for v in range(n)}
+    size = {}
+    for topics in subs.values():
+        for t in topics:
+            size[t] = size.get(t, 0) + 1
+    links = set()
+    for p in range(n):
+        mine = subs[p]
+        cands = set(known[p]) - {p}
+        picked = []
+        greedy = {t: 0 for t in mine}
+        while True:
+            scored = [(sum(1 for t in subs[q] & mine if greedy[t] < min(kg, size[t] - 1)), -q) for q in cands - set(picked)]
+            if not scored or max(scored)[0] == 0:
+                break
+            q = -max(scored)[1]
+            picked.append(q)
+            for t in subs[q] & mine:
+                greedy[t] += 1
+        rand = {t: 0 for t in mine}
+        for t in sorted(mine):
+            if rand[t] >= min(kr, size[t] - 1):
+                continue
+            options = [q for q in cands if t in subs[q] and q not in picked]
+            if options:
+                q = min(options, key=lambda x: (rnd(seed, SPIDER, p, t, x), x))
+                picked.append(q)
+                for s in subs[q] & mine:
+                    rand[s] += 1
+        links |= {(min(p, q), max(p, q)) for q in picked}
+    return links

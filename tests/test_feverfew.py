@@ -6,8 +6,9 @@ from itertools import groupby
 import numpy as np
 import pytest
 
-from feverfew_oracle import FeverfewOracle, ttl_for
+from feverfew_oracle import FeverfewOracle, global_feverfew_oracle, spidercast_oracle, ttl_for
 from overlay.design.classes import Subscriptions
+from overlay.gossip.baselines import CANDIDATES, chosen_links
 from overlay.gossip.feverfew import Feverfew, FeverfewParams, feverfew_engine, merge_entries
 
 
@@ -122,3 +123,28 @@ def test_a_diffusion_sends_two_to_the_ttl_minus_one_copies():
     pair = [(v, ttl) for v, t, ttl in started if t == 0]
     assert {v for v, _ in pair} == {0, 1} and all(ttl == ttl_for(nodes, 2, params.shuffle) for _, ttl in pair)
     assert copies == sum(2 ** ttl - 1 for _, _, ttl in started)
+
+
+def test_the_full_knowledge_and_gossip_baselines_choose_the_oracles_links(spark):
+    """Global Feverfew (Alg. 3 over every node sharing a topic), SpiderCast with full knowledge,
+    and SpiderCast over given candidate lists (what gossip taught each node)."""
+    nodes, pairs = 70, zipf_instance(70, 25, 11)
+    subs: dict[int, set] = {}
+    for v, t in pairs:
+        subs.setdefault(v, set()).add(t)
+    csr = Subscriptions.from_pairs(nodes, np.array(pairs))
+
+    def links(rule, known=None):
+        frame = chosen_links(spark, csr.offsets, csr.topics, rule, 5, known, partitions=2)
+        rows = frame.collect()
+        assert sorted(r["added_order"] for r in rows) == list(range(1, len(rows) + 1))
+        return {(r["u"], r["v"]) for r in rows}
+
+    assert links("feverfew") == global_feverfew_oracle(nodes, subs)
+    sharing = {p: [q for q in range(nodes) if q != p and subs[p] & subs[q]] for p in range(nodes)}
+    assert links("spidercast") == spidercast_oracle(nodes, subs, sharing, 5)
+    rng = np.random.default_rng(2)
+    known = {p: sorted(int(q) for q in rng.choice(nodes, 12, replace=False)) for p in range(nodes)}
+    frame = spark.createDataFrame([(p, known[p]) for p in range(nodes)], f"node_id long, {CANDIDATES} array<long>")
+    assert links("spidercast", frame) == spidercast_oracle(nodes, subs, known, 5)
+    assert links("spidercast", frame) != links("spidercast")  # the candidates matter
