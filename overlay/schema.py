@@ -739,7 +739,32 @@ GOSSIP_STATES = TableSpec(
     ),
 )
 
-GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES)
+WANTED = "wanted"
+CONNECTED = "connected"
+DIAMETER = "diameter"
+CLUSTERING = "clustering"
+
+TOPIC_STRUCTURE = TableSpec(
+    name="topic_structure",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (WANTED, LongType(), False),
+        (TOPIC_ID, LongType(), False),
+        (SUBSCRIBERS, LongType(), False),
+        (CONNECTED, BooleanType(), False),
+        (DIAMETER, IntegerType(), True),
+        (CLUSTERING, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Sampled topic subgraphs of a run (`topic-structure`; Feverfew Table 3): for each size `wanted`, "
+        "the topic nearest it, whether its subgraph is connected, its exact diameter (null when not "
+        "connected) and its mean local clustering coefficient (nodes of degree < 2 count 0)."
+    ),
+)
+
+GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES, TOPIC_STRUCTURE)
 
 ALIVE = "alive"
 INFORMED = "informed"

@@ -18,7 +18,9 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, disseminate, failures, ingest, logs, overlays, report, route, runs, simulate
+from pipelines import (
+    compare, design, disseminate, failures, ingest, logs, overlays, report, route, runs, simulate, structure,
+)
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
 from pipelines import resources
@@ -324,6 +326,15 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     spreader.add_argument("--mass-failure", help="SHARE@CYCLE: that share of all nodes fails at that cycle, for good")
     spreader.add_argument("--seed", type=_int, default=1, help="publications', failures' and choices' seed (default 1)")
     spreader.add_argument("--routing-run-id", help="default: RUN_ID.push-pull.pN.cC[.subR][.failSatC].sSEED")
+    shaper = commands.add_parser(
+        "topic-structure", parents=[after],
+        help="diameter and clustering of the topic subgraphs nearest some sizes, on any overlay run (Feverfew Table 3)",
+    )
+    shaper.add_argument("--run-id", required=True)
+    shaper.add_argument(
+        "--sizes", type=_comma_separated(int, "a topic size"), default=structure.TABLE3_SIZES,
+        help=f"topic sizes to sample, one topic each (default the paper's {','.join(map(str, structure.TABLE3_SIZES))})",
+    )
     router = commands.add_parser(
         "route", parents=[after], help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
     )
@@ -480,6 +491,10 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         if args.routing_run_id is not None:
             overlays.check_run_id(args.routing_run_id)
         return request
+    if args.command == "topic-structure":
+        structure.check_sizes(args.sizes)
+        overlays.check_run_id(args.run_id)
+        return None
     if args.command == "import-overlay":
         overlays.check_run_id(args.run_id)
         ingest.check_input_path(args.path)
@@ -563,6 +578,10 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
         print(f"Dissemination {done[S.ROUTING_RUN_ID]} (push-pull on {done[S.RUN_ID]}, {request.cycles} cycles):")
         print(format_table(disseminate.summary_rows(lakehouse, done[S.ROUTING_RUN_ID]), disseminate.SUMMARY_COLUMNS))
+    elif args.command == "topic-structure":
+        rows = structure.run_structure(spark, lakehouse, args.run_id, args.sizes)
+        print(f"Topic subgraphs of run {args.run_id} (the topic nearest each size):")
+        print(format_table(rows, structure.COLUMNS))
     elif args.command == "resilience":
         rows = failures.run_resilience(spark, lakehouse, request)
         print(f"Failures on run {args.run_id} (means over trials; seed {args.seed}):")

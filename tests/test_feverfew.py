@@ -148,3 +148,22 @@ def test_the_full_knowledge_and_gossip_baselines_choose_the_oracles_links(spark)
     frame = spark.createDataFrame([(p, known[p]) for p in range(nodes)], f"node_id long, {CANDIDATES} array<long>")
     assert links("spidercast", frame) == spidercast_oracle(nodes, subs, known, 5)
     assert links("spidercast", frame) != links("spidercast")  # the candidates matter
+
+
+def test_topic_structure_is_networkx_diameter_and_average_clustering():
+    """Table 3's measures of one topic subgraph, against networkx on random small graphs (and a
+    disconnected one: no diameter)."""
+    import networkx as nx
+
+    from overlay.gossip.topics import structure
+
+    rng = np.random.default_rng(4)
+    for trial in range(30):
+        n = int(rng.integers(2, 25))
+        graph = nx.gnp_random_graph(n, float(rng.uniform(0.1, 0.6)), seed=trial)
+        members = [10 + v for v in range(n)]  # ids other than positions
+        links = [(10 + u, 10 + v) for u, v in graph.edges()]
+        connected, diameter, clustering = structure(members, links)
+        assert connected == nx.is_connected(graph)
+        assert diameter == (nx.diameter(graph) if connected else None)
+        assert clustering == pytest.approx(nx.average_clustering(graph), abs=1e-12)

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.draws import CHURN, PUBLISHER, PUSH_PULL, draw
 from overlay.frames import local_frame
-from overlay.gossip.measures import topic_sizes
+from overlay.gossip.measures import nearest_topics, topic_sizes
 from overlay.gossip.pushpull import push_pull_counts
 from overlay.gossip.theory import age_limit
 
@@ -87,14 +87,7 @@ def choose_topics(subscriptions: DataFrame, seed: int, count: int | None = None,
     spark = subscriptions.sparkSession
     candidates = topic_sizes(subscriptions)
     if sizes:
-        picks = [
-            candidates.orderBy(F.abs(F.col(S.SUBSCRIBERS) - size), S.TOPIC_ID).limit(1).withColumn(S.PUB_ID, F.lit(k))
-            for k, size in enumerate(sizes)
-        ]
-        chosen = picks[0]
-        for pick in picks[1:]:
-            chosen = chosen.unionByName(pick)
-        return chosen.select(F.col(S.PUB_ID).cast("long"), S.TOPIC_ID, S.SUBSCRIBERS)
+        return nearest_topics(candidates, sizes, S.PUB_ID)
 
     def rank(batches):
         for batch in batches:

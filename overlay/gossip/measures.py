@@ -44,6 +44,19 @@ def topic_sizes(subscriptions: DataFrame) -> DataFrame:
     )
 
 
+def nearest_topics(counted: DataFrame, sizes: tuple[int, ...], index: str = "pick") -> DataFrame:
+    """(index, topic_id, subscribers): for the k-th size, the topic of `counted` (topic_id,
+    subscribers) whose size is nearest (ties: the smaller id)."""
+    picks = [
+        counted.orderBy(F.abs(F.col(S.SUBSCRIBERS) - size), S.TOPIC_ID).limit(1).withColumn(index, F.lit(k).cast("long"))
+        for k, size in enumerate(sizes)
+    ]
+    chosen = picks[0]
+    for pick in picks[1:]:
+        chosen = chosen.unionByName(pick)
+    return chosen.select(index, S.TOPIC_ID, S.SUBSCRIBERS)
+
+
 def topic_coverage(state: DataFrame, sizes: DataFrame, cycle: int) -> DataFrame:
     """(cycle, topic_id, subscribers, covered) for every topic of `sizes`."""
     covered = state.select(F.explode("covered").alias(S.TOPIC_ID)).groupBy(S.TOPIC_ID).agg(
