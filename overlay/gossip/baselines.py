@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
 from overlay.draws import SPIDERCAST_RANDOM, draw_int
-from overlay.gossip.select import select_ln_covered
+from overlay.gossip.select import ln_covered_choice
 from overlay.gossip.theory import need
 
 GREEDY_COVERAGE, RANDOM_COVERAGE = 3, 1
@@ -38,7 +38,7 @@ CANDIDATES = "candidates"
 
 
 class Knowledge:
-    """sub(q) of every node and the subscribers of every topic, from CSR arrays."""
+    """Every node's topics and every topic's subscribers, from CSR arrays."""
 
     def __init__(self, offsets: np.ndarray, topics: np.ndarray) -> None:
         self.offsets, self.topics = offsets, topics
@@ -49,68 +49,76 @@ class Knowledge:
         self.by_topic = np.searchsorted(topics[order], np.arange(span + 1))
         self.members = owners[order]
         self.sizes = np.diff(self.by_topic)
-        self._subs: dict[int, frozenset] = {}
 
-    def subs(self, node: int) -> frozenset:
-        found = self._subs.get(node)
-        if found is None:
-            found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
-        return found
+    def sizes_of(self, nodes: np.ndarray) -> np.ndarray:
+        """|sub(q)| of each node."""
+        return (self.offsets[nodes + 1] - self.offsets[nodes]).astype(np.int64)
 
-    def __getitem__(self, node: int) -> frozenset:  # the mapping select_ln_covered reads
-        return self.subs(node)
-
-    def sharing(self, node: int) -> list[int]:
+    def sharing(self, node: int) -> np.ndarray:
         """Every other node sharing a topic with `node`, ascending."""
-        parts = [self.members[self.by_topic[t]:self.by_topic[t + 1]] for t in self.subs(node)]
+        mine = self.topics[self.offsets[node]:self.offsets[node + 1]]
+        parts = [self.members[self.by_topic[t]:self.by_topic[t + 1]] for t in mine.tolist()]
         if not parts:
-            return []
+            return np.zeros(0, dtype=np.int64)
         found = np.unique(np.concatenate(parts))
-        return found[found != node].tolist()
+        return found[found != node]
 
     def need(self, topic: int) -> int:
         return need(int(self.sizes[topic]))
+
+    def matrix(self, p: int, known: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(candidates ascending without p, member [candidates x p's topics], p's topics)."""
+        mine = self.topics[self.offsets[p]:self.offsets[p + 1]]
+        candidates = np.unique(np.asarray(list(known), dtype=np.int64))
+        candidates = candidates[candidates != p]
+        member = np.zeros((len(candidates), len(mine)), dtype=bool)
+        for j, t in enumerate(mine.tolist()):
+            subscribers = self.members[self.by_topic[t]:self.by_topic[t + 1]]
+            at = np.searchsorted(candidates, subscribers)
+            hit = at < len(candidates)
+            at, subscribers = at[hit], subscribers[hit]
+            member[at[candidates[at] == subscribers], j] = True
+        return candidates, member, mine
 
 
 def spidercast_choices(p: int, known: Iterable[int], knowledge: Knowledge, seed: int,
                        greedy: int = GREEDY_COVERAGE, random: int = RANDOM_COVERAGE) -> list[int]:
     """The SpiderCast rule at node p (module doc): its chosen neighbours, in the order chosen."""
-    mine = knowledge.subs(p)
-    known = sorted(set(known) - {p})
-    size = {t: int(knowledge.sizes[t]) for t in mine}
-    target = {t: min(greedy, size[t] - 1) for t in mine}
-    cover = dict.fromkeys(mine, 0)
+    candidates, member, mine = knowledge.matrix(p, known)
+    sizes = knowledge.sizes[mine]
+    target = np.minimum(greedy, sizes - 1)
+    cover = np.zeros(len(mine), dtype=np.int64)
+    left = np.ones(len(candidates), dtype=bool)
     chosen: list[int] = []
-    left = set(known)
-    while left:
-        best, gain = None, 0
-        for q in sorted(left):
-            count = sum(1 for t in knowledge.subs(q) & mine if cover[t] < target[t])
-            if count > gain:
-                best, gain = q, count
-        if best is None:
+    while left.any():
+        counts = member[:, cover < target].sum(axis=1)
+        counts[~left] = 0
+        best = int(np.argmax(counts))  # the first of the most: the smaller id
+        if counts[best] == 0:
             break
-        left.discard(best)
-        chosen.append(best)
-        for t in knowledge.subs(best) & mine:
-            cover[t] += 1
-    random_cover = dict.fromkeys(mine, 0)
-    for t in sorted(mine):
-        if random_cover[t] >= min(random, size[t] - 1):
+        left[best] = False
+        chosen.append(int(candidates[best]))
+        cover += member[best]
+    random_cover = np.zeros(len(mine), dtype=np.int64)
+    for j in np.argsort(mine, kind="stable").tolist():
+        if random_cover[j] >= min(random, int(sizes[j]) - 1):
             continue
-        options = [q for q in known if t in knowledge.subs(q) and q not in chosen]
-        if not options:
+        options = np.flatnonzero(member[:, j] & left)
+        if not len(options):
             continue
-        q = min(options, key=lambda x: (draw_int(seed, SPIDERCAST_RANDOM, p, t, x), x))
-        chosen.append(q)
-        for shared in knowledge.subs(q) & mine:
-            random_cover[shared] += 1
+        t = int(mine[j])
+        pick = min(options.tolist(), key=lambda i: (draw_int(seed, SPIDERCAST_RANDOM, p, t, int(candidates[i])), int(candidates[i])))
+        left[pick] = False
+        chosen.append(int(candidates[pick]))
+        random_cover += member[pick]
     return chosen
 
 
 def choose(rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: int) -> list[int]:
     if rule == "feverfew":
-        return select_ln_covered(p, knowledge, sorted(set(known) - {p}), knowledge.need)
+        candidates, member, mine = knowledge.matrix(p, known)
+        need_of = np.array([knowledge.need(int(t)) for t in mine], dtype=np.int64)
+        return ln_covered_choice(candidates, member, knowledge.sizes_of(candidates), need_of)
     return spidercast_choices(p, known, knowledge, seed)
 
 

@@ -1,11 +1,14 @@
 """Feverfew's per-node choices (NOTES-ktco-feverfew-rappel.md §2.1-2.2): the utilities u1 and u2
-and SelectLnCoveredNeighbors (Alg. 3), on one node's buffer of candidates. Pure Python over
-sets: the simulator runs it per node inside a grouped pandas function, where a buffer holds at
-most the similar view, the ln-covered view and the matches received (tens of nodes)."""
+and SelectLnCoveredNeighbors (Alg. 3), on one node's buffer of candidates: a few tens of nodes
+in the simulator (the similar and ln-covered views and the matches received), every node sharing
+a topic in Global Feverfew (thousands on a dense instance). Alg. 3 runs over a boolean matrix
+(candidates x p's topics), one vectorised pass per node taken."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
 
 
 def jaccard(mine: frozenset, theirs: frozenset) -> float:
@@ -40,18 +43,39 @@ def select_ln_covered(p: int, subs_of: Mapping[int, frozenset], buffer: Iterable
     nodes already left out or dropped here), in the order chosen. Greedy: take the q of largest
     u2(p, q); ties by more of restSub covered, then the smaller id; stop when u2 is 0, the buffer
     is empty, or every topic of p is covered."""
-    subs_p = subs_of[p]
-    left = {q for q in buffer if q != p}
+    mine = sorted(subs_of[p])
+    column = {t: j for j, t in enumerate(mine)}
+    candidates = np.array(sorted({q for q in buffer if q != p}), dtype=np.int64)
+    member = np.zeros((len(candidates), len(mine)), dtype=bool)
+    sizes = np.zeros(len(candidates), dtype=np.int64)
+    for i, q in enumerate(candidates.tolist()):
+        theirs = subs_of[q]
+        sizes[i] = len(theirs)
+        member[i, [column[t] for t in theirs & subs_of[p]]] = True
+    need = np.array([need_of(t) for t in mine], dtype=np.int64)
+    return ln_covered_choice(candidates, member, sizes, need)
+
+
+def ln_covered_choice(candidates: np.ndarray, member: np.ndarray, sizes: np.ndarray, need: np.ndarray) -> list[int]:
+    """Alg. 3 over a membership matrix: `candidates` ascending ids, `member[i, j]`: candidate i
+    subscribes p's j-th topic, `sizes[i]` = |sub(candidate i)|, `need[j]`: need of that topic.
+    u2 = |rest ∩ sub(q)| / (|rest| + |sub(q)| - |rest ∩ sub(q)|), the same division of the same
+    integers as `u2`, so ties are ties here too."""
+    covered = np.zeros(len(need), dtype=np.int64)
+    rest = need > 0
+    left = np.ones(len(candidates), dtype=bool)
     view: list[int] = []
-    covered = dict.fromkeys(subs_p, 0)
-    rest = frozenset(t for t in subs_p if need_of(t) > 0)
-    while rest and left:
-        best = min(left, key=lambda q: (-u2(rest, subs_of[q]), -len(rest & subs_of[q]), q))
-        if not rest & subs_of[best]:
+    while rest.any() and left.any():
+        inter = member[:, rest].sum(axis=1)
+        score = inter / (int(rest.sum()) + sizes - inter)
+        score[~left] = -1.0
+        best_score = score.max()
+        if best_score <= 0.0:
             break  # u2 = 0 for every candidate left
-        left.discard(best)
-        view.append(best)
-        for t in subs_of[best] & subs_p:
-            covered[t] += 1
-        rest = frozenset(t for t in rest if covered[t] < need_of(t))
+        ties = np.flatnonzero(score == best_score)
+        best = int(ties[np.argmax(inter[ties])])  # more of restSub covered, then the smaller id
+        left[best] = False
+        view.append(int(candidates[best]))
+        covered += member[best]
+        rest = covered < need
     return view
