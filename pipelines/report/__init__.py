@@ -36,7 +36,7 @@ from overlay.summaries import (
 )
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
-from pipelines.report import figures, ktco
+from pipelines.report import figures, gossip, gossip_figures, ktco
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
 
@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 
 TABLES = (
     S.INSTANCES, S.OVERLAY_RUNS, S.OVERLAY_METRICS, S.OVERLAY_EDGES, S.ROUTING_RUNS, S.ROUTING_METRICS,
-    S.ROUTING_LOAD, S.ROUTING_COMPARISON, S.RESILIENCE,
+    S.ROUTING_LOAD, S.ROUTING_COMPARISON, S.RESILIENCE, S.GOSSIP_COVERAGE, S.GOSSIP_DIFFUSIONS, S.TOPIC_STRUCTURE,
+    S.DISSEMINATION_COMPLETION,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -63,6 +64,7 @@ class ReportData:
     comparisons: pd.DataFrame
     sweeps: pd.DataFrame  # kTCO sweep points (`ktco.sweep_points`)
     resilience: pd.DataFrame  # failure trials summarised (`ktco.resilience_summary`)
+    gossip: gossip.GossipData  # Feverfew's figures and tables (`gossip.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -146,10 +148,11 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         lakehouse.read(S.RESILIENCE).join(runs.select(S.RUN_ID), S.RUN_ID).toPandas()  # runs x shares x trials
         if lakehouse.exists(S.RESILIENCE) else pd.DataFrame(columns=S.RESILIENCE.columns)
     )
+    gossiped = gossip.gather(lakehouse, runs, quality, listed)
     runs.unpersist()
     return ReportData(
         listed, quality, degrees, routing, load, comparisons,
-        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality),
+        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped,
     )
 
 
@@ -180,6 +183,14 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
             "Topics still connected after failures",
         ),
     }
+    labels = dict(zip(data.quality[S.RUN_ID], data.quality[RUN_LABEL]))
+    drawn["feverfew_coverage.png"] = (
+        gossip_figures.coverage(data.gossip.coverage, labels), "ln-covered subscriptions by topic size (Feverfew Fig. 5)",
+    )
+    drawn["feverfew_degree.png"] = (gossip_figures.degrees(data.gossip.degrees), "Average degree against |V| (Feverfew Fig. 8)")
+    drawn["feverfew_completion.png"] = (
+        gossip_figures.completion(data.gossip.completion), "Push-pull completion under failures (Feverfew Fig. 9)",
+    )
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")

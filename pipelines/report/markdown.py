@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import ktco
+from pipelines.report import gossip, ktco
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -131,6 +131,8 @@ def render(data: ReportData, lakehouse: str) -> str:
             ),
             table(records(data.resilience, ktco.RESILIENCE_COLUMNS), ktco.RESILIENCE_COLUMNS),
         ]
+    if not data.gossip.empty:
+        parts += gossip_section(data.gossip)
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
     if data.files:
@@ -140,3 +142,31 @@ def render(data: ReportData, lakehouse: str) -> str:
     else:
         parts.append("_No figures: the lakehouse has no complete design or routing runs yet._")
     return "\n\n".join(parts) + "\n"
+
+
+def gossip_section(data: gossip.GossipData) -> list[str]:
+    """Feverfew's figures and tables with the paper's numbers, and whether each claim holds."""
+    parts = [
+        "## Gossip-built overlays (Feverfew)",
+        "\n".join(f"- {line}" for line in gossip.checks(data)),
+        "### Average degree (Fig. 8)",
+        (
+            "Average degree is 2|E| / |V| of the undirected overlay; links per subscription 2|E| / |I|. "
+            + gossip.PAPER_FIG8[0].upper() + gossip.PAPER_FIG8[1:] + " (paper)."
+        ),
+        table(records(data.degrees, gossip.DEGREE_COLUMNS), gossip.DEGREE_COLUMNS),
+        "### First matching times (Table 1)",
+        (
+            "The paper's N = 10^4 row beside Thm 2 with m = n_t - 1 (`formula`); then, per run and topic-size "
+            "bucket, the BubbleSample diffusions started, the share that matched, and the mean cycles from "
+            "start to first match, beside Thm 2 at the bucket's median size and the run's N."
+        ),
+        table(gossip.table1_rows(), ("n_t", "paper_theory", "formula", "paper_practical")),
+        table(records(data.matching, gossip.MATCH_COLUMNS), gossip.MATCH_COLUMNS),
+        "### Sampled topics (Table 3)",
+        "The topic nearest each size the paper samples, on each run measured, with the paper's figures beside.",
+        table(records(data.structure, gossip.STRUCTURE_COLUMNS), gossip.STRUCTURE_COLUMNS),
+        "### Push-pull under failures (Fig. 9)",
+        table(records(data.summary, gossip.COMPLETION_COLUMNS), gossip.COMPLETION_COLUMNS),
+    ]
+    return parts
