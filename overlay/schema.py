@@ -739,6 +739,30 @@ GOSSIP_STATES = TableSpec(
     ),
 )
 
+CHOICES = "choices"
+
+GOSSIP_VIEWS = TableSpec(
+    name="gossip_views",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (NODES, LongType(), False),
+        (CHOICES, LongType(), False),
+        (VIEW_AVG, DoubleType(), False),
+        (SUBSCRIPTIONS, LongType(), False),
+        (COVERED_SUBSCRIPTIONS, LongType(), False),
+        (COVERED_SHARE, DoubleType(), True),
+        (COVERED_NODES, LongType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per gossip-protocol run (`simulate`): what the nodes chose as neighbours, the paper's way: "
+        "the choices (sum of |LV(p)|, or of SpiderCast's picks), their mean per node (Feverfew's \"average "
+        "node degree\"; the overlay's links are these choices made undirected), and the ln-coverage they give "
+        "(subscriptions of topics with two or more subscribers, covered ones, their share, nodes fully covered)."
+    ),
+)
+
 WANTED = "wanted"
 CONNECTED = "connected"
 DIAMETER = "diameter"
@@ -764,7 +788,7 @@ TOPIC_STRUCTURE = TableSpec(
     ),
 )
 
-GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES, TOPIC_STRUCTURE)
+GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES, GOSSIP_VIEWS, TOPIC_STRUCTURE)
 
 ALIVE = "alive"
 INFORMED = "informed"

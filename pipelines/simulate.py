@@ -19,15 +19,23 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
-from overlay.gossip.baselines import CANDIDATES, chosen_links
+from overlay.gossip.baselines import CANDIDATES, VIEW_SCHEMA, chosen_views
 from overlay.gossip.feverfew import PSS_KINDS, STATE_COLUMNS, FeverfewParams, feverfew_engine  # noqa: F401 (PSS_KINDS: the CLI)
-from overlay.gossip.measures import cycle_summary, diffusion_events, topic_coverage, topic_sizes, view_links
+from overlay.gossip.measures import (
+    cycle_summary,
+    diffusion_events,
+    topic_coverage,
+    topic_sizes,
+    view_links,
+    view_summary,
+)
 from overlay.frames import local_frame
 from pipelines.design import check_owner, claim_run, taken_over
 from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
@@ -215,9 +223,9 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
     csr = Subscriptions.collect(subscriptions, nodes)
     if not request.gossips:
         with Progress(run_id, total=1, enabled=progress, logger=log) as bar:
-            links = chosen_links(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark))
+            views = chosen_views(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark))
             check_owner(lakehouse, run_id, attempt)
-            lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, links)
+            _store_views(spark, lakehouse, run_id, views.localCheckpoint(eager=True), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
         return
     engine = feverfew_engine(spark, csr, request.params(), task_slots(spark))
@@ -255,13 +263,37 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
             state = engine.run(state, first, last, on_cycle=on_cycle, on_step=bar.on_step)
         check_owner(lakehouse, run_id, attempt)
         if request.protocol == "feverfew":
-            links = view_links(state, last)
+            views = state if "covered" in state.columns else _covered(engine, state)
         else:
             known = state.select(S.NODE_ID, F.array_union(F.array_union("rv", "sv"), "lv").alias(CANDIDATES))
-            links = chosen_links(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known,
-                                 task_slots(spark), round_label=last)
-        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, links)
+            views = chosen_views(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known,
+                                 task_slots(spark)).localCheckpoint(eager=True)
+        _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
+
+
+def _covered(engine, state: DataFrame) -> DataFrame:
+    """A resumed run's last snapshot has no measure columns: each node's coverage, recomputed."""
+    def covered(batches):
+        protocol = engine.protocol
+        for batch in batches:
+            nodes, lvs = batch.column(S.NODE_ID).to_pylist(), batch.column("lv").to_pylist()
+            out = [protocol.coverage(p, lv) for p, lv in zip(nodes, lvs)]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(nodes, pa.int64()), pa.array(lvs, pa.list_(pa.int64())),
+                 pa.array([c for c, _ in out], pa.list_(pa.int64())), pa.array([n for _, n in out], pa.int32())],
+                names=[S.NODE_ID, "lv", "covered", "needy"],
+            )
+
+    return state.select(S.NODE_ID, "lv").mapInArrow(covered, VIEW_SCHEMA)
+
+
+def _store_views(spark, lakehouse: Lakehouse, run_id: str, views: DataFrame, last: int) -> None:
+    """The run's links (the choices made undirected) and its `gossip_views` row."""
+    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, view_links(views, last))
+    summary = {**view_summary(views), S.RUN_ID: run_id, S.COMPUTED_AT: _now()}
+    row = local_frame(spark, [tuple(summary.get(c) for c in S.GOSSIP_VIEWS.columns)], S.GOSSIP_VIEWS.schema)
+    lakehouse.write_run_rows(S.GOSSIP_VIEWS, run_id, row)
 
 
 def cycle_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

@@ -8,7 +8,8 @@ import pytest
 
 from feverfew_oracle import FeverfewOracle, global_feverfew_oracle, spidercast_oracle, ttl_for
 from overlay.design.classes import Subscriptions
-from overlay.gossip.baselines import CANDIDATES, chosen_links
+from overlay.gossip.baselines import CANDIDATES, chosen_views
+from overlay.gossip.measures import view_links, view_summary
 from overlay.gossip.feverfew import Feverfew, FeverfewParams, feverfew_engine, merge_entries
 
 
@@ -135,12 +136,18 @@ def test_the_full_knowledge_and_gossip_baselines_choose_the_oracles_links(spark)
     csr = Subscriptions.from_pairs(nodes, np.array(pairs))
 
     def links(rule, known=None):
-        frame = chosen_links(spark, csr.offsets, csr.topics, rule, 5, known, partitions=2)
-        rows = frame.collect()
+        views = chosen_views(spark, csr.offsets, csr.topics, rule, 5, known, partitions=2)
+        rows = view_links(views, 0).collect()
         assert sorted(r["added_order"] for r in rows) == list(range(1, len(rows) + 1))
         return {(r["u"], r["v"]) for r in rows}
 
     assert links("feverfew") == global_feverfew_oracle(nodes, subs)
+    # With full knowledge Alg. 3 covers every subscription it can: those of topics of two or more.
+    views = chosen_views(spark, csr.offsets, csr.topics, "feverfew", 5, None, partitions=2)
+    summary = view_summary(views)
+    needy = sum(1 for v, t in pairs if sum(1 for _, s in pairs if s == t) >= 2)
+    assert summary["subscriptions"] == needy and summary["covered_share"] == 1.0
+    assert summary["choices"] == sum(len(r["lv"]) for r in views.collect())
     sharing = {p: [q for q in range(nodes) if q != p and subs[p] & subs[q]] for p in range(nodes)}
     assert links("spidercast") == spidercast_oracle(nodes, subs, sharing, 5)
     rng = np.random.default_rng(2)

@@ -75,6 +75,10 @@ def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, goss
     assert cycles[12][S.SUBSCRIPTIONS] == sum(k for k in oracle.size.values() if k >= 2)
     assert cycles[12][S.MATCHES] == sum(s[3] for s in oracle.sent.values())
 
+    views = stored(lakehouse, S.GOSSIP_VIEWS, run_id).first()
+    assert views[S.CHOICES] == sum(len(lv) for lv in oracle.lv.values()) and views[S.NODES] == NODES
+    assert views[S.COVERED_SUBSCRIPTIONS] == cycles[12][S.COVERED_SUBSCRIPTIONS]
+
     links = {(r[S.U], r[S.V]) for r in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
     assert links == {(min(p, q), max(p, q)) for p in range(NODES) for q in oracle.lv[p]}
     assert run[S.EDGES] == len(links) and run[S.TCO_SUPPORT] is not None

@@ -12,9 +12,10 @@ set of known candidates, with full knowledge or with what gossip taught a node.
   a node counts the links it chooses itself (nodes choose at once, so none can count the links
   others are choosing); the overlay is the union of all choices, undirected.
 
-A choice is a per-node function, so the links come from one `mapInArrow` over the nodes
-(with the subscriptions broadcast, as the cycle engine has them); `known` is either every
-node sharing a topic (`global`) or the candidates each node's row lists (`gossip`).
+A choice is a per-node function, so the choices come from one `mapInArrow` over the nodes
+(with the subscriptions broadcast, as the cycle engine has them), as view rows shaped like the
+simulator's final state; `known` is either every node sharing a topic (`global`) or the
+candidates each node's row lists (`gossip`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.design.baselines import numbered_links
 from overlay.draws import SPIDERCAST_RANDOM, draw_int
 from overlay.gossip.select import ln_covered_choice
 from overlay.gossip.theory import need
@@ -114,18 +114,30 @@ def spidercast_choices(p: int, known: Iterable[int], knowledge: Knowledge, seed:
     return chosen
 
 
-def choose(rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: int) -> list[int]:
+def choose(rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: int) -> tuple[list[int], list[int], int]:
+    """p's choices by `rule` over `known`: (chosen, p's ln-covered topics by them, p's topics
+    with two or more subscribers)."""
+    candidates, member, mine = knowledge.matrix(p, known)
+    need_of = np.array([knowledge.need(int(t)) for t in mine], dtype=np.int64)
     if rule == "feverfew":
-        candidates, member, mine = knowledge.matrix(p, known)
-        need_of = np.array([knowledge.need(int(t)) for t in mine], dtype=np.int64)
-        return ln_covered_choice(candidates, member, knowledge.sizes_of(candidates), need_of)
-    return spidercast_choices(p, known, knowledge, seed)
+        chosen = ln_covered_choice(candidates, member, knowledge.sizes_of(candidates), need_of)
+    else:
+        chosen = spidercast_choices(p, known, knowledge, seed)
+    rows = np.searchsorted(candidates, np.asarray(chosen, dtype=np.int64))
+    cover = member[rows].sum(axis=0) if len(rows) else np.zeros(len(mine), dtype=np.int64)
+    needy = need_of > 0
+    return chosen, mine[needy & (cover >= need_of)].tolist(), int(needy.sum())
 
 
-def chosen_links(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, rule: str, seed: int,
-                 known: DataFrame | None, partitions: int, round_label: int = 0) -> DataFrame:
-    """overlay_edges rows (u < v, numbered) of every node's choices by `rule`; `known`: rows
-    (node_id, candidates array<bigint>), or None for full knowledge (every node sharing a topic)."""
+VIEW_SCHEMA = f"{S.NODE_ID} long, lv array<long>, covered array<long>, needy int"
+
+
+def chosen_views(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, rule: str, seed: int,
+                 known: DataFrame | None, partitions: int) -> DataFrame:
+    """Every node's choices by `rule` as view rows (node_id, lv, covered, needy): the shape of the
+    simulator's final state, so the same measures and links apply (`overlay.gossip.measures`).
+    `known`: rows (node_id, candidates array<bigint>), or None for full knowledge (every node
+    sharing a topic)."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
     shared = spark.sparkContext.broadcast((offsets, topics))
@@ -136,20 +148,24 @@ def chosen_links(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, r
             cache["k"] = Knowledge(*shared.value)
         return cache["k"]
 
-    def links(batches):
+    def views(batches):
         k = knowledge()
         for batch in batches:
             nodes = batch.column(S.NODE_ID).to_pylist()
             lists = batch.column(CANDIDATES).to_pylist() if CANDIDATES in batch.schema.names else [None] * len(nodes)
-            us, vs = [], []
+            chosen, covered, needy = [], [], []
             for p, candidates in zip(nodes, lists):
-                for q in choose(rule, p, k.sharing(p) if candidates is None else candidates, k, seed):
-                    us.append(min(p, q))
-                    vs.append(max(p, q))
-            yield pa.RecordBatch.from_arrays([pa.array(us, pa.int64()), pa.array(vs, pa.int64())], names=[S.U, S.V])
+                c, cov, n = choose(rule, p, k.sharing(p) if candidates is None else candidates, k, seed)
+                chosen.append(c)
+                covered.append(cov)
+                needy.append(n)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(nodes, pa.int64()), pa.array(chosen, pa.list_(pa.int64())),
+                 pa.array(covered, pa.list_(pa.int64())), pa.array(needy, pa.int32())],
+                names=[S.NODE_ID, "lv", "covered", "needy"],
+            )
 
     nodes = known if known is not None else spark.range(len(offsets) - 1, numPartitions=partitions).select(
         F.col("id").alias(S.NODE_ID)
     )
-    pairs = nodes.mapInArrow(links, f"{S.U} long, {S.V} long").distinct().withColumn(S.ROUND, F.lit(round_label))
-    return numbered_links(pairs, [S.U, S.V])
+    return nodes.mapInArrow(views, VIEW_SCHEMA)

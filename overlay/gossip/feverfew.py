@@ -258,6 +258,12 @@ class Feverfew:
     def start(self, node: int) -> dict:
         return to_row(bootstrap(node, self.interests.network, self.params))
 
+    def coverage(self, node: int, lv: list[int]) -> tuple[list[int], int]:
+        """The node's ln-covered topics by `lv`, and its topics that need covering."""
+        w = self.interests
+        needy = {t for t in w.subs(node) if w.need(t) > 0}
+        return sorted(needy - rest_of(node, lv, w)), len(needy)
+
     # -- step 1 ---------------------------------------------------------------------------------
     def act(self, rows: Iterable[dict], cycle: int) -> Iterator[dict]:
         p, w = self.params, self.interests
@@ -379,10 +385,8 @@ class Feverfew:
             n.mb = set()
             if p.clear_similar:
                 n.sv = []
-        mine = w.subs(node)
-        needy = {t for t in mine if w.need(t) > 0}
-        covered = sorted(needy - rest_of(node, n.lv, w))
-        return {**to_row(n), "covered": covered, "needy": len(needy), "sent": list(own["sent"])}
+        covered, needy = self.coverage(node, n.lv)
+        return {**to_row(n), "covered": covered, "needy": needy, "sent": list(own["sent"])}
 
 
 def feverfew_engine(spark, subscriptions, params: FeverfewParams, partitions: int) -> CycleEngine:

@@ -35,6 +35,22 @@ def cycle_summary(state: DataFrame) -> dict:
     return summary
 
 
+def view_summary(views: DataFrame) -> dict:
+    """What the nodes chose, as the paper measures it (one job): nodes, choices (sum of |LV|),
+    their mean (the paper's "average node degree"), and the ln-coverage the choices give."""
+    covered = F.size("covered")
+    row = views.agg(
+        F.count(F.lit(1)).alias(S.NODES), F.sum(F.size("lv")).alias(S.CHOICES),
+        F.sum("needy").alias(S.SUBSCRIPTIONS), F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
+        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES),
+    ).first().asDict()
+    summary = {name: int(value or 0) for name, value in row.items()}
+    summary[S.VIEW_AVG] = summary[S.CHOICES] / summary[S.NODES] if summary[S.NODES] else 0.0
+    subscriptions = summary[S.SUBSCRIPTIONS]
+    summary[S.COVERED_SHARE] = summary[S.COVERED_SUBSCRIPTIONS] / subscriptions if subscriptions else None
+    return summary
+
+
 def topic_sizes(subscriptions: DataFrame) -> DataFrame:
     """(topic_id, subscribers) of the topics with two or more subscribers: the ones that need
     neighbours (a topic of one is left out of every coverage measure)."""

@@ -151,7 +151,9 @@ def gossip_section(data: gossip.GossipData) -> list[str]:
         "\n".join(f"- {line}" for line in gossip.checks(data)),
         "### Average degree (Fig. 8)",
         (
-            "Average degree is 2|E| / |V| of the undirected overlay; links per subscription 2|E| / |I|. "
+            "`view_avg` is the paper's average node degree: the mean number of neighbours a node chose (|LV(p)|, "
+            "or SpiderCast's picks); `choices_per_subscription` divides the choices by the subscriptions; "
+            "`avg_degree` is 2|E| / |V| of the undirected overlay the choices make. "
             + gossip.PAPER_FIG8[0].upper() + gossip.PAPER_FIG8[1:] + " (paper)."
         ),
         table(records(data.degrees, gossip.DEGREE_COLUMNS), gossip.DEGREE_COLUMNS),
