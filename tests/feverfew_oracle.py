@@ -197,7 +197,7 @@ class FeverfewOracle:
         for x in nodes:
             for src, other, t, to_origin in sorted(matches.get(x, []), key=lambda m: m[0]):
                 self.mb[x].add(other)
-                if to_origin and t in self.own[x]:
+                if to_origin and t in self.own[x] and self.own[x][t][0] < c:
                     d = self.own[x][t]
                     d[3] += 1
                     if d[2] == -1:

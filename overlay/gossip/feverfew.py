@@ -28,7 +28,8 @@ every random-view age went up by 1):
    q holds are dropped; empty slots fill first, then the entries q sent to r are replaced, in
    order); q answers every GossipSample requester with B_q and pools their buffers; copies
    received put (o, t) into AV (first in, first out; a pair already there stays) and are held
-   while their TTL is above 0; matches go into MB (and count for the origin's diffusion).
+   while their TTL is above 0; matches go into MB, and count for the origin's latest diffusion of
+   the topic when they arrive after the cycle it started in.
 3. **finish** (each node p, with the answers to its own requests): p drops q and merges q's
    answer (replacing the entries p sent); SV becomes the best `similar_view` of B_p, B_g and the
    buffers of p's GossipSample requesters by (u2 desc, u1 desc, id asc), u2 > 0, with restSub
@@ -355,7 +356,7 @@ class Feverfew:
             elif kind in (MATCH_ORIGIN, MATCH_PEER):
                 n.mb.add(m["other"])
                 diffusion = n.own.get(m["topic"]) if kind == MATCH_ORIGIN else None
-                if diffusion is not None:
+                if diffusion is not None and diffusion[0] < cycle:  # not a match of an earlier diffusion
                     diffusion[3] += 1
                     if diffusion[2] == NONE:
                         diffusion[2] = cycle

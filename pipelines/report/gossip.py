@@ -10,6 +10,7 @@ per-topic rows are aggregated by Spark before they reach the driver."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 import pandas as pd
@@ -84,12 +85,13 @@ class GossipData:
         return all(frame.empty for frame in (self.coverage, self.degrees, self.structure, self.completion))
 
 
-def _family(params: str, source: str) -> str:
-    """A social instance's graph (its sample sizes differ), else the instance's own settings."""
+def _family(params: str, source: str, instance: str) -> str:
+    """A social instance's graph and sampling seed (its samples' sizes differ), else the instance."""
     p = json.loads(params)
     if source == "social":
-        return f"{p.get('dataset') or p.get('path')} (BFS samples, seed {p.get('seed')})"
-    return source
+        graph = os.path.basename(p.get("dataset") or p.get("path") or "graph")
+        return f"{graph}, BFS seed {p.get('seed')}" if p.get("sample_bfs") else f"{graph}, whole"
+    return instance
 
 
 def gather(lakehouse: Lakehouse, runs: DataFrame, quality: pd.DataFrame, instances: pd.DataFrame) -> GossipData:
@@ -132,7 +134,7 @@ def _degrees(gossip_runs: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame
         return pd.DataFrame(columns=DEGREE_COLUMNS)
     meta = instances[[S.INSTANCE, S.SOURCE, S.PARAMS, S.SUBSCRIPTIONS]]
     rows = gossip_runs.merge(meta, on=S.INSTANCE)
-    rows[FAMILY] = [_family(p, s) for p, s in zip(rows[S.PARAMS], rows[S.SOURCE])]
+    rows[FAMILY] = [_family(p, s, i) for p, s, i in zip(rows[S.PARAMS], rows[S.SOURCE], rows[S.INSTANCE])]
     rows["choices_per_subscription"] = rows[S.VIEW_AVG] * rows[S.NODES] / rows[S.SUBSCRIPTIONS]
     return rows[list(DEGREE_COLUMNS)].sort_values([FAMILY, S.NODES, S.ALGORITHM]).reset_index(drop=True)
 
@@ -230,7 +232,8 @@ def checks(data: GossipData) -> list[str]:
         if len(ours):
             parts.append(f"Feverfew's neighbours per subscription {ours.max():.2f} at most (below 1: "
                          f"{'holds' if (ours < 1).all() else 'does not hold'})")
-        lines.append(f"Fig. 8, {family}: " + "; ".join(parts) + f" (paper: {PAPER_FIG8}).")
+        if parts:
+            lines.append(f"Fig. 8, {family}: " + "; ".join(parts) + f" (paper: {PAPER_FIG8}).")
     if not data.structure.empty:
         connected = bool(data.structure[S.CONNECTED].all())
         lines.append(f"Table 3: every sampled topic connected: {'holds' if connected else 'does not hold'}.")
