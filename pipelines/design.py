@@ -388,6 +388,32 @@ def check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> Row:
     return run
 
 
+@contextlib.contextmanager
+def failing_run(lakehouse: Lakehouse, run_id: str, attempt: str, job: str):
+    """The body owns the run: an error marks it failed with the error's text (unless another
+    process took it over meanwhile: then its new owner decides) and goes on up."""
+    try:
+        yield
+    except RunTakenOver:
+        raise
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt):
+            log.error("%s %s failed: %s", job, run_id, error)
+        try:
+            message = f"{type(error).__name__}: {error}"[:2000]
+            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
+                log.warning("run %s was taken over by another process: not marking it failed", run_id)
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark run %s failed", run_id)
+        raise
+
+
+def complete_owned(lakehouse: Lakehouse, run_id: str, attempt: str, **values: object) -> None:
+    """Flip the run to complete with `values`, in the write that checks it is still this attempt's."""
+    if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.COMPLETE, S.MESSAGE: None, **values}):
+        raise taken_over(run_id)
+
+
 def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
     """Commit completed rounds: their links in one append, then their rows in another (the commit
     point). Each Delta commit costs about a second here, so rounds are committed in groups."""
@@ -543,7 +569,7 @@ def run_design(
         return existing
     clock = time.monotonic()
     timings: dict[str, float] = {}
-    try:
+    with failing_run(lakehouse, run_id, attempt, "design"):
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
         if request.algorithm in GREEDY_ALGORITHMS:
             engine_tcc, driver_subscriptions = _run_greedy(
@@ -582,24 +608,8 @@ def run_design(
                     f"{request.k}-connected (topic_connectivity holds them); the overlay is not a {request.k}TCO"
                 )
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
-        completed = lakehouse.update_run_if_owned(
-            run_id, attempt, **{
-                S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-                S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None, **timings,
-            },
-        )
-        if not completed:
-            raise taken_over(run_id)
-    except RunTakenOver:
-        raise
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("design %s failed: %s", run_id, error)
-        try:
-            message = f"{type(error).__name__}: {error}"[:2000]
-            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
-                log.warning("run %s was taken over by another process: not marking it failed", run_id)
-        except Exception:  # noqa: BLE001 - keep the original error
-            log.exception("could not mark run %s failed", run_id)
-        raise
+        complete_owned(lakehouse, run_id, attempt, **{
+            S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
+            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], **timings,
+        })
     return lakehouse.run_row(run_id)

@@ -24,7 +24,7 @@ from overlay.gossip.dissemination import Failures, choose_topics, disseminate
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 from pipelines.progress import Progress
-from pipelines.route import ROUTING, claim_run
+from pipelines.route import ROUTING, claim_run, failing_routing_run
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def run_dissemination(
         log.info("dissemination %s is complete already", routing_run_id)
         return existing
     clock = time.monotonic()
-    try:
+    with failing_routing_run(lakehouse, routing_run_id, "dissemination"):
         lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None})
         _, subscriptions, links = run_inputs(lakehouse, run)
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
@@ -128,16 +128,6 @@ def run_dissemination(
             S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
             S.SUPERSTEPS: request.cycles, S.PUBLICATIONS: chosen,
         })
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("dissemination %s failed: %s", routing_run_id, error)
-        try:
-            lakehouse.update_run(
-                routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
-            )
-        except Exception:  # noqa: BLE001 - keep the original error
-            log.exception("could not mark dissemination %s failed", routing_run_id)
-        raise
     return lakehouse.run_row(routing_run_id, **ROUTING)
 
 

@@ -10,6 +10,7 @@ subscriber) pair that was not delivered exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -78,6 +79,23 @@ def claim_run(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, 
     return existing
 
 
+@contextlib.contextmanager
+def failing_routing_run(lakehouse: Lakehouse, routing_run_id: str, job: str):
+    """An error in the body marks the routing run failed with its text and goes on up."""
+    try:
+        yield
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt):
+            log.error("%s %s failed: %s", job, routing_run_id, error)
+        try:
+            lakehouse.update_run(
+                routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
+            )
+        except Exception:  # noqa: BLE001 - keep the original error
+            log.exception("could not mark %s %s failed", job, routing_run_id)
+        raise
+
+
 def run_route(
     spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, routing_run_id: str | None = None,
     progress: bool = True,
@@ -100,7 +118,7 @@ def run_route(
         log.info("routing run %s is complete already", routing_run_id)
         return existing
     clock = time.monotonic()
-    try:
+    with failing_routing_run(lakehouse, routing_run_id, "routing run"):
         lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None})
         instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
@@ -140,14 +158,4 @@ def run_route(
         )
         if failed:
             log.error("routing run %s: deliveries are not exactly once: %s", routing_run_id, outcome.counter_example)
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("routing run %s failed: %s", routing_run_id, error)
-        try:
-            lakehouse.update_run(
-                routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
-            )
-        except Exception:  # noqa: BLE001 - keep the original error
-            log.exception("could not mark routing run %s failed", routing_run_id)
-        raise
     return lakehouse.run_row(routing_run_id, **ROUTING)

@@ -37,8 +37,8 @@ from overlay.gossip.measures import (
     view_summary,
 )
 from overlay.frames import local_frame
-from pipelines.design import check_owner, claim_run, taken_over
-from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
+from pipelines.design import check_owner, claim_run, complete_owned, failing_run
+from pipelines.lakehouse import Lakehouse, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run
 from pipelines.progress import Progress
 from pipelines.runs import OVERLAY, delete_run
@@ -184,30 +184,16 @@ def run_simulation(
         log.info("run %s is complete already", run_id)
         return existing.asDict()
     clock = time.monotonic()
-    try:
+    with failing_run(lakehouse, run_id, attempt, "simulate"):
         _simulate(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
         run = check_owner(lakehouse, run_id, attempt)
         simulated = time.monotonic() - clock
         metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
-        completed = lakehouse.update_run_if_owned(run_id, attempt, **{
-            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.MESSAGE: None,
-            S.SECONDS_ROUNDS: simulated, S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
+        complete_owned(lakehouse, run_id, attempt, **{
+            S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock, S.EDGES: metrics[S.EDGES],
+            S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.SECONDS_ROUNDS: simulated,
+            S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
         })
-        if not completed:
-            raise taken_over(run_id)
-    except RunTakenOver:
-        raise
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("simulate %s failed: %s", run_id, error)
-        try:
-            message = f"{type(error).__name__}: {error}"[:2000]
-            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
-                log.warning("run %s was taken over by another process: not marking it failed", run_id)
-        except Exception:  # noqa: BLE001 - keep the original error
-            log.exception("could not mark run %s failed", run_id)
-        raise
     return lakehouse.run_row(run_id).asDict()
 
 

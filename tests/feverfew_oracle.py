@@ -86,18 +86,20 @@ class FeverfewOracle:
         return sorted(ids, key=lambda q: (rnd(self.seed, purpose, *key, q), q))[:count]
 
     def merge(self, view, incoming, spare, me):
-        spare = list(spare)
+        """Cyclon's rule: new entries fill free slots, then take the places of the entries sent
+        (those still held, in the order sent); the rest are dropped."""
+        k = 0
         for q, age in incoming:
             if q == me or q in view:
                 continue
-            if len(view) < self.rv_size:
-                view[q] = age
-                continue
-            while spare and spare[0] not in view:
-                spare.pop(0)
-            if spare:
-                del view[spare.pop(0)]
-                view[q] = age
+            if len(view) >= self.rv_size:
+                while k < len(spare) and spare[k] not in view:
+                    k += 1
+                if k == len(spare):
+                    continue
+                view.pop(spare[k])
+                k += 1
+            view[q] = age
 
     def alg3(self, v, buffer):
         mine, left, chosen = self.subs[v], set(buffer) - {v}, []

@@ -9,13 +9,20 @@ from matplotlib.ticker import PercentFormatter
 
 from overlay import schema as S
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
-from pipelines.report.gossip import BUCKET, BUCKETS, FAMILY, NAMES, PROTOCOLS, SHARE
+from pipelines.report.gossip import BUCKET, FAMILY, NAMES, PROTOCOLS, SHARE, bucket_names
 
 MAX_PANELS = 6
 
 
-def _bucket_names() -> list[str]:
-    return [f"{low}-{high}" if high is not None else f">={low}" for low, high in BUCKETS]
+def _per_cycle(ax, title: str, ylabel: str) -> None:
+    """A panel of shares against the cycle."""
+    ax.set_title(title, fontsize="small")
+    ax.set_xlabel("cycle")
+    ax.set_ylabel(ylabel)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
 
 
 def coverage(rows: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
@@ -26,17 +33,12 @@ def coverage(rows: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
     figure, axes = _grid(len(runs), width=5.5)
     for ax, run_id in zip(axes, runs):
         mine = rows[rows[S.RUN_ID] == run_id]
-        for i, bucket in enumerate(_bucket_names()):
+        for i, bucket in enumerate(bucket_names()):
             line = mine[mine[BUCKET] == bucket].sort_values(S.CYCLE)
             if len(line):
                 ax.plot(line[S.CYCLE], line[SHARE], marker=MARKERS[i % len(MARKERS)], markersize=3,
                         linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t {bucket}")
-        ax.set_title(labels.get(run_id, run_id), fontsize="small")
-        ax.set_xlabel("cycle")
-        ax.set_ylabel("subscriptions ln-covered")
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small")
+        _per_cycle(ax, labels.get(run_id, run_id), "subscriptions ln-covered")
     figure.suptitle("ln-covered subscriptions by topic size over cycles (Feverfew Fig. 5)")
     return figure
 
@@ -77,12 +79,6 @@ def completion(rows: pd.DataFrame) -> Figure | None:
             line = line.sort_values(S.CYCLE)
             ax.plot(line[S.CYCLE], line[S.COMPLETION], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t = {int(line[S.SUBSCRIBERS].iloc[0])}")
-        ax.set_title(f"{mine['failures'].iloc[0]}", fontsize="small")
-        ax.set_xlabel("cycle")
-        ax.set_ylabel("completion (informed / alive)")
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small")
+        _per_cycle(ax, f"{mine['failures'].iloc[0]}", "completion (informed / alive)")
     figure.suptitle("Push-pull completion under failures (Feverfew Fig. 9)")
     return figure
