@@ -61,6 +61,7 @@ def run_both(spark, nodes: int, pairs, params: FeverfewParams, cycles: int) -> F
     return oracle
 
 
+@pytest.mark.ci  # 40 cycles compared one by one, about 35 s (the default run compares 12 in test_simulate.py)
 def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sample(spark):
     """Small views and an early BubbleSample, so that diffusions, agents, matches and the
     first-in-first-out agent view all run; every cycle's whole state is compared."""

@@ -14,6 +14,7 @@ from pipelines.disseminate import DisseminateRequest, run_dissemination, summary
 from pipelines.simulate import SimulateRequest, run_simulation
 
 NODES = 60
+# BubbleSample from cycle 5 on: diffusions, agents and matches run within the 12 cycles.
 REQUEST = SimulateRequest("gossip-60", "feverfew", cycles=12, seed=4, bubble_start=5)
 
 
@@ -39,6 +40,10 @@ def oracle_after(subs, request: SimulateRequest, cycles: int) -> tuple[FeverfewO
         coverage += [{"cycle": cycle, "topic": t, "subscribers": k, "covered": per_topic.get(t, 0)}
                      for t, k in oracle.size.items() if k >= 2]
     return oracle, coverage
+
+
+def cycles_with_matches(oracle: FeverfewOracle) -> bool:
+    return any(d[2] >= 0 for own in oracle.own.values() for d in own.values())
 
 
 def stored(lakehouse, table, run_id):
@@ -69,6 +74,7 @@ def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, goss
         for r in stored(lakehouse, S.GOSSIP_COVERAGE, run_id).collect()
     )
     assert got == sorted((c["cycle"], c["topic"], c["subscribers"], c["covered"]) for c in coverage)
+    assert sum(len(d) for d in oracle.own.values()) > 0 and cycles_with_matches(oracle), "BubbleSample never ran"
     cycles = {r[S.CYCLE]: r for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).collect()}
     assert sorted(cycles) == list(range(1, 13))
     assert cycles[12][S.COVERED_SUBSCRIPTIONS] == sum(len(c) for c in oracle.covered.values())
@@ -143,3 +149,30 @@ def test_dissemination_on_the_simulated_overlay_matches_the_oracle(spark, gossip
         want = push_pull_oracle(subs, links, topic, pub, 9, 15, **failures)
         assert sorted(counts) == [(c, a, i) for c, (a, i) in enumerate(want)], (pub, topic)
     assert {r["pub_id"] for r in summary_rows(lakehouse, done[S.ROUTING_RUN_ID])} == {0, 1, 2}
+
+
+def test_a_simulated_overlay_is_exported_and_failed_like_any_run(spark, gossip_instance, simulated, tmp_path):
+    from pipelines.failures import ResilienceRequest, run_resilience
+    from pipelines.overlays import run_export
+
+    lakehouse, _ = gossip_instance
+    out = tmp_path / "links.csv"
+    assert run_export(spark, lakehouse, simulated[S.RUN_ID], str(out)) == simulated[S.EDGES]
+    assert len(out.read_text().splitlines()) == simulated[S.EDGES] + 1  # the header
+    rows = run_resilience(spark, lakehouse, ResilienceRequest(simulated[S.RUN_ID], fail_nodes=(0.1,), trials=2))
+    assert rows and stored(lakehouse, S.RESILIENCE, simulated[S.RUN_ID]).count() == 2
+
+
+def test_the_convergence_notebook_replays_a_simulation(gossip_instance, simulated, monkeypatch, capsys, tmp_path):
+    import runpy
+    from pathlib import Path
+
+    lakehouse, _ = gossip_instance
+    monkeypatch.setenv("OVERLAY_LAB_LAKEHOUSE", lakehouse.root)
+    monkeypatch.setenv("OVERLAY_LAB_RUN_ID", simulated[S.RUN_ID])
+    monkeypatch.setenv("OVERLAY_LAB_NODE", "3")
+    monkeypatch.setenv("OVERLAY_LAB_FIGURES", str(tmp_path))
+    runpy.run_path(str(Path(__file__).resolve().parent.parent / "notebooks" / "gossip_convergence.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert f"Cycles of {simulated[S.RUN_ID]}" in out and "Node 3 in" in out and "figure saved" in out
+    assert (tmp_path / "ln_covered_share_by_topic_size.png").is_file()

@@ -11,7 +11,7 @@ from overlay import schema as S
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
 from pipelines.report.gossip import BUCKET, FAMILY, NAMES, PROTOCOLS, SHARE, bucket_names
 
-MAX_PANELS = 6
+MAX_PANELS = 12
 
 
 def _per_cycle(ax, title: str, ylabel: str) -> None:
@@ -79,6 +79,6 @@ def completion(rows: pd.DataFrame) -> Figure | None:
             line = line.sort_values(S.CYCLE)
             ax.plot(line[S.CYCLE], line[S.COMPLETION], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t = {int(line[S.SUBSCRIBERS].iloc[0])}")
-        _per_cycle(ax, f"{mine['failures'].iloc[0]}", "completion (informed / alive)")
+        _per_cycle(ax, f"{mine[S.RUN_ID].iloc[0]}: {mine['failures'].iloc[0]}", "completion (informed / alive)")
     figure.suptitle("Push-pull completion under failures (Feverfew Fig. 9)")
     return figure
