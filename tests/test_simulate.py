@@ -14,8 +14,8 @@ from pipelines.disseminate import DisseminateRequest, run_dissemination, summary
 from pipelines.simulate import SimulateRequest, run_simulation
 
 NODES = 60
-# BubbleSample from cycle 5 on: diffusions, agents and matches run within the 12 cycles.
-REQUEST = SimulateRequest("gossip-60", "feverfew", cycles=12, seed=4, bubble_start=5)
+# BubbleSample from cycle 2 on: diffusions (8), agents and matches run within the 12 cycles.
+REQUEST = SimulateRequest("gossip-60", "feverfew", cycles=12, seed=4, bubble_start=2)
 
 
 @pytest.fixture(scope="module")
