@@ -94,7 +94,7 @@ def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, goss
     assert again[S.FINISHED_AT] == run[S.FINISHED_AT]
 
 
-@pytest.mark.ci  # two more simulations with commits, about 40 s
+@pytest.mark.ci  # three more simulations with commits, about 60 s
 def test_a_simulation_stopped_mid_way_resumes_from_its_last_snapshot(spark, gossip_instance, monkeypatch):
     lakehouse, subs = gossip_instance
     request = SimulateRequest("gossip-60", "feverfew", cycles=9, seed=7, bubble_start=3)
@@ -112,12 +112,26 @@ def test_a_simulation_stopped_mid_way_resumes_from_its_last_snapshot(spark, goss
     assert lakehouse.run_row(run_id)[S.STATUS] == S.FAILED
     assert stored(lakehouse, S.GOSSIP_CYCLES, run_id).agg(F.max(S.CYCLE)).first()[0] == 6
     monkeypatch.setattr(simulate._Pending, "add", real_add)
+    real_store = simulate._store_views
+
+    def crash_before_the_links(*args):
+        raise RuntimeError("power cut after the last snapshot")
+
+    monkeypatch.setattr(simulate, "_store_views", crash_before_the_links)
+    with pytest.raises(RuntimeError, match="after the last snapshot"):
+        run_simulation(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
+    monkeypatch.setattr(simulate, "_store_views", real_store)
+    # Every cycle is stored: the rerun only recomputes the last snapshot's coverage and the links.
     run = run_simulation(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
     assert run[S.STATUS] == S.COMPLETE
     oracle, _ = oracle_after(subs, request, 9)
     last = {r[S.NODE_ID]: r for r in stored(lakehouse, S.GOSSIP_STATES, run_id).filter(F.col(S.CYCLE) == 9).collect()}
     assert all(list(last[v]["lv"]) == oracle.lv[v] and list(last[v]["rv"]) == sorted(oracle.rv[v]) for v in range(NODES))
     assert sorted(r[0] for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).select(S.CYCLE).collect()) == list(range(1, 10))
+    links = {(r[S.U], r[S.V]) for r in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
+    assert links == {(min(p, q), max(p, q)) for p in range(NODES) for q in oracle.lv[p]}
+    views = stored(lakehouse, S.GOSSIP_VIEWS, run_id).first()
+    assert views[S.COVERED_SUBSCRIPTIONS] == sum(len(c) for c in oracle.covered.values())
 
 
 def test_a_simulation_request_is_checked_before_spark():
