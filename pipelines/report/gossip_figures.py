@@ -9,7 +9,7 @@ from matplotlib.ticker import PercentFormatter
 
 from overlay import schema as S
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
-from pipelines.report.gossip import BUCKET, FAMILY, NAMES, PROTOCOLS, SHARE, bucket_names
+from pipelines.report.gossip import BUCKET, FAMILY, NAMES, PAPER_DEGREE, PROTOCOLS, SHARE, bucket_names
 
 MAX_PANELS = 12
 
@@ -44,8 +44,8 @@ def coverage(rows: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
 
 
 def degrees(rows: pd.DataFrame) -> Figure | None:
-    """Fig. 8: the paper's average node degree (mean neighbours chosen) against |V| per protocol,
-    one panel per graph."""
+    """Fig. 8: the paper's average node degree (the neighbours a node keeps: |LV(p)| for Feverfew,
+    every neighbour for SpiderCast) against |V| per protocol, one panel per graph."""
     if rows.empty:
         return None
     families = sorted(rows[FAMILY].unique())[:MAX_PANELS]
@@ -55,11 +55,11 @@ def degrees(rows: pd.DataFrame) -> Figure | None:
         for i, protocol in enumerate(PROTOCOLS):
             line = mine[mine[S.ALGORITHM] == protocol].sort_values(S.NODES)
             if len(line):
-                ax.plot(line[S.NODES], line[S.VIEW_AVG], marker=MARKERS[i], linestyle=LINESTYLES[i % len(LINESTYLES)],
+                ax.plot(line[S.NODES], line[PAPER_DEGREE], marker=MARKERS[i], linestyle=LINESTYLES[i % len(LINESTYLES)],
                         label=NAMES[protocol])
         ax.set_title(family, fontsize="small")
         ax.set_xlabel("|V| (nodes)")
-        ax.set_ylabel("neighbours chosen per node (mean |LV|)")
+        ax.set_ylabel("neighbours kept per node")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     figure.suptitle("Average degree of gossip-built overlays against |V| (Feverfew Fig. 8)")

@@ -151,9 +151,10 @@ def gossip_section(data: gossip.GossipData) -> list[str]:
         "\n".join(f"- {line}" for line in gossip.checks(data)),
         "### Average degree (Fig. 8)",
         (
-            "`view_avg` is the paper's average node degree: the mean number of neighbours a node chose (|LV(p)|, "
-            "or SpiderCast's picks); `choices_per_subscription` divides the choices by the subscriptions; "
-            "`avg_degree` is 2|E| / |V| of the undirected overlay the choices make. "
+            "`paper_degree` is the paper's average node degree, the neighbours a node keeps: |LV(p)| for "
+            "Feverfew (`view_avg`, the mean number it chose), every neighbour for SpiderCast (whose links are "
+            "connections both ends keep: `avg_degree`). `choices_per_subscription` divides the choices by the "
+            "subscriptions; `avg_degree` is 2|E| / |V| of the undirected overlay the choices make. "
             + gossip.PAPER_FIG8[0].upper() + gossip.PAPER_FIG8[1:] + " (paper)."
         ),
         table(records(data.degrees, gossip.DEGREE_COLUMNS), gossip.DEGREE_COLUMNS),
