@@ -102,10 +102,13 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, quality: pd.DataFrame, instanc
     """`runs`: the current overlay runs; `quality`: their quality rows (pandas, one per run)."""
     gossip_runs = quality[quality[S.ALGORITHM].isin(PROTOCOLS)]
     ids = gossip_runs[S.RUN_ID].tolist()
+    # Fig. 5 and Table 1 measure the gossip itself: Feverfew's runs (a spidercast-gossip run
+    # gossips the same way and only chooses its links differently at the end).
+    gossiped = gossip_runs[gossip_runs[S.ALGORITHM] == "feverfew"][S.RUN_ID].tolist()
     coverage = pd.DataFrame(columns=[S.RUN_ID, S.CYCLE, BUCKET, S.SUBSCRIPTIONS, S.COVERED, SHARE])
     matching = pd.DataFrame(columns=MATCH_COLUMNS)
-    if ids and lakehouse.exists(S.GOSSIP_COVERAGE):
-        rows = lakehouse.read(S.GOSSIP_COVERAGE).filter(F.col(S.RUN_ID).isin(ids))
+    if gossiped and lakehouse.exists(S.GOSSIP_COVERAGE):
+        rows = lakehouse.read(S.GOSSIP_COVERAGE).filter(F.col(S.RUN_ID).isin(gossiped))
         coverage = (
             rows.withColumn(BUCKET, bucket_of(F.col(S.SUBSCRIBERS)))
             .groupBy(S.RUN_ID, S.CYCLE, BUCKET)
@@ -113,8 +116,8 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, quality: pd.DataFrame, instanc
             .toPandas()  # runs x cycles x buckets
         )
         coverage[SHARE] = coverage[S.COVERED] / coverage[S.SUBSCRIPTIONS]
-    if ids and lakehouse.exists(S.GOSSIP_DIFFUSIONS):
-        matching = _matching(lakehouse, ids, gossip_runs, instances)
+    if gossiped and lakehouse.exists(S.GOSSIP_DIFFUSIONS):
+        matching = _matching(lakehouse, gossiped, gossip_runs, instances)
     views = (
         lakehouse.read(S.GOSSIP_VIEWS).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE).toPandas()
         if ids and lakehouse.exists(S.GOSSIP_VIEWS) else pd.DataFrame(columns=[S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE])
