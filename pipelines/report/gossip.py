@@ -235,8 +235,9 @@ def checks(data: GossipData) -> list[str]:
             + (f"{min(large):.1%} covered at least" if large else "none") + f" (paper: {PAPER_FIG5})."
         )
     for family, rows in data.degrees.groupby(FAMILY):
-        by = rows.pivot_table(index=S.NODES, columns=S.ALGORITHM, values=PAPER_DEGREE)
-        alike = rows.pivot_table(index=S.NODES, columns=S.ALGORITHM, values=S.AVG_DEGREE)
+        rows = rows.sort_values(S.RUN_ID)  # of two runs of one protocol and size, the first-named
+        by = rows.pivot_table(index=S.NODES, columns=S.ALGORITHM, values=PAPER_DEGREE, aggfunc="first")
+        alike = rows.pivot_table(index=S.NODES, columns=S.ALGORITHM, values=S.AVG_DEGREE, aggfunc="first")
         parts = []
         if {"feverfew", "spidercast-gossip"} <= set(by.columns):
             below = bool((by["feverfew"] <= by["spidercast-gossip"]).all())
