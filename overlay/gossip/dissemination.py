@@ -39,7 +39,7 @@ from overlay import schema as S
 from overlay.draws import CHURN, PUBLISHER, PUSH_PULL, draw
 from overlay.frames import local_frame
 from overlay.gossip.measures import nearest_topics, topic_sizes
-from overlay.gossip.pushpull import push_pull_counts
+from overlay.gossip.pushpull import completion, push_pull_counts
 from overlay.gossip.theory import age_limit
 
 _TWO_64 = float(1 << 64)
@@ -148,11 +148,9 @@ def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> d
     alive = failures.alive(seed, nodes, cycles, publisher)
     draws = np.stack([draw(seed, PUSH_PULL, pub, c, nodes) for c in range(cycles + 1)])
     up, informed = push_pull_counts(indptr, indices, publisher, alive, draws, age_limit(n))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        completion = np.where(up > 0, informed / np.maximum(up, 1), np.nan)
     steps = cycles + 1
     return {
         S.PUB_ID: np.full(steps, pub, np.int64), S.TOPIC_ID: np.full(steps, topic, np.int64),
         S.PUBLISHER: np.full(steps, int(nodes[publisher]), np.int64), S.SUBSCRIBERS: np.full(steps, n, np.int64),
-        S.CYCLE: np.arange(steps, dtype=np.int32), S.ALIVE: up, S.INFORMED: informed, S.COMPLETION: completion,
+        S.CYCLE: np.arange(steps, dtype=np.int32), S.ALIVE: up, S.INFORMED: informed, S.COMPLETION: completion(up, informed),
     }

@@ -52,7 +52,7 @@ from overlay import schema as S
 from overlay.gossip.cycles import CycleEngine
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
-from overlay.gossip.select import select_ln_covered
+from overlay.gossip.select import rest_sub, select_ln_covered, u1, u2
 from overlay.gossip.theory import need, ttl0
 
 PSS_KINDS = ("cyclon", "uniform")
@@ -100,6 +100,9 @@ class Interests:
         self._need = {int(t): need(int(n)) for t, n in enumerate(sizes) if n}
         self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in sizes if n > 1}}
         self._subs: dict[int, frozenset] = {}
+
+    def __getitem__(self, node: int) -> frozenset:  # the mapping `select` reads
+        return self.subs(node)
 
     def subs(self, node: int) -> frozenset:
         found = self._subs.get(node)
@@ -217,18 +220,8 @@ def merge_entries(view: dict[int, int], incoming: list[tuple[int, int]], replace
 
 
 def rest_of(node: int, lv: Iterable[int], interests: Interests) -> frozenset:
-    """restSub: the node's topics with fewer than need(t) of their subscribers in LV."""
-    mine = interests.subs(node)
-    count = dict.fromkeys(mine, 0)
-    for q in lv:
-        for t in interests.subs(q) & mine:
-            count[t] += 1
-    return frozenset(t for t, c in count.items() if c < interests.need(t))
-
-
-def jaccard(a: frozenset, b: frozenset) -> float:
-    union = len(a) + len(b) - len(a & b)
-    return len(a & b) / union if union else 0.0
+    """restSub of `node` with ln-covered view `lv` (`select.rest_sub`)."""
+    return rest_sub(interests.subs(node), lv, interests, interests.need)
 
 
 def select_similar(node: int, pool: Iterable[int], rest: frozenset, interests: Interests, size: int) -> list[int]:
@@ -237,9 +230,9 @@ def select_similar(node: int, pool: Iterable[int], rest: frozenset, interests: I
     scored = []
     for q in set(pool) - {node}:
         theirs = interests.subs(q)
-        score = jaccard(rest, theirs)
+        score = u2(rest, theirs)
         if score > 0:
-            scored.append((-score, -jaccard(mine, theirs), q))
+            scored.append((-score, -u1(mine, theirs), q))
     scored.sort()
     return [q for _, _, q in scored[:size]]
 
@@ -382,7 +375,7 @@ class Feverfew:
         n.sv = select_similar(node, pool, rest, w, p.similar_view)
         if cycle % p.delta == 0:
             buffer = (set(n.sv) | set(n.lv) | n.mb) - {node}
-            n.lv = select_ln_covered(node, _SubsView(w), sorted(buffer), w.need)
+            n.lv = select_ln_covered(node, w, sorted(buffer), w.need)
             n.mb = set()
             if p.clear_similar:
                 n.sv = []
@@ -394,13 +387,3 @@ def feverfew_engine(spark, subscriptions, params: FeverfewParams, partitions: in
     """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
     the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q)."""
     return CycleEngine(spark, Feverfew, (params, subscriptions.offsets, subscriptions.topics), partitions)
-
-
-class _SubsView:
-    """`interests.subs` as the mapping `select_ln_covered` reads."""
-
-    def __init__(self, interests: Interests) -> None:
-        self.interests = interests
-
-    def __getitem__(self, node: int) -> frozenset:
-        return self.interests.subs(node)

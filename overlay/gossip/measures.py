@@ -16,33 +16,21 @@ _SENT_COLUMNS = {"cyclon": S.CYCLON_MESSAGES, "gossip": S.GOSSIP_MESSAGES, "copi
 
 
 def cycle_summary(state: DataFrame) -> dict:
-    """One row of `gossip_cycles` without run, cycle and timing: one Spark job."""
-    covered = F.size("covered")
-    row = state.agg(
-        F.sum("needy").alias(S.SUBSCRIPTIONS),
-        F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
-        F.count(F.lit(1)).alias(S.NODES),
-        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES),
-        F.avg(F.size("lv")).alias(S.VIEW_AVG),
-        *(F.sum(F.col("sent")[i]).alias(_SENT_COLUMNS[kind]) for i, kind in enumerate(SENT_KINDS)),
-    ).first()
-    summary = {name: (int(value) if value is not None and name != S.VIEW_AVG else value) for name, value in row.asDict().items()}
-    summary[S.VIEW_AVG] = float(summary[S.VIEW_AVG] or 0.0)
-    subscriptions = summary[S.SUBSCRIPTIONS] or 0
-    summary[S.SUBSCRIPTIONS] = subscriptions
-    summary[S.COVERED_SUBSCRIPTIONS] = summary[S.COVERED_SUBSCRIPTIONS] or 0
-    summary[S.COVERED_SHARE] = summary[S.COVERED_SUBSCRIPTIONS] / subscriptions if subscriptions else None
-    return summary
+    """One row of `gossip_cycles` without run, cycle and timing: `view_summary`'s figures and
+    the cycle's messages by kind, in the same one Spark job."""
+    sent = [F.sum(F.col("sent")[i]).alias(_SENT_COLUMNS[kind]) for i, kind in enumerate(SENT_KINDS)]
+    return view_summary(state, *sent)
 
 
-def view_summary(views: DataFrame) -> dict:
+def view_summary(views: DataFrame, *more: F.Column) -> dict:
     """What the nodes chose, as the paper measures it (one job): nodes, choices (sum of |LV|),
-    their mean (the paper's "average node degree"), and the ln-coverage the choices give."""
+    their mean (the paper's "average node degree"), the ln-coverage the choices give, and the
+    sums `more` names."""
     covered = F.size("covered")
     row = views.agg(
         F.count(F.lit(1)).alias(S.NODES), F.sum(F.size("lv")).alias(S.CHOICES),
         F.sum("needy").alias(S.SUBSCRIPTIONS), F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
-        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES),
+        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES), *more,
     ).first().asDict()
     summary = {name: int(value or 0) for name, value in row.items()}
     summary[S.VIEW_AVG] = summary[S.CHOICES] / summary[S.NODES] if summary[S.NODES] else 0.0

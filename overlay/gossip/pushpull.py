@@ -23,7 +23,11 @@ def push_pull(
     is alive). `indptr`/`indices`: the topic subgraph in CSR over local indices 0..n-1 (each
     undirected link both ways, neighbours sorted); `alive`: bool [C + 1, n]; `draws`: uint64
     [C + 1, n], the neighbour choices."""
-    up, informed = push_pull_counts(indptr, indices, publisher, alive, draws, age_limit)
+    return completion(*push_pull_counts(indptr, indices, publisher, alive, draws, age_limit))
+
+
+def completion(up: np.ndarray, informed: np.ndarray) -> np.ndarray:
+    """informed / alive per cycle, NaN where no subscriber is alive."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(up > 0, informed / np.maximum(up, 1), np.nan)
 
