@@ -26,6 +26,7 @@ PUSH_PULL = 10  # dissemination: the neighbour a subscriber contacts
 PUBLISHER = 11  # dissemination: which subscriber publishes
 CHURN = 12  # dissemination: which nodes fail
 SPIDERCAST_RANDOM = 13  # SpiderCast (Feverfew's baseline): a random-coverage pick
+GOSSIP_REJOIN = 14  # gossip under churn: the random view a returning node starts from
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

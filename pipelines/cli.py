@@ -325,7 +325,12 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     spreader.add_argument("--churn", help="substitution:RATE: that share of nodes fails each cycle and returns the next")
     spreader.add_argument("--mass-failure", help="SHARE@CYCLE: that share of all nodes fails at that cycle, for good")
     spreader.add_argument("--seed", type=_int, default=1, help="publications', failures' and choices' seed (default 1)")
-    spreader.add_argument("--routing-run-id", help="default: RUN_ID.push-pull.pN.cC[.subR][.failSatC].sSEED")
+    spreader.add_argument(
+        "--live", action="store_true",
+        help="a Feverfew run only: its gossip goes on during the dissemination, and the overlay heals "
+             "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
+    )
+    spreader.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED")
     shaper = commands.add_parser(
         "topic-structure", parents=[after],
         help="diameter and clustering of the topic subgraphs nearest some sizes, on any overlay run (Feverfew Table 3)",
@@ -486,6 +491,7 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         request = disseminate.DisseminateRequest(
             args.run_id, args.publications, args.cycles, args.seed,
             disseminate.parse_churn(args.churn) if args.churn else 0.0, share, cycle, tuple(args.topic_sizes),
+            args.live,
         )
         request.check()
         if args.routing_run_id is not None:
@@ -576,7 +582,7 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         print(format_table(simulate.cycle_rows(lakehouse, run[S.RUN_ID]), simulate.CYCLE_COLUMNS))
     elif args.command == "disseminate":
         done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
-        print(f"Dissemination {done[S.ROUTING_RUN_ID]} (push-pull on {done[S.RUN_ID]}, {request.cycles} cycles):")
+        print(f"Dissemination {done[S.ROUTING_RUN_ID]} ({request.protocol} on {done[S.RUN_ID]}, {request.cycles} cycles):")
         print(format_table(disseminate.summary_rows(lakehouse, done[S.ROUTING_RUN_ID]), disseminate.SUMMARY_COLUMNS))
     elif args.command == "topic-structure":
         rows = structure.run_structure(spark, lakehouse, args.run_id, args.sizes)

@@ -1,6 +1,8 @@
 """The disseminate job: push-pull gossip of publications on any stored overlay run, under churn or
 mass failure (`overlay.gossip.dissemination`), stored as a routing run of protocol `push-pull`
-with its completion per publication and cycle (`dissemination_completion`).
+with its completion per publication and cycle (`dissemination_completion`). With `--live`, on a
+Feverfew simulation only, the gossip goes on while the publications spread and the overlay heals
+(`overlay.gossip.healing`): protocol `push-pull-live`, same table.
 
 Like `route`: the routing run row is claimed first (status running); the dissemination is a
 function of its request, so rerunning an unfinished one recomputes it, and its rows are replaced
@@ -10,6 +12,7 @@ are compared under the very same failures: the failures depend on the seed and t
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -20,15 +23,21 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from overlay.gossip.dissemination import Failures, choose_topics, disseminate
+from overlay.design.classes import Subscriptions
+from overlay.frames import local_frame
+from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_DDL, Failures, choose_topics, disseminate
+from overlay.gossip.feverfew import STATE_COLUMNS, FeverfewParams
+from overlay.gossip.healing import heal_and_disseminate
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 from pipelines.progress import Progress
 from pipelines.route import ROUTING, claim_run, failing_routing_run
+from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
 
 PROTOCOL = "push-pull"
+LIVE_PROTOCOL = "push-pull-live"
 
 
 def parse_churn(text: str) -> float:
@@ -64,10 +73,11 @@ class DisseminateRequest:
     mass_share: float = 0.0
     mass_cycle: int = 1
     topic_sizes: tuple[int, ...] = ()
+    live: bool = False
 
     @property
     def protocol(self) -> str:
-        return PROTOCOL
+        return LIVE_PROTOCOL if self.live else PROTOCOL
 
     def failures(self) -> Failures:
         return Failures(self.substitution, self.mass_share, self.mass_cycle)
@@ -94,7 +104,7 @@ class DisseminateRequest:
         churn = f".sub{self.substitution:g}" if self.substitution else ""
         mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
         sizes = f".n{'-'.join(map(str, self.topic_sizes))}" if self.topic_sizes else ""
-        return f"{self.run_id}.{PROTOCOL}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
+        return f"{self.run_id}.{self.protocol}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
 
 
 def run_dissemination(
@@ -121,7 +131,10 @@ def run_dissemination(
             if chosen == 0:
                 raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
             bar.step(f"{chosen} publications chosen", publications=chosen)
-            completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
+            if request.live:
+                completion = _live(spark, lakehouse, run, request, subscriptions, topics, progress)
+            else:
+                completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
             lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
             bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
         lakehouse.update_run(routing_run_id, **ROUTING, **{
@@ -129,6 +142,30 @@ def run_dissemination(
             S.SUPERSTEPS: request.cycles, S.PUBLICATIONS: chosen,
         })
     return lakehouse.run_row(routing_run_id, **ROUTING)
+
+
+def _live(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, subscriptions, topics, progress: bool):
+    """The completion rows of a dissemination inside the gossip of the Feverfew run `run`, going on
+    from its last stored state with its own protocol settings."""
+    if run[S.ALGORITHM] != "feverfew":
+        raise InputError(
+            f"--live goes on with a Feverfew simulation's gossip; run '{run[S.RUN_ID]}' was made by "
+            f"{run[S.ALGORITHM]}: drop --live to disseminate on its stored links"
+        )
+    stored = json.loads(run[S.PARAMS])["protocol"]
+    params = FeverfewParams(**stored)
+    last = lakehouse.read(S.GOSSIP_STATES).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).agg(F.max(S.CYCLE)).first()[0]
+    state = lakehouse.read(S.GOSSIP_STATES).filter((F.col(S.RUN_ID) == run[S.RUN_ID]) & (F.col(S.CYCLE) == last))
+    state = state.select(*(name for name, _ in STATE_COLUMNS)).localCheckpoint(eager=True)
+    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    csr = Subscriptions.collect(subscriptions, int(instance[S.NODES]))
+    chosen = [(r[S.PUB_ID], r[S.TOPIC_ID]) for r in topics.collect()]  # the few publications asked for
+    with Progress(f"{run[S.RUN_ID]} live", total=request.cycles, unit="cycle", enabled=progress, logger=log) as bar:
+        rows, _ = heal_and_disseminate(
+            spark, state, last, csr.offsets, csr.topics, params, chosen, request.failures(), request.cycles,
+            request.seed, task_slots(spark), on_step=bar.on_step,
+        )
+    return local_frame(spark, [tuple(row[c] for c in COMPLETION_COLUMNS) for row in rows], COMPLETION_DDL)
 
 
 SUMMARY_COLUMNS = ("pub_id", "topic_id", "subscribers", "publisher", "first_complete", "final_completion")

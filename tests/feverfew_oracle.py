@@ -113,9 +113,10 @@ class FeverfewOracle:
             rest = self.rest(v, chosen)
         return chosen
 
-    def step(self, c):
+    def step(self, c, down=frozenset()):
+        """Cycle c; the nodes of `down` are failed: they neither act nor are addressed."""
         n, seed = self.n, self.seed
-        nodes = range(n)
+        nodes = [v for v in range(n) if v not in down]
         sent = {v: [0, 0, 0, 0] for v in nodes}
         start_lv = {v: list(self.lv[v]) for v in nodes}
         rests = {v: self.rest(v, start_lv[v]) for v in nodes}
@@ -238,7 +239,7 @@ class FeverfewOracle:
         }
 
 
-PUSH, PUBLISH, CHURN = 10, 11, 12
+PUSH, PUBLISH, CHURN, REJOIN = 10, 11, 12, 14
 
 
 def published_topics(subs, seed, count):
@@ -292,6 +293,80 @@ def push_pull_oracle(subs, links, topic, pub, seed, cycles, substitution=0.0, ma
         for x in new:
             informed[x] = c
         out.append((len(up), sum(1 for x in up if x in informed)))
+    return out
+
+
+def age_limit_of(n):
+    return 1 if n < 3 else max(1, math.ceil(math.log(n, 3) + math.log(math.log(n))))
+
+
+def healing_oracle(oracle, base, pubs, seed, cycles, substitution=0.0, mass_share=0.0, mass_cycle=1):
+    """Push-pull inside the gossip of `oracle` (a FeverfewOracle after `base` cycles), its nodes
+    failing and returning: {pub: [(alive, informed)] for cycles 0..cycles}; the oracle is left in
+    its last state. `pubs`: [(pub, topic)]."""
+    n = oracle.n
+    subs = oracle.subs
+    members = {p: [v for v in range(n) if t in subs[v]] for p, t in pubs}
+    publisher = {p: min(members[p], key=lambda x: rnd(seed, PUBLISH, t, x)) for p, t in pubs}
+    limit = {p: age_limit_of(len(members[p])) for p, _ in pubs}
+    topic_of = dict(pubs)
+    spared = set(publisher.values())
+    gone = set()
+    if mass_share > 0:
+        gone = {x for x in range(n) if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0 ** 64)}
+    informed = {v: {} for v in range(n)}
+    for p in publisher:
+        informed[publisher[p]][p] = 0
+    out = {p: [(len(members[p]), 1)] for p, _ in pubs}
+    churned, was_down = set(), set()
+    for k in range(1, cycles + 1):
+        now = set()
+        if substitution > 0:
+            now = {x for x in range(n) if x not in churned and rnd(seed, CHURN, k, x) < int(substitution * 2.0 ** 64)}
+        churned = now
+        down = (now | (gone if k >= mass_cycle else set())) - spared
+        up = [v for v in range(n) if v not in down]
+        for v in range(n):
+            if v in down or v in was_down:
+                oracle.rv[v], oracle.sv[v], oracle.lv[v], oracle.mb[v] = {}, [], [], set()
+                oracle.av[v], oracle.told[v], oracle.held[v], oracle.own[v] = [], set(), [], {}
+                informed[v] = {}
+            if v in was_down and v not in down:  # back: a fresh random view of nodes up
+                i, fresh = 0, []
+                while len(fresh) < min(oracle.rv_size, len(up) - 1):
+                    q = rnd(seed, REJOIN, k, v, i) % n
+                    i += 1
+                    if q != v and q not in down and q not in fresh:
+                        fresh.append(q)
+                oracle.rv[v] = {q: 0 for q in fresh}
+            elif v not in down:
+                oracle.rv[v] = {q: a for q, a in oracle.rv[v].items() if q not in down}
+                oracle.sv[v] = [q for q in oracle.sv[v] if q not in down]
+                oracle.lv[v] = [q for q in oracle.lv[v] if q not in down]
+                oracle.mb[v] = {q for q in oracle.mb[v] if q not in down}
+                oracle.av[v] = [(o, t) for o, t in oracle.av[v] if o not in down]
+                oracle.held[v] = [h for h in oracle.held[v] if h[0] not in down]
+        new = []
+        for v in up:
+            for p in sorted(topic_of):
+                t = topic_of[p]
+                if t not in subs[v]:
+                    continue
+                options = sorted(q for q in oracle.lv[v] if t in subs[q])
+                if not options:
+                    continue
+                q = options[rnd(seed, PUSH, p, k, v) % len(options)]
+                if (p in informed[v]) != (p in informed[q]):
+                    giver, taker = (v, q) if p in informed[v] else (q, v)
+                    if k - informed[giver][p] <= limit[p]:
+                        new.append((taker, p))
+        oracle.step(base + k, down)
+        for taker, p in new:
+            informed[taker].setdefault(p, k)
+        was_down = down
+        for p, _ in pubs:
+            alive = [v for v in members[p] if v not in down]
+            out[p].append((len(alive), sum(1 for v in alive if p in informed[v])))
     return out
 
 

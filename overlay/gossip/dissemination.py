@@ -46,6 +46,10 @@ _TWO_64 = float(1 << 64)
 _RANK = "_rank"
 _MEMBERS, _US, _VS = "_members", "_us", "_vs"
 COMPLETION_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, S.SUBSCRIBERS, S.CYCLE, S.ALIVE, S.INFORMED, S.COMPLETION)
+COMPLETION_DDL = (
+    f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {S.SUBSCRIBERS} long, {S.CYCLE} int, "
+    f"{S.ALIVE} long, {S.INFORMED} long, {S.COMPLETION} double"
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,9 @@ class Failures:
         if self.mass_cycle < 1:
             raise ValueError(f"the mass failure happens at a cycle >= 1, got {self.mass_cycle}")
 
-    def alive(self, seed: int, nodes: np.ndarray, cycles: int, spared: int) -> np.ndarray:
-        """bool [cycles + 1, len(nodes)]: who is up at each cycle; `nodes[spared]` always is."""
+    def alive(self, seed: int, nodes: np.ndarray, cycles: int, spared: int | np.ndarray) -> np.ndarray:
+        """bool [cycles + 1, len(nodes)]: who is up at each cycle; `nodes[spared]` (one index or
+        an array of them) always are."""
         down = np.zeros((cycles + 1, len(nodes)), dtype=bool)
         if self.substitution > 0:
             limit = np.uint64(min(int(self.substitution * _TWO_64), (1 << 64) - 1))
@@ -128,11 +133,7 @@ def disseminate(
                     name: np.concatenate([r[name] for r in rows]) for name in COMPLETION_COLUMNS
                 })
 
-    return grouped.mapInArrow(
-        spread,
-        f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {S.SUBSCRIBERS} long, {S.CYCLE} int, "
-        f"{S.ALIVE} long, {S.INFORMED} long, {S.COMPLETION} double",
-    )
+    return grouped.mapInArrow(spread, COMPLETION_DDL)
 
 
 def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> dict:

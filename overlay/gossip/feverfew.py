@@ -58,8 +58,10 @@ from overlay.gossip.theory import need, ttl0
 PSS_KINDS = ("cyclon", "uniform")
 NONE = -1
 
-# Message kinds, in the order a node handles them (the engine sorts by dst, kind, src, seq).
-SELF, CYCLON_REQUEST, GOSSIP_REQUEST, COPY, MATCH_ORIGIN, MATCH_PEER, CYCLON_ANSWERED, GOSSIP_ANSWERED = range(8)
+# Message kinds, in the order a node handles them (the engine sorts by dst, kind, src, seq); the
+# push-pull exchanges are those of a dissemination inside the gossip (`overlay.gossip.healing`).
+(SELF, CYCLON_REQUEST, GOSSIP_REQUEST, COPY, MATCH_ORIGIN, MATCH_PEER, CYCLON_ANSWERED, GOSSIP_ANSWERED,
+ PUSH_PULL_REQUEST, PUSH_PULL_ANSWERED) = range(10)
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class Node:
     reported: set[tuple[int, int]] = field(default_factory=set)  # (origin, other) pairs told
     held: list[tuple[int, int, int]] = field(default_factory=list)  # copies held (origin, topic, ttl)
     own: dict[int, list[int]] = field(default_factory=dict)  # topic -> [started, ttl, first match, matches]
+    informed: dict[int, int] = field(default_factory=dict)  # publication -> cycle informed (healing runs only)
 
 
 # The state row: flat arrays (`gossip_states`), so that a notebook can query a snapshot.
@@ -141,14 +144,20 @@ STATE_COLUMNS = (
 # covering (two or more subscribers), and the messages it sent (`SENT_KINDS`).
 MEASURE_COLUMNS = (("covered", "array<bigint>"), ("needy", "int"), ("sent", "array<int>"))
 SENT_KINDS = ("cyclon", "gossip", "copies", "matches")  # the order of `sent`
-# Message rows: the payload columns, then the state (on SELF rows) and the working columns a node
-# carries from one step of the cycle to the next.
-MESSAGE_COLUMNS = (
-    ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("topic", "bigint"), ("ttl", "int"),
-    ("other", "bigint"), ("ids", "array<bigint>"), ("ages", "array<int>"),
-    *STATE_COLUMNS[1:], ("target", "bigint"), ("peer", "bigint"), ("sent_ids", "array<bigint>"),
-    ("pool", "array<bigint>"), ("sent", "array<int>"),
-)
+# A dissemination inside the gossip adds the publications each node holds.
+INFORMED_COLUMNS = (("informed_pub", "array<bigint>"), ("informed_at", "array<int>"))
+
+
+def message_columns(state_columns) -> tuple:
+    """Message rows: the payload columns, then the state (on SELF rows) and the working columns a
+    node carries from one step of the cycle to the next."""
+    return (
+        ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("topic", "bigint"), ("ttl", "int"),
+        ("other", "bigint"), ("ids", "array<bigint>"), ("ages", "array<int>"),
+        *state_columns[1:], ("target", "bigint"), ("peer", "bigint"), ("sent_ids", "array<bigint>"),
+        ("pool", "array<bigint>"), ("sent", "array<int>"),
+    )
+
 
 
 def to_row(n: Node) -> dict:
@@ -162,6 +171,7 @@ def to_row(n: Node) -> dict:
         "held_origin": [h[0] for h in n.held], "held_topic": [h[1] for h in n.held], "held_ttl": [h[2] for h in n.held],
         "own_topic": own, "own_started": [n.own[t][0] for t in own], "own_ttl": [n.own[t][1] for t in own],
         "own_first_match": [n.own[t][2] for t in own], "own_matches": [n.own[t][3] for t in own],
+        "informed_pub": sorted(n.informed), "informed_at": [n.informed[j] for j in sorted(n.informed)],
     }
 
 
@@ -175,6 +185,7 @@ def from_row(row: dict, node_key: str = "node_id") -> Node:
         held=list(zip(row["held_origin"], row["held_topic"], row["held_ttl"])),
         own={t: [s, l, f, m] for t, s, l, f, m in zip(
             row["own_topic"], row["own_started"], row["own_ttl"], row["own_first_match"], row["own_matches"])},
+        informed=dict(zip(row.get("informed_pub") or (), row.get("informed_at") or ())),
     )
 
 
@@ -238,16 +249,19 @@ def select_similar(node: int, pool: Iterable[int], rest: frozenset, interests: I
 
 
 class Feverfew:
-    """The three steps of a cycle over rows (dicts), for `overlay.gossip.cycles.run_cycles`."""
+    """The three steps of a cycle over rows (dicts), for `overlay.gossip.cycles.CycleEngine`.
+    `healing` (an `overlay.gossip.healing.Healing`): nodes fail and return, and publications
+    spread by push-pull among the subscribers, inside the cycles."""
 
-    state_columns = STATE_COLUMNS
-    message_columns = MESSAGE_COLUMNS
     measure_columns = MEASURE_COLUMNS
 
-    def __init__(self, params: FeverfewParams, offsets: np.ndarray, topics: np.ndarray) -> None:
+    def __init__(self, params: FeverfewParams, offsets: np.ndarray, topics: np.ndarray, healing=None) -> None:
         params.check()
         self.params = params
         self.interests = Interests(offsets, topics, len(offsets) - 1, params.shuffle)
+        self.healing = healing
+        self.state_columns = STATE_COLUMNS if healing is None else (*STATE_COLUMNS, *INFORMED_COLUMNS)
+        self.message_columns = message_columns(self.state_columns)
 
     def start(self, node: int) -> dict:
         return to_row(bootstrap(node, self.interests.network, self.params))
@@ -266,6 +280,12 @@ class Feverfew:
             me = n.node
             sent = [0, 0, 0, 0]
             target, sent_ids = NONE, []
+            if self.healing is not None:
+                n = self.healing.enter(n, cycle)
+                if not self.healing.up(me, cycle):  # down this cycle: no state, no message
+                    yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "target": NONE, "peer": NONE,
+                           "sent_ids": [], "pool": [], "sent": sent}
+                    continue
             if p.pss == "uniform":
                 fresh = distinct_draws(p.seed, UNIFORM_SAMPLE, (cycle, me), p.shuffle, w.network, me)
                 n.rv = dict.fromkeys(fresh, 0)
@@ -313,6 +333,8 @@ class Feverfew:
                             yield {"dst": r, "kind": MATCH_PEER, "src": me, "seq": seq + 1, "other": origin, "topic": t}
                             seq += 2
                             sent[3] += 2
+            if self.healing is not None:
+                yield from self.healing.requests(n, cycle, w)
             yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "target": target, "peer": peer,
                    "sent_ids": sent_ids, "pool": buffer, "sent": sent}
 
@@ -353,6 +375,8 @@ class Feverfew:
                     diffusion[3] += 1
                     if diffusion[2] == NONE:
                         diffusion[2] = cycle
+            elif kind == PUSH_PULL_REQUEST:
+                yield self.healing.answer(n, m, cycle)
         yield {**to_row(n), "dst": node, "kind": SELF, "src": node, "seq": 0, "target": own["target"],
                "peer": own["peer"], "sent_ids": own["sent_ids"], "pool": sorted(pool), "sent": sent}
 
@@ -363,6 +387,8 @@ class Feverfew:
         own = rows[0]
         assert own["kind"] == SELF and own["dst"] == node
         n = from_row(own, "dst")
+        if self.healing is not None and not self.healing.up(node, cycle):
+            return {**to_row(n), "covered": [], "needy": 0, "sent": list(own["sent"])}
         start_lv = list(n.lv)
         pool = set(own["pool"])
         for m in rows[1:]:
@@ -371,6 +397,8 @@ class Feverfew:
                 merge_entries(n.rv, list(zip(m["ids"], m["ages"])), list(own["sent_ids"]), node, p.random_view)
             elif m["kind"] == GOSSIP_ANSWERED:
                 pool.update(m["ids"])
+            elif m["kind"] == PUSH_PULL_ANSWERED:
+                self.healing.pull(n, m, cycle)
         rest = rest_of(node, start_lv, w)
         n.sv = select_similar(node, pool, rest, w, p.similar_view)
         if cycle % p.delta == 0:
