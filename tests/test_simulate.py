@@ -5,8 +5,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import store_instance
-from feverfew_oracle import FeverfewOracle, published_topics, push_pull_oracle
+from feverfew_oracle import FeverfewOracle, healing_oracle, published_topics, push_pull_oracle
 from overlay import schema as S
+from overlay.design.classes import Subscriptions
+from overlay.gossip.dissemination import Failures
+from overlay.gossip.healing import heal_and_disseminate
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
 from pipelines import simulate
@@ -192,18 +195,44 @@ def test_the_convergence_notebook_replays_a_simulation(gossip_instance, simulate
     assert (tmp_path / "ln_covered_share_by_topic_size.png").is_file()
 
 
-def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip_instance, simulated):
-    """Push-pull inside the gossip (`--live`) under churn and a mass failure at once: the nodes
-    filter the dead, the returning ones rejoin, and completions, views and informed nodes equal
-    the oracle's going on from the same 12 cycles."""
-    from overlay.design.classes import Subscriptions
-    from overlay.gossip.dissemination import Failures
-    from overlay.gossip.healing import heal_and_disseminate
-    from feverfew_oracle import healing_oracle
+LIVE_FAILURES = {"substitution": 0.08, "mass_share": 0.3, "mass_cycle": 3}  # churn and a mass failure at once
 
+
+def live_oracle(subs):
+    """The oracle's completions and last state, 8 cycles of `LIVE_FAILURES` after the stored 12."""
+    pubs = list(enumerate(published_topics(subs, 9, 3)))
+    oracle, _ = oracle_after(subs, REQUEST, 12)
+    return pubs, oracle, healing_oracle(oracle, 12, pubs, 9, 8, **LIVE_FAILURES)
+
+
+def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip_instance, simulated):
+    """Push-pull inside the gossip under churn and a mass failure: the nodes filter the dead, the
+    returning ones rejoin, and the completions and every node's views equal the oracle's going on
+    from the same 12 cycles."""
     lakehouse, subs = gossip_instance
-    failures = {"substitution": 0.08, "mass_share": 0.3, "mass_cycle": 3}
-    request = DisseminateRequest(simulated[S.RUN_ID], publications=3, cycles=8, seed=9, live=True, **failures)
+    pubs, oracle, want = live_oracle(subs)
+    state = stored(lakehouse, S.GOSSIP_STATES, simulated[S.RUN_ID]).filter(F.col(S.CYCLE) == 12)
+    csr = Subscriptions.collect(lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "gossip-60").select(S.NODE_ID, S.TOPIC_ID), NODES)
+    rows, last = heal_and_disseminate(
+        spark, state.drop(S.RUN_ID, S.CYCLE), 12, csr.offsets, csr.topics, REQUEST.params(), pubs,
+        Failures(**LIVE_FAILURES), 8, 9, 2,
+    )
+    got: dict = {}
+    for r in rows:
+        got.setdefault(r[S.PUB_ID], []).append((r[S.CYCLE], r[S.ALIVE], r[S.INFORMED]))
+    assert got == {p: [(k, *ai) for k, ai in enumerate(w)] for p, w in want.items()}
+    assert any(i > 1 for w in want.values() for _, i in w), "nothing spread"
+    assert any(a < w[0][0] for w in want.values() for a, _ in w), "no subscriber failed"
+    nodes = {r[S.NODE_ID]: r for r in last.collect()}
+    for v in range(NODES):
+        assert list(nodes[v]["lv"]) == oracle.lv[v] and list(nodes[v]["rv"]) == sorted(oracle.rv[v]), v
+        assert list(nodes[v]["sv"]) == oracle.sv[v] and list(nodes[v]["av_origin"]) == [o for o, _ in oracle.av[v]], v
+
+
+@pytest.mark.ci  # another 8 healing cycles, about 20 s
+def test_disseminate_live_stores_the_healing_run(spark, gossip_instance, simulated):
+    lakehouse, subs = gossip_instance
+    request = DisseminateRequest(simulated[S.RUN_ID], publications=3, cycles=8, seed=9, live=True, **LIVE_FAILURES)
     done = run_dissemination(spark, lakehouse, request, progress=False)
     assert done[S.STATUS] == S.COMPLETE and done[S.PROTOCOL] == "push-pull-live"
     assert done[S.ROUTING_RUN_ID] == "gossip-60.feverfew.c12.s4.push-pull-live.p3.c8.sub0.08.fail0.3at3.s9"
@@ -211,29 +240,16 @@ def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip
     got: dict = {}
     for r in rows.collect():
         got.setdefault(r[S.PUB_ID], []).append((r[S.CYCLE], r[S.ALIVE], r[S.INFORMED]))
-    pubs = list(enumerate(published_topics(subs, 9, 3)))
-    oracle, _ = oracle_after(subs, REQUEST, 12)
-    want = healing_oracle(oracle, 12, pubs, 9, 8, **failures)
+    _, _, want = live_oracle(subs)
     assert {p: sorted(c) for p, c in got.items()} == {p: [(k, *ai) for k, ai in enumerate(w)] for p, w in want.items()}
-    assert any(i > 1 for w in want.values() for _, i in w), "nothing spread"
-
-    # The healed views themselves, and who is informed (the library function, same request).
-    state = stored(lakehouse, S.GOSSIP_STATES, simulated[S.RUN_ID]).filter(F.col(S.CYCLE) == 12)
-    csr = Subscriptions.collect(lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "gossip-60").select(S.NODE_ID, S.TOPIC_ID), NODES)
-    _, last = heal_and_disseminate(
-        spark, state.drop(S.RUN_ID, S.CYCLE), 12, csr.offsets, csr.topics, REQUEST.params(), pubs,
-        Failures(**failures), 8, 9, 2,
-    )
-    rows = {r[S.NODE_ID]: r for r in last.collect()}
-    for v in range(NODES):
-        assert list(rows[v]["lv"]) == oracle.lv[v] and list(rows[v]["rv"]) == sorted(oracle.rv[v]), v
-        assert list(rows[v]["sv"]) == oracle.sv[v] and list(rows[v]["av_origin"]) == [o for o, _ in oracle.av[v]], v
-    assert any(not rows[v]["lv"] for v in range(NODES)), "no node was down at the end"
 
 
-def test_live_dissemination_needs_a_feverfew_run(spark, gossip_instance):
-    lakehouse, _ = gossip_instance
-    other = run_simulation(spark, lakehouse, SimulateRequest("gossip-60", "global-feverfew"), progress=False,
-                           diameters=False)
-    with pytest.raises(InputError, match="--live goes on with a Feverfew simulation's gossip"):
-        run_dissemination(spark, lakehouse, DisseminateRequest(other[S.RUN_ID], 2, cycles=3, live=True), progress=False)
+def test_live_dissemination_needs_a_feverfew_run():
+    from pyspark.sql import Row
+
+    from pipelines import disseminate
+
+    run = Row(**{S.RUN_ID: "fb.gpm", S.ALGORITHM: "gpm"})
+    request = DisseminateRequest("fb.gpm", 2, cycles=3, live=True)
+    with pytest.raises(InputError, match="--live goes on with a Feverfew simulation's gossip; run 'fb.gpm' was made by gpm"):
+        disseminate._live(None, None, run, request, None, None, progress=False)
