@@ -48,8 +48,11 @@ TABLE3 = {  # n_t -> (diameter Feverfew, SpiderCast; clustering Feverfew, Spider
 STRUCTURE_COLUMNS = (
     S.RUN_ID, S.WANTED, S.SUBSCRIBERS, S.CONNECTED, S.DIAMETER, S.CLUSTERING, "paper_diameter", "paper_clustering",
 )
+MODE = "mode"
+# The two dissemination protocols: on the stored overlay, and inside the gossip (the overlay heals).
+MODES = {"push-pull": "stored overlay", "push-pull-live": "gossip going on"}
 COMPLETION_COLUMNS = (
-    S.RUN_ID, "failures", S.PUB_ID, S.SUBSCRIBERS, "first_complete", "last_completion", "paper", S.ROUTING_RUN_ID,
+    S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS, "first_complete", "last_completion", "paper", S.ROUTING_RUN_ID,
 )
 PAPER_FIG5 = (
     "after 10 cycles at most 10% of the subscriptions of topics below 20 subscribers are covered, over 70% after "
@@ -178,30 +181,31 @@ def _matching(lakehouse: Lakehouse, ids: list[str], gossip_runs: pd.DataFrame, i
 
 
 def _completion(lakehouse: Lakehouse, runs: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    columns = [S.ROUTING_RUN_ID, S.RUN_ID, "failures", S.PUB_ID, S.SUBSCRIBERS, S.CYCLE, S.COMPLETION]
+    columns = [S.ROUTING_RUN_ID, S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS, S.CYCLE, S.COMPLETION]
     if not lakehouse.exists(S.DISSEMINATION_COMPLETION):
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=COMPLETION_COLUMNS)
     routed = lakehouse.read(S.ROUTING_RUNS).filter(
-        (F.col(S.PROTOCOL) == "push-pull") & (F.col(S.STATUS) == S.COMPLETE)
-    ).join(runs.select(S.RUN_ID), S.RUN_ID).select(S.ROUTING_RUN_ID, S.RUN_ID, S.PARAMS)
+        F.col(S.PROTOCOL).isin(*MODES) & (F.col(S.STATUS) == S.COMPLETE)
+    ).join(runs.select(S.RUN_ID), S.RUN_ID).select(S.ROUTING_RUN_ID, S.RUN_ID, S.PARAMS, S.PROTOCOL)
     rows = lakehouse.read(S.DISSEMINATION_COMPLETION).join(routed, S.ROUTING_RUN_ID).toPandas()  # pubs x cycles
     if rows.empty:
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=COMPLETION_COLUMNS)
     rows["failures"] = [_failures(p) for p in rows[S.PARAMS]]
+    rows[MODE] = rows[S.PROTOCOL].map(MODES)
     rows = rows[columns].sort_values([S.ROUTING_RUN_ID, S.PUB_ID, S.CYCLE]).reset_index(drop=True)
     summary = []
-    for (routing_run, run_id, failures, pub, size), line in rows.groupby(
-        [S.ROUTING_RUN_ID, S.RUN_ID, "failures", S.PUB_ID, S.SUBSCRIBERS]
+    for (routing_run, run_id, mode, failures, pub, size), line in rows.groupby(
+        [S.ROUTING_RUN_ID, S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS]
     ):
         complete = line[line[S.COMPLETION] >= 1.0]
         summary.append({
-            S.ROUTING_RUN_ID: routing_run, S.RUN_ID: run_id, "failures": failures, S.PUB_ID: int(pub), S.SUBSCRIBERS: int(size),
+            S.ROUTING_RUN_ID: routing_run, S.RUN_ID: run_id, MODE: mode, "failures": failures, S.PUB_ID: int(pub), S.SUBSCRIBERS: int(size),
             "first_complete": int(complete[S.CYCLE].min()) if len(complete) else None,
             "last_completion": float(line[S.COMPLETION].iloc[-1]),
             "paper": 31 if failures.startswith("substitution") else 18 if failures.startswith("mass") else None,
         })
     return rows, pd.DataFrame(summary, columns=COMPLETION_COLUMNS).sort_values(
-        ["failures", S.RUN_ID, S.PUB_ID]
+        ["failures", S.RUN_ID, MODE, S.PUB_ID]
     ).reset_index(drop=True)
 
 
@@ -271,11 +275,11 @@ def checks(data: GossipData) -> list[str]:
     if not data.structure.empty:
         connected = bool(data.structure[S.CONNECTED].all())
         lines.append(f"Table 3: every sampled topic connected: {'holds' if connected else 'does not hold'}.")
-    for (run_id, failures), rows in data.summary.groupby([S.RUN_ID, "failures"]):
+    for (run_id, mode, failures), rows in data.summary.groupby([S.RUN_ID, MODE, "failures"]):
         done = rows["first_complete"]
         reached = bool(done.notna().all())
         lines.append(
-            f"Fig. 9, {failures} on {run_id}: completion reaches 1 for every publication: "
+            f"Fig. 9, {failures} on {run_id} ({mode}): completion reaches 1 for every publication: "
             f"{'holds' if reached else 'does not hold'}"
             + (f", by cycle {int(done.max())}" if reached else "") + f" (paper: {PAPER_FIG9})."
         )

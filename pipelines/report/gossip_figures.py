@@ -9,7 +9,7 @@ from matplotlib.ticker import PercentFormatter
 
 from overlay import schema as S
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
-from pipelines.report.gossip import BUCKET, FAMILY, NAMES, PAPER_DEGREE, PROTOCOLS, SHARE, bucket_names
+from pipelines.report.gossip import BUCKET, FAMILY, MODE, NAMES, PAPER_DEGREE, PROTOCOLS, SHARE, bucket_names
 
 MAX_PANELS = 12
 
@@ -66,9 +66,10 @@ def degrees(rows: pd.DataFrame) -> Figure | None:
     return figure
 
 
-def completion(rows: pd.DataFrame) -> Figure | None:
+def completion(rows: pd.DataFrame, mode: str) -> Figure | None:
     """Fig. 9: push-pull completion against the cycle, one line per publication (its topic size),
-    one panel per dissemination."""
+    one panel per dissemination of `mode` (`gossip.MODES`)."""
+    rows = rows[rows[MODE] == mode]
     if rows.empty:
         return None
     runs = sorted(rows[S.ROUTING_RUN_ID].unique())[:MAX_PANELS]
@@ -80,5 +81,5 @@ def completion(rows: pd.DataFrame) -> Figure | None:
             ax.plot(line[S.CYCLE], line[S.COMPLETION], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t = {int(line[S.SUBSCRIBERS].iloc[0])}")
         _per_cycle(ax, f"{mine[S.RUN_ID].iloc[0]}: {mine['failures'].iloc[0]}", "completion (informed / alive)")
-    figure.suptitle("Push-pull completion under failures (Feverfew Fig. 9)")
+    figure.suptitle(f"Push-pull completion under failures, {mode} (Feverfew Fig. 9)")
     return figure
