@@ -52,7 +52,7 @@ from overlay import schema as S
 from overlay.gossip.cycles import CycleEngine
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
-from overlay.gossip.select import rest_sub, select_ln_covered, u1, u2
+from overlay.gossip.select import jaccard, rest_sub, select_ln_covered
 from overlay.gossip.theory import need, ttl0
 
 PSS_KINDS = ("cyclon", "uniform")
@@ -103,14 +103,13 @@ class Interests:
         self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in sizes if n > 1}}
         self._subs: dict[int, frozenset] = {}
 
-    def __getitem__(self, node: int) -> frozenset:  # the mapping `select` reads
-        return self.subs(node)
-
     def subs(self, node: int) -> frozenset:
         found = self._subs.get(node)
         if found is None:
             found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
         return found
+
+    __getitem__ = subs  # the mapping `select` reads
 
     def need(self, topic: int) -> int:
         return self._need.get(topic, 0)
@@ -236,14 +235,15 @@ def rest_of(node: int, lv: Iterable[int], interests: Interests) -> frozenset:
 
 
 def select_similar(node: int, pool: Iterable[int], rest: frozenset, interests: Interests, size: int) -> list[int]:
-    """SelectSimilarNeighbors: the `size` best by (u2 desc, u1 desc, id asc), u2 > 0."""
+    """SelectSimilarNeighbors: the `size` best by (u2 desc, u1 desc, id asc), u2 > 0 (u2 is the
+    Jaccard of restSub(p) and sub(q), u1 of sub(p) and sub(q): `select.u1`, `select.u2`)."""
     mine = interests.subs(node)
     scored = []
     for q in set(pool) - {node}:
         theirs = interests.subs(q)
-        score = u2(rest, theirs)
+        score = jaccard(rest, theirs)
         if score > 0:
-            scored.append((-score, -u1(mine, theirs), q))
+            scored.append((-score, -jaccard(mine, theirs), q))
     scored.sort()
     return [q for _, _, q in scored[:size]]
 

@@ -12,9 +12,11 @@ import numpy as np
 
 
 def jaccard(mine: frozenset, theirs: frozenset) -> float:
-    """|a ∩ b| / |a ∪ b|, 0 for two empty sets."""
-    union = len(mine | theirs)
-    return len(mine & theirs) / union if union else 0.0
+    """|a ∩ b| / |a ∪ b|, 0 for two empty sets (the union counted, not built: this is the
+    simulator's innermost call)."""
+    both = len(mine & theirs)
+    union = len(mine) + len(theirs) - both
+    return both / union if union else 0.0
 
 
 def u1(subs_p: frozenset, subs_q: frozenset) -> float:
