@@ -50,6 +50,10 @@ class Knowledge:
         self.members = owners[order]
         self.sizes = np.diff(self.by_topic)
 
+    def subscribers(self, topic: int) -> np.ndarray:
+        """The topic's subscribers, ascending."""
+        return self.members[self.by_topic[topic]:self.by_topic[topic + 1]]
+
     def sizes_of(self, nodes: np.ndarray) -> np.ndarray:
         """|sub(q)| of each node."""
         return (self.offsets[nodes + 1] - self.offsets[nodes]).astype(np.int64)
@@ -57,7 +61,7 @@ class Knowledge:
     def sharing(self, node: int) -> np.ndarray:
         """Every other node sharing a topic with `node`, ascending."""
         mine = self.topics[self.offsets[node]:self.offsets[node + 1]]
-        parts = [self.members[self.by_topic[t]:self.by_topic[t + 1]] for t in mine.tolist()]
+        parts = [self.subscribers(t) for t in mine.tolist()]
         if not parts:
             return np.zeros(0, dtype=np.int64)
         found = np.unique(np.concatenate(parts))
@@ -73,7 +77,7 @@ class Knowledge:
         candidates = candidates[candidates != p]
         member = np.zeros((len(candidates), len(mine)), dtype=bool)
         for j, t in enumerate(mine.tolist()):
-            subscribers = self.members[self.by_topic[t]:self.by_topic[t + 1]]
+            subscribers = self.subscribers(t)
             at = np.searchsorted(candidates, subscribers)
             hit = at < len(candidates)
             at, subscribers = at[hit], subscribers[hit]

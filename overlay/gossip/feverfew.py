@@ -49,6 +49,7 @@ import numpy as np
 from pyspark.sql.types import LongType
 
 from overlay import schema as S
+from overlay.gossip.baselines import Knowledge
 from overlay.gossip.cycles import CycleEngine
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
@@ -91,16 +92,15 @@ class FeverfewParams:
             raise ValueError(f"bubble_start must be a cycle >= 1, got {self.bubble_start}")
 
 
-class Interests:
-    """What every node knows without gossip: subscriptions (from the CSR arrays of
-    `overlay.design.classes.Subscriptions`), need(t) and TTL0(t) from the topic sizes."""
+class Interests(Knowledge):
+    """What every node knows without gossip: the subscriptions both ways (`Knowledge`), sub(q) as
+    sets, need(t) and TTL0(t) from the topic sizes."""
 
     def __init__(self, offsets: np.ndarray, topics: np.ndarray, network: int, shuffle: int) -> None:
-        self.offsets, self.topics, self.network = offsets, topics, network
-        sizes = np.bincount(topics, minlength=int(topics.max()) + 1 if len(topics) else 0)
-        self.sizes = sizes
-        self._need = {int(t): need(int(n)) for t, n in enumerate(sizes) if n}
-        self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in sizes if n > 1}}
+        super().__init__(offsets, topics)
+        self.network = network
+        self._need = {t: need(int(n)) for t, n in enumerate(self.sizes) if n}
+        self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in self.sizes if n > 1}}
         self._subs: dict[int, frozenset] = {}
 
     def subs(self, node: int) -> frozenset:

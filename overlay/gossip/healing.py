@@ -68,13 +68,12 @@ class Publication:
     age_limit: int
 
 
-def publications(offsets: np.ndarray, topics: np.ndarray, chosen: list[tuple[int, int]], seed: int) -> list[Publication]:
+def publications(interests: Interests, chosen: list[tuple[int, int]], seed: int) -> list[Publication]:
     """The chosen (pub_id, topic_id), each with its members and its publisher: the subscriber of
     smallest draw(PUBLISHER, t, node), as in the static dissemination."""
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     out = []
     for pub_id, topic in sorted(chosen):
-        members = np.sort(owner[topics == topic])
+        members = interests.subscribers(topic)
         publisher = int(members[int(np.argmin(draw(seed, PUBLISHER, topic, members)))])
         out.append(Publication(int(pub_id), int(topic), publisher, members, age_limit(len(members))))
     return out
@@ -182,8 +181,8 @@ def heal_and_disseminate(
     (publications x cycles): a list; with the last state (checkpointed). Three Spark jobs per cycle: the cycle, the informed count
     and the coverage of the nodes up (progress)."""
     failures.check()
-    pubs = publications(offsets, topics, chosen, seed)
     nodes = len(offsets) - 1
+    pubs = publications(Interests(offsets, topics, nodes, params.shuffle), chosen, seed)
     alive = failures.alive(seed, np.arange(nodes, dtype=np.int64), cycles,
                            np.asarray([pub.publisher for pub in pubs], dtype=np.int64))
     healing = Healing(base, alive, pubs, seed, params.random_view)
