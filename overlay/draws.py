@@ -28,6 +28,7 @@ CHURN = 12  # dissemination: which nodes fail
 SPIDERCAST_RANDOM = 13  # SpiderCast (Feverfew's baseline): a random-coverage pick
 GOSSIP_REJOIN = 14  # gossip under churn: the random view a returning node starts from
 BLOOM_HASH = 15  # Rappel: the Bloom filter's hash functions (seed 0: the same for every run)
+COORDINATES = 16  # Rappel: the latency model's regions and node positions
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

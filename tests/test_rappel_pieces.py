@@ -114,3 +114,19 @@ def test_rejoin_distances_and_their_expected_load_on_a_complete_tree():
         assert expected_rejoin_load(h, tree_height, beta) == pytest.approx(counted)
     assert expected_rejoin_load(0, 4) == pytest.approx(25 + 125 / 6 + 625 / 31)
     assert expected_rejoin_load(3, 4) == 0 and math.isclose(expected_rejoin_load(2, 4), 625 / 31)
+
+
+def test_the_latency_model_follows_the_papers_inter_as_mixture_in_shape():
+    import numpy as np
+
+    from overlay.rappel.coordinates import LatencyModel
+
+    shares = []
+    for seed in (1, 2, 3, 4):
+        xy = LatencyModel().coordinates(seed, np.arange(800))
+        d = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1))[np.triu_indices(800, 1)]
+        shares.append(((d < 4).mean(), ((d >= 4) & (d < 30)).mean(), d.max()))
+    near, mid, longest = np.array(shares).mean(axis=0)
+    assert 0.06 < near < 0.14 and 0.22 < mid < 0.36 and longest < 130  # paper: 10%, 30%, up to 115 ms
+    # Keyed per node: a node sits where it sits whatever else is placed with it.
+    assert np.array_equal(LatencyModel().coordinates(5, np.array([7, 3]))[0], LatencyModel().coordinates(5, np.arange(10))[7])
