@@ -809,9 +809,10 @@ DISSEMINATION_COMPLETION = TableSpec(
     ),
     partition_by=(),
     description=(
-        "Push-pull dissemination (`disseminate`, a routing run of protocol push-pull): per publication "
-        "(topic, publisher, the topic's subscribers) and cycle from 0, the subscribers alive, those "
-        "informed among them, and the completion rate informed / alive (null when none is alive)."
+        "Push-pull dissemination (`disseminate`, a routing run of protocol push-pull on the stored overlay, "
+        "or push-pull-live inside a Feverfew run's gossip): per publication (topic, publisher, the topic's "
+        "subscribers) and cycle from 0, the subscribers alive, those informed among them, and the "
+        "completion rate informed / alive (the publisher never fails, so one at least is alive)."
     ),
 )
 
