@@ -25,13 +25,14 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.design.classes import Subscriptions
 from overlay.frames import local_frame
-from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_DDL, Failures, choose_topics, disseminate
-from overlay.gossip.feverfew import STATE_COLUMNS, FeverfewParams
+from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
+from overlay.gossip.feverfew import FeverfewParams
 from overlay.gossip.healing import heal_and_disseminate
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 from pipelines.progress import Progress
 from pipelines.route import ROUTING, claim_run, failing_routing_run
+from pipelines.simulate import last_snapshot, stored_state
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ def run_dissemination(
     clock = time.monotonic()
     with failing_routing_run(lakehouse, routing_run_id, "dissemination"):
         lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None})
-        _, subscriptions, links = run_inputs(lakehouse, run)
+        instance, subscriptions, links = run_inputs(lakehouse, run)
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
             topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
             topics = topics.localCheckpoint(eager=True)
@@ -132,7 +133,7 @@ def run_dissemination(
                 raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
             bar.step(f"{chosen} publications chosen", publications=chosen)
             if request.live:
-                completion = _live(spark, lakehouse, run, request, subscriptions, topics, progress)
+                completion = _live(spark, lakehouse, run, instance, request, subscriptions, topics, progress)
             else:
                 completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
             lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
@@ -144,7 +145,8 @@ def run_dissemination(
     return lakehouse.run_row(routing_run_id, **ROUTING)
 
 
-def _live(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, subscriptions, topics, progress: bool):
+def _live(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: DisseminateRequest, subscriptions, topics,
+          progress: bool):
     """The completion rows of a dissemination inside the gossip of the Feverfew run `run`, going on
     from its last stored state with its own protocol settings."""
     if run[S.ALGORITHM] != "feverfew":
@@ -152,12 +154,9 @@ def _live(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, su
             f"--live goes on with a Feverfew simulation's gossip; run '{run[S.RUN_ID]}' was made by "
             f"{run[S.ALGORITHM]}: drop --live to disseminate on its stored links"
         )
-    stored = json.loads(run[S.PARAMS])["protocol"]
-    params = FeverfewParams(**stored)
-    last = lakehouse.read(S.GOSSIP_STATES).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).agg(F.max(S.CYCLE)).first()[0]
-    state = lakehouse.read(S.GOSSIP_STATES).filter((F.col(S.RUN_ID) == run[S.RUN_ID]) & (F.col(S.CYCLE) == last))
-    state = state.select(*(name for name, _ in STATE_COLUMNS)).localCheckpoint(eager=True)
-    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    params = FeverfewParams(**json.loads(run[S.PARAMS])["protocol"])
+    last = last_snapshot(lakehouse, run[S.RUN_ID])
+    state = stored_state(lakehouse, run[S.RUN_ID], last)
     csr = Subscriptions.collect(subscriptions, int(instance[S.NODES]))
     chosen = [(r[S.PUB_ID], r[S.TOPIC_ID]) for r in topics.collect()]  # the few publications asked for
     with Progress(f"{run[S.RUN_ID]} live", total=request.cycles, unit="cycle", enabled=progress, logger=log) as bar:
@@ -165,7 +164,7 @@ def _live(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, su
             spark, state, last, csr.offsets, csr.topics, params, chosen, request.failures(), request.cycles,
             request.seed, task_slots(spark), on_step=bar.on_step,
         )
-    return local_frame(spark, [tuple(row[c] for c in COMPLETION_COLUMNS) for row in rows], COMPLETION_DDL)
+    return local_frame(spark, [tuple(row[c] for c in COMPLETION_COLUMNS) for row in rows], COMPLETION_SCHEMA)
 
 
 SUMMARY_COLUMNS = ("pub_id", "topic_id", "subscribers", "publisher", "first_complete", "final_completion")

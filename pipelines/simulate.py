@@ -114,10 +114,19 @@ class SimulateRequest:
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
-def _last_snapshot(lakehouse: Lakehouse, run_id: str) -> int | None:
+def last_snapshot(lakehouse: Lakehouse, run_id: str) -> int | None:
+    """The cycle of a simulation's last stored state, None when there is none."""
     if not lakehouse.exists(S.GOSSIP_STATES):
         return None
     return lakehouse.read(S.GOSSIP_STATES).filter(F.col(S.RUN_ID) == run_id).agg(F.max(S.CYCLE)).first()[0]
+
+
+def stored_state(lakehouse: Lakehouse, run_id: str, cycle: int) -> DataFrame:
+    """Every node's state after `cycle` as the cycle engine takes it (checkpointed: one job)."""
+    columns = [name for name, _ in STATE_COLUMNS]
+    return lakehouse.read(S.GOSSIP_STATES).filter(
+        (F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle)
+    ).select(*columns).localCheckpoint(eager=True)
 
 
 def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, cycle: int) -> None:
@@ -215,7 +224,7 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
         return
     engine = feverfew_engine(spark, csr, request.params(), task_slots(spark))
-    resumed = _last_snapshot(lakehouse, run_id)
+    resumed = last_snapshot(lakehouse, run_id)
     if resumed is None:
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
             lakehouse.delete_run_rows(table, run_id)
@@ -226,10 +235,7 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
         for table in CYCLE_TABLES:
             lakehouse.delete_run_rows(table, run_id, F.col(S.CYCLE) > resumed)
         lakehouse.delete_run_rows(S.GOSSIP_STATES, run_id, F.col(S.CYCLE) > resumed)
-        columns = [name for name, _ in STATE_COLUMNS]
-        state = lakehouse.read(S.GOSSIP_STATES).filter(
-            (F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == resumed)
-        ).select(*columns).localCheckpoint(eager=True)
+        state = stored_state(lakehouse, run_id, resumed)
         first = resumed + 1
         log.info("simulate %s: resuming after cycle %d", run_id, resumed)
     pending = _Pending(spark, topic_sizes(subscriptions).localCheckpoint(eager=True))

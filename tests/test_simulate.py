@@ -252,4 +252,4 @@ def test_live_dissemination_needs_a_feverfew_run():
     run = Row(**{S.RUN_ID: "fb.gpm", S.ALGORITHM: "gpm"})
     request = DisseminateRequest("fb.gpm", 2, cycles=3, live=True)
     with pytest.raises(InputError, match="--live goes on with a Feverfew simulation's gossip; run 'fb.gpm' was made by gpm"):
-        disseminate._live(None, None, run, request, None, None, progress=False)
+        disseminate._live(None, None, run, None, request, None, None, progress=False)

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from overlay import schema as S
 from overlay.draws import CHURN, PUBLISHER, PUSH_PULL, draw
@@ -45,11 +46,9 @@ from overlay.gossip.theory import age_limit
 _TWO_64 = float(1 << 64)
 _RANK = "_rank"
 _MEMBERS, _US, _VS = "_members", "_us", "_vs"
-COMPLETION_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, S.SUBSCRIBERS, S.CYCLE, S.ALIVE, S.INFORMED, S.COMPLETION)
-COMPLETION_DDL = (
-    f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {S.SUBSCRIBERS} long, {S.CYCLE} int, "
-    f"{S.ALIVE} long, {S.INFORMED} long, {S.COMPLETION} double"
-)
+# `dissemination_completion` without its routing run id: what one dissemination computes.
+COMPLETION_SCHEMA = StructType([f for f in S.DISSEMINATION_COMPLETION.schema.fields if f.name != S.ROUTING_RUN_ID])
+COMPLETION_COLUMNS = tuple(COMPLETION_SCHEMA.fieldNames())
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def disseminate(
                     name: np.concatenate([r[name] for r in rows]) for name in COMPLETION_COLUMNS
                 })
 
-    return grouped.mapInArrow(spread, COMPLETION_DDL)
+    return grouped.mapInArrow(spread, COMPLETION_SCHEMA)
 
 
 def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> dict:

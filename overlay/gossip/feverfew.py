@@ -188,16 +188,18 @@ def from_row(row: dict, node_key: str = "node_id") -> Node:
     )
 
 
-def distinct_draws(seed: int, purpose: int, key: tuple, count: int, network: int, skip: int) -> list[int]:
-    """`count` distinct nodes other than `skip`: draw(purpose, *key, k) mod N for k = 0, 1, ...
-    (fewer when the network has fewer)."""
-    count = min(count, network - 1)
+def distinct_draws(seed: int, purpose: int, key: tuple, count: int, network: int, skip: int,
+                   allowed: np.ndarray | None = None) -> list[int]:
+    """`count` distinct nodes other than `skip` (and, given `allowed`, a bool per node, only those
+    allowed): draw(purpose, *key, k) mod N for k = 0, 1, ... (fewer when there are fewer)."""
+    others = network if allowed is None else int(allowed.sum()) + (0 if allowed[skip] else 1)
+    count = min(count, others - 1)
     chosen: list[int] = []
     k = 0
     while len(chosen) < count:
         q = draw_int(seed, purpose, *key, k) % network
         k += 1
-        if q != skip and q not in chosen:
+        if q != skip and q not in chosen and (allowed is None or allowed[q]):
             chosen.append(q)
     return chosen
 

@@ -49,8 +49,9 @@ from overlay.gossip.feverfew import (
     FeverfewParams,
     Interests,
     Node,
+    distinct_draws,
 )
-from overlay.gossip.measures import cycle_summary
+from overlay.gossip.measures import view_summary
 from overlay.gossip.pushpull import completion
 from overlay.gossip.theory import age_limit
 from overlay.progress import OnStep
@@ -98,7 +99,8 @@ class Healing:
         if not up[me]:
             return Node(me)
         if not self.alive[k - 1, me]:
-            return Node(me, rv=dict.fromkeys(self.rejoin_view(me, k), 0))
+            fresh = distinct_draws(self.seed, GOSSIP_REJOIN, (k, me), self.random_view, len(up), me, up)
+            return Node(me, rv=dict.fromkeys(fresh, 0))
         n.rv = {q: age for q, age in n.rv.items() if up[q]}
         n.sv = [q for q in n.sv if up[q]]
         n.lv = [q for q in n.lv if up[q]]
@@ -106,19 +108,6 @@ class Healing:
         n.av = [(o, t) for o, t in n.av if up[o]]
         n.held = [h for h in n.held if up[h[0]]]
         return n
-
-    def rejoin_view(self, node: int, k: int) -> list[int]:
-        up = self.alive[k]
-        network = len(up)
-        count = min(self.random_view, int(up.sum()) - 1)
-        chosen: list[int] = []
-        i = 0
-        while len(chosen) < count:
-            q = draw_int(self.seed, GOSSIP_REJOIN, k, node, i) % network
-            i += 1
-            if q != node and up[q] and q not in chosen:
-                chosen.append(q)
-        return chosen
 
     def state_code(self, n: Node, pub: Publication, k: int) -> int:
         at = n.informed.get(pub.pub_id)
@@ -178,8 +167,8 @@ def heal_and_disseminate(
     """Completion rows (`COMPLETION_COLUMNS`) of the `chosen` (pub_id, topic_id) at cycles
     0..`cycles`, Feverfew going on from `state` (its cycle `base`) with the gossip seed of
     `params` and the dissemination `seed` (failures, publishers, contacts). The rows are few
-    (publications x cycles): a list; with the last state (checkpointed). Three Spark jobs per cycle: the cycle, the informed count
-    and the coverage of the nodes up (progress)."""
+    (publications x cycles): a list; with the last state (checkpointed). Two Spark jobs per cycle:
+    the cycle, and one aggregate (informed per publication, coverage of the nodes up)."""
     failures.check()
     nodes = len(offsets) - 1
     pubs = publications(Interests(offsets, topics, nodes, params.shuffle), chosen, seed)
@@ -191,9 +180,12 @@ def heal_and_disseminate(
 
     def on_cycle(cycle: int, cycle_state: DataFrame, seconds: float) -> dict:
         k = cycle - base
-        counts = cycle_state.select(F.explode("informed_pub").alias("pub")).groupBy("pub").count().collect()
-        informed[k] = {row["pub"]: row["count"] for row in counts}
-        share = cycle_summary(cycle_state)[S.COVERED_SHARE]
+        summary = view_summary(cycle_state, *(
+            F.sum(F.array_contains("informed_pub", F.lit(pub.pub_id)).cast("int")).alias(f"informed_{pub.pub_id}")
+            for pub in pubs
+        ))
+        informed[k] = {pub.pub_id: summary[f"informed_{pub.pub_id}"] for pub in pubs}
+        share = summary[S.COVERED_SHARE]
         done = [informed[k].get(pub.pub_id, 0) / max(1, int(alive[k, pub.members].sum())) for pub in pubs]
         return {"completion": f"{min(done):.3f}", "covered_up": f"{share:.1%}" if share is not None else "-"}
 

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.gossip.theory import ttl_theory
+from pipelines.disseminate import LIVE_PROTOCOL, PROTOCOL
 from pipelines.lakehouse import Lakehouse
 
 GOSSIP = ("feverfew", "spidercast-gossip")
@@ -50,7 +51,7 @@ STRUCTURE_COLUMNS = (
 )
 MODE = "mode"
 # The two dissemination protocols: on the stored overlay, and inside the gossip (the overlay heals).
-MODES = {"push-pull": "stored overlay", "push-pull-live": "gossip going on"}
+MODES = {PROTOCOL: "stored overlay", LIVE_PROTOCOL: "gossip going on"}
 COMPLETION_COLUMNS = (
     S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS, "first_complete", "peak_completion", "peak_cycle",
     "last_completion", "paper", S.ROUTING_RUN_ID,
