@@ -29,6 +29,8 @@ SPIDERCAST_RANDOM = 13  # SpiderCast (Feverfew's baseline): a random-coverage pi
 GOSSIP_REJOIN = 14  # gossip under churn: the random view a returning node starts from
 BLOOM_HASH = 15  # Rappel: the Bloom filter's hash functions (seed 0: the same for every run)
 COORDINATES = 16  # Rappel: the latency model's regions and node positions
+RAPPEL_FCFS = 17  # Rappel: the order a node takes the friendship requests of one round in
+RAPPEL_PRESENCE = 18  # Rappel: which nodes fail, and when they leave and return
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
