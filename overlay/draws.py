@@ -31,6 +31,10 @@ BLOOM_HASH = 15  # Rappel: the Bloom filter's hash functions (seed 0: the same f
 COORDINATES = 16  # Rappel: the latency model's regions and node positions
 RAPPEL_FCFS = 17  # Rappel: the order a node takes the friendship requests of one round in
 RAPPEL_PRESENCE = 18  # Rappel: which nodes fail, and when they leave and return
+RAPPEL_ORDER = 19  # Rappel: a node's random order of its feeds (the staggered joins)
+RAPPEL_PHASE = 20  # Rappel: when in its 30 s a child pings its parent
+RAPPEL_REJOIN = 21  # Rappel: when a member's periodic rejoins fall, and which ancestor each takes
+RAPPEL_UPDATE = 22  # Rappel: when in its minute a feed publishes
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -35,7 +35,7 @@ from overlay.progress import OnStep, report
 BATCH_ROWS = 4096
 _ARROW = {
     "bigint": pa.int64(), "int": pa.int32(), "double": pa.float64(), "boolean": pa.bool_(),
-    "array<bigint>": pa.list_(pa.int64()), "array<int>": pa.list_(pa.int32()),
+    "array<bigint>": pa.list_(pa.int64()), "array<int>": pa.list_(pa.int32()), "binary": pa.binary(),
 }
 
 
@@ -61,16 +61,23 @@ def arrow_schema(columns) -> pa.Schema:
     return pa.schema([(name, _ARROW[kind]) for name, kind in columns])
 
 
-_BUILT: dict = {}  # engine token -> protocol, per Python worker
+_BUILT: dict = {}  # token -> what `make(*args)` built, per Python worker
+_KEEP = 4  # a simulation may run a few steps (e.g. Rappel's rounds and feeds); older ones go
 
 
-def _protocol(shared) -> CycleProtocol:
+def shared_builder(spark, make: Callable, args: tuple):
+    """A broadcast of what to build on the executors; `built(shared)` builds it once per worker."""
+    return spark.sparkContext.broadcast((uuid.uuid4().hex, make, args))
+
+
+def built(shared):
     token, make, args = shared.value
-    built = _BUILT.get(token)
-    if built is None:
-        _BUILT.clear()  # one simulation at a time per worker
-        built = _BUILT[token] = make(*args)
-    return built
+    found = _BUILT.get(token)
+    if found is None:
+        while len(_BUILT) >= _KEEP:
+            del _BUILT[next(iter(_BUILT))]
+        found = _BUILT[token] = make(*args)
+    return found
 
 
 def _batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -95,7 +102,7 @@ class CycleEngine:
 
     def __init__(self, spark, make: Callable[..., CycleProtocol], args: tuple, partitions: int) -> None:
         self.protocol = make(*args)
-        self.shared = spark.sparkContext.broadcast((uuid.uuid4().hex, make, args))
+        self.shared = shared_builder(spark, make, args)
         self.partitions = partitions
         self.state_schema = arrow_schema(self.protocol.state_columns)
         self.message_schema = arrow_schema(self.protocol.message_columns)
@@ -107,7 +114,7 @@ class CycleEngine:
         shared, schema = self.shared, self.state_schema
 
         def start(batches):
-            protocol = _protocol(shared)
+            protocol = built(shared)
             ids = (i for batch in batches for i in batch.column("id").to_pylist())
             yield from _batches((protocol.start(i) for i in ids), schema)
 
@@ -122,16 +129,16 @@ class CycleEngine:
         state_names = [name for name, _ in self.protocol.state_columns]
 
         def act(batches):
-            protocol = _protocol(shared)
+            protocol = built(shared)
             yield from _batches(protocol.act(_rows(batches), cycle), message_schema)
 
         def serve(batches):
-            protocol = _protocol(shared)
+            protocol = built(shared)
             out = (m for node, rows in _by_node(_rows(batches)) for m in protocol.serve(node, rows, cycle))
             yield from _batches(out, message_schema)
 
         def finish(batches):
-            protocol = _protocol(shared)
+            protocol = built(shared)
             out = (protocol.finish(node, rows, cycle) for node, rows in _by_node(_rows(batches)))
             yield from _batches(out, result_schema)
 

@@ -1,0 +1,190 @@
+"""Rappel on Spark: rounds of the friendship overlay and of every feed's dissemination tree,
+coupled (NOTES-ktco-feverfew-rappel.md §3.6).
+
+Round r (30 s) is two Spark jobs:
+
+1. the friendship round r (`overlay.rappel.friendship` on the cycle engine), each node hearing
+   first of the nodes it met on join walks in round r - 1;
+2. the trees' round r (`overlay.rappel.feeds`), every feed on its own, given the friends each of
+   its subscribers has after step 1: one row per feed holding its tree (pickled), the friends as
+   rows keyed by feed, both hash-partitioned by feed and walked feed by feed in one Python
+   function (`mapInArrow`). Out come the feed's new tree, its deliveries, its traffic per member
+   and the nodes each member met, one row kind each (`STEP_COLUMNS`).
+
+Trees of different feeds never meet, so this is the paper's system exactly as long as each feed
+sees its members' friends as they stand after the friendship round (our reading: the two halves
+of a round take turns; in the paper they interleave within the 30 s). Both steps' results are
+checkpointed, so lineage never grows with the rounds."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from overlay.gossip.baselines import Knowledge
+from overlay.gossip.cycles import arrow_schema, built, ddl, shared_builder
+from overlay.progress import OnStep, report
+from overlay.rappel.feeds import Feeds, FeedTree
+from overlay.rappel.friendship import STATE_COLUMNS, Interests, RappelParams, friendship_engine
+from overlay.rappel.presence import Presence
+
+# Row kinds of the trees' step, in the order a feed's rows arrive (inputs first).
+TREE, FRIENDS, DELIVERY, TRAFFIC, MET = range(5)
+STEP_COLUMNS = (
+    ("kind", "int"), ("feed", "bigint"), ("node_id", "bigint"), ("tree", "binary"), ("ids", "array<bigint>"),
+    ("update_id", "bigint"), ("published_ms", "bigint"), ("arrival_ms", "double"), ("hops", "int"),
+    ("counts", "array<int>"),
+)
+_STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
+_BLANK = {name: None for name, _ in STEP_COLUMNS}
+
+
+class RappelTrees:
+    """What every executor knows for the trees' step: subscriptions, coordinates, publishers and
+    presence (the friends come as rows)."""
+
+    def __init__(self, params: RappelParams, offsets: np.ndarray, topics: np.ndarray, coordinates: np.ndarray,
+                 publishers: np.ndarray, presence: Presence) -> None:
+        self.interests = Interests(offsets, topics, coordinates, params.mode)
+        self.knowledge = Knowledge(offsets, topics)
+        self.feeds = Feeds(self.interests, publishers, presence, params.seed, params.beta)
+
+    def start(self, feed: int) -> FeedTree:
+        subscribers = self.knowledge.subscribers(feed).tolist() if feed < len(self.knowledge.sizes) else []
+        return self.feeds.start(feed, subscribers)
+
+    def friend_rows(self, node: int, friends: list[int]) -> Iterator[dict]:
+        for feed in sorted(self.interests.feeds(node)):
+            yield {**_BLANK, "kind": FRIENDS, "feed": feed, "node_id": node, "ids": friends}
+
+    def round(self, rows: list[dict], round_: int) -> Iterator[dict]:
+        """One feed's rows (its tree, then its members' friends) -> its outputs."""
+        tree: FeedTree = pickle.loads(rows[0]["tree"])
+        friends = {row["node_id"]: row["ids"] for row in rows[1:]}
+        out = self.feeds.round(tree, friends, round_)
+        feed = tree.feed
+        yield {**_BLANK, "kind": TREE, "feed": feed, "tree": pickle.dumps(tree, protocol=5)}
+        for d in out.deliveries:
+            yield {**_BLANK, "kind": DELIVERY, "feed": feed, "node_id": d.node, "update_id": d.update,
+                   "published_ms": d.published, "arrival_ms": float(d.arrival), "hops": d.hops}
+        for node in sorted(out.traffic):
+            yield {**_BLANK, "kind": TRAFFIC, "feed": feed, "node_id": node, "counts": out.traffic[node]}
+        for node in sorted(out.met):
+            yield {**_BLANK, "kind": MET, "feed": feed, "node_id": node, "ids": sorted(out.met[node])}
+
+
+def _rows(batches) -> Iterator[dict]:
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+def _batches(rows) -> Iterator[pa.RecordBatch]:
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == 4096:
+            yield pa.RecordBatch.from_pylist(chunk, schema=_STEP_SCHEMA)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=_STEP_SCHEMA)
+
+
+@dataclass
+class RoundResult:
+    """Round r's checkpointed results: every node's friendship state with the round's measures
+    (`friendship.MEASURE_COLUMNS`), and the trees' step rows (`STEP_COLUMNS`)."""
+
+    round: int
+    friendship: DataFrame
+    step: DataFrame
+    seconds: float
+
+    def rows(self, kind: int) -> DataFrame:
+        return self.step.where(F.col("kind") == kind)
+
+
+class RappelSimulation:
+    """Rounds of Rappel on `subscriptions` (`overlay.design.classes.Subscriptions`, feeds
+    0..len(publishers) - 1), `coordinates` (float [nodes, 2], ms) and `publishers` (node per
+    feed); `partitions`: of every shuffle."""
+
+    def __init__(self, spark, subscriptions, coordinates: np.ndarray, publishers: np.ndarray, params: RappelParams,
+                 presence: Presence, partitions: int) -> None:
+        self.spark, self.partitions = spark, partitions
+        self.nodes, self.feeds = len(subscriptions.offsets) - 1, len(publishers)
+        args = (params, subscriptions.offsets, subscriptions.topics, coordinates)
+        self.engine = friendship_engine(spark, subscriptions, coordinates, params, partitions, None, presence)
+        self.trees = shared_builder(spark, RappelTrees, (*args, np.asarray(publishers, dtype=np.int64), presence))
+
+    def start(self) -> tuple[DataFrame, DataFrame]:
+        """Round 0: every node's empty friendship state, and every feed's tree (checkpointed)."""
+        shared = self.trees
+
+        def start(batches):
+            trees = built(shared)
+            feeds = (f for batch in batches for f in batch.column("id").to_pylist())
+            yield from _batches({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)}
+                                for f in feeds)
+
+        friendship = self.engine.start(self.spark, self.nodes).localCheckpoint(eager=True)
+        trees = self.spark.range(self.feeds, numPartitions=self.partitions).mapInArrow(start, ddl(STEP_COLUMNS))
+        return friendship, trees.localCheckpoint(eager=True)
+
+    def step(self, friendship: DataFrame, trees: DataFrame, round_: int) -> DataFrame:
+        """The trees' round (lazy): `friendship`, the nodes' states after the friendship round."""
+        shared = self.trees
+
+        def expand(batches):
+            built_trees = built(shared)
+            yield from _batches(r for row in _rows(batches) for r in built_trees.friend_rows(row["node_id"], row["friends"]))
+
+        def run(batches):
+            built_trees = built(shared)
+            rows = _rows(batches)
+            group, feed = [], None
+            for row in rows:
+                if row["feed"] != feed and group:
+                    yield from _batches(built_trees.round(group, round_))
+                    group = []
+                feed = row["feed"]
+                group.append(row)
+            if group:
+                yield from _batches(built_trees.round(group, round_))
+
+        friends = friendship.select("node_id", "friends").mapInArrow(expand, ddl(STEP_COLUMNS))
+        inputs = trees.where(F.col("kind") == TREE).unionByName(friends)
+        ordered = inputs.repartition(self.partitions, "feed").sortWithinPartitions("feed", "kind", "node_id")
+        return ordered.mapInArrow(run, ddl(STEP_COLUMNS))
+
+    def heard(self, friendship: DataFrame, step: DataFrame) -> DataFrame:
+        """The friendship state for the next round: each node's `met`, the nodes its walks met."""
+        met = (step.where(F.col("kind") == MET).select("node_id", F.explode("ids").alias("q"))
+               .groupBy("node_id").agg(F.sort_array(F.collect_list("q")).alias("met")))
+        names = [name for name, _ in STATE_COLUMNS]
+        return (friendship.select(*[n for n in names if n != "met"]).join(met, "node_id", "left")
+                .withColumn("met", F.coalesce("met", F.array().cast("array<bigint>"))).select(*names))
+
+    def run(self, state: DataFrame, trees: DataFrame, first: int, last: int,
+            on_round: Callable[[RoundResult], dict | None] | None = None,
+            on_step: OnStep | None = None) -> tuple[DataFrame, DataFrame]:
+        """Rounds first..last from `state` (friendship) and `trees` (rows of kind TREE); each
+        round's results go to `on_round` before the next starts; the figures it returns go into
+        the round's progress step. Returns the last round's friendship results and step rows."""
+        friendship = step = None
+        for round_ in range(first, last + 1):
+            clock = time.monotonic()
+            friendship = self.engine.cycle(state, round_).localCheckpoint(eager=True)
+            step = self.step(friendship, trees, round_).localCheckpoint(eager=True)
+            result = RoundResult(round_, friendship, step, time.monotonic() - clock)
+            figures = (on_round(result) if on_round is not None else None) or {}
+            report(on_step, "round", round_ - first + 1, total=last - first + 1, seconds=result.seconds,
+                   figures={"round": round_, **figures})
+            state, trees = self.heard(friendship, step), step
+        return friendship, step

@@ -1,0 +1,93 @@
+"""Rappel on Spark (overlay.rappel.simulation: friendship rounds on the cycle engine, then every
+feed's tree round) against the independent whole-network oracle (tests/rappel_trees_oracle.py),
+round by round: friendship states, every tree, deliveries, traffic and the nodes met."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from rappel_trees_oracle import coupled_run
+from overlay.design.classes import Subscriptions
+from overlay.rappel.coordinates import LatencyModel
+from overlay.rappel.feeds import NONE
+from overlay.rappel.friendship import RappelParams
+from overlay.rappel.presence import Presence
+from overlay.rappel.simulation import DELIVERY, MET, TRAFFIC, TREE, RappelSimulation
+
+
+def feed_instance(nodes: int, feeds: int, seed: int):
+    """1-5 feeds per node from Zipf-popular feeds; each feed's publisher a node drawn apart."""
+    rng = np.random.default_rng(seed)
+    weight = rng.zipf(1.4, feeds).astype(float)
+    subs = {v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()).tolist())
+            for v in range(nodes)}
+    publishers = [int(p) for p in rng.integers(0, nodes, size=feeds)]
+    return subs, publishers
+
+
+def tree_fields(tree) -> dict:
+    return {x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
+            for x, m in tree.members.items()}
+
+
+def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, presence: Presence):
+    subs, publishers = feed_instance(nodes, feeds, params.seed)
+    presence = Presence(presence.seed, presence.share, presence.fail_round, presence.return_round,
+                        frozenset(publishers))
+    pairs = np.array([(v, t) for v in range(nodes) for t in sorted(subs[v])])
+    coords = LatencyModel().coordinates(params.seed, np.arange(nodes))
+    sim = RappelSimulation(spark, Subscriptions.from_pairs(nodes, pairs), coords, np.array(publishers), params,
+                           presence, partitions=3)
+    oracle = coupled_run(nodes, subs, [tuple(c) for c in coords.tolist()], publishers, rounds, seed=params.seed,
+                         alpha=params.alpha, delta=params.delta, mode=params.mode, utility=params.utility,
+                         presence_down=lambda r: presence.down(range(nodes), r), beta=params.beta)
+    seen = {"deliveries": 0, "orphans": 0, "evictions": 0}
+
+    def compare(result):
+        r, fo, trees = next(oracle)
+        assert r == result.round
+        rows = {row["node_id"]: row.asDict() for row in result.friendship.collect()}
+        for v in range(nodes):
+            for column, value in fo.state(v).items():
+                assert list(rows[v][column]) == list(value), f"round {r}, node {v}, {column}"
+        step = result.step.collect()
+        for row in step:
+            if row["kind"] == TREE:
+                got = tree_fields(pickle.loads(row["tree"]))
+                assert got == trees.tree(row["feed"]), f"round {r}, feed {row['feed']}"
+        deliveries = sorted((row["feed"], row["node_id"], row["update_id"], row["published_ms"], row["arrival_ms"],
+                             row["hops"]) for row in step if row["kind"] == DELIVERY)
+        assert deliveries == sorted(trees.deliveries), f"round {r}: deliveries"
+        traffic = {(row["feed"], row["node_id"]): list(row["counts"]) for row in step if row["kind"] == TRAFFIC}
+        assert traffic == {k: list(v) for k, v in trees.traffic.items()}, f"round {r}: traffic"
+        met: dict = {}
+        for row in step:
+            if row["kind"] == MET:
+                met.setdefault(row["node_id"], []).extend(row["ids"])
+        assert {v: sorted(ids) for v, ids in met.items()} == trees.met, f"round {r}: met"
+        seen["deliveries"] += len(deliveries)
+        seen["orphans"] += sum(1 for row in step if row["kind"] == TREE
+                               for m in pickle.loads(row["tree"]).members.values() if m.detect != NONE)
+        seen["evictions"] += sum(1 for row in step if row["kind"] == TREE
+                                 for m in pickle.loads(row["tree"]).members.values() if m.skip)
+
+    state, trees = sim.start()
+    sim.run(state, trees, 1, rounds, on_round=compare)
+    return seen
+
+
+def test_rappel_rounds_match_the_oracle_through_a_failure_and_return(spark):
+    # 40% of the nodes (publishers spared) fail in rounds 9-13: orphans detect, rejoin and pull.
+    params = RappelParams(seed=4, alpha=3, beta=2, mode="exact")
+    seen = run_both(spark, 50, 8, params, 18, Presence(seed=4, share=0.4, fail_round=9, return_round=14))
+    assert seen["deliveries"] > 100 and seen["orphans"] > 0 and seen["evictions"] > 0, seen
+
+
+@pytest.mark.ci
+def test_rappel_rounds_match_the_oracle_with_bloom_filters_over_periodic_rejoins(spark):
+    # 45 rounds pass two periodic rejoins of every member (10 min each); Bloom false positives
+    # send some joins to non-subscribers.
+    params = RappelParams(seed=6, alpha=6, beta=3, mode="bloom")
+    seen = run_both(spark, 80, 20, params, 45, Presence(seed=6))
+    assert seen["deliveries"] > 500, seen
