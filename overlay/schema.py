@@ -816,6 +816,180 @@ DISSEMINATION_COMPLETION = TableSpec(
     ),
 )
 
+# -- Rappel (ComNet'09): the friendship overlay's run, its feeds' trees and their measures -----------
+MODEL_SEED = "model_seed"
+X_MS, Y_MS = "x_ms", "y_ms"
+PARENT = "parent"
+DEPTH = "depth"
+TICK = "tick"
+UPDATE_ID = "update_id"
+PUBLISHED_MS, ARRIVAL_MS, LATENCY_MS, DIRECT_MS = "published_ms", "arrival_ms", "latency_ms", "direct_ms"
+NODES_UP = "nodes_up"
+FRIENDS_AVG = "friends_avg"
+FEEDS = "feeds"
+FULL_COVERAGE_NODES = "full_coverage_nodes"
+DELIVERIES = "deliveries"
+LATENCY_MEDIAN, LATENCY_P95, STRETCH_MEDIAN = "latency_median", "latency_p95", "stretch_median"
+NOISE = "noise"
+DATA_MESSAGES, CONTROL_MESSAGES = "data_messages", "control_messages"
+JOINS, JOINS_IN, REJOINS_IN, TREE_PINGS = "joins", "joins_in", "rejoins_in", "tree_pings"
+FRIENDSHIP_MESSAGES = "friendship_messages"
+FRIENDS = "friends"
+OVERLAP_ROLES, OVERLAP_NEIGHBOURS, OVERLAP_RATIO = "overlap_roles", "overlap_neighbours", "overlap_ratio"
+
+NODE_COORDINATES = TableSpec(
+    name="node_coordinates",
+    schema=_fields(
+        (INSTANCE, StringType(), False),
+        (INGEST_ID, StringType(), False),
+        (MODEL_SEED, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        (X_MS, DoubleType(), False),
+        (Y_MS, DoubleType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Network coordinates of an instance version's nodes from the seeded latency model "
+        "(`overlay/rappel/coordinates.py`): the latency between two nodes is their distance in ms. Written "
+        "the first time a Rappel simulation needs them for that version and model seed."
+    ),
+)
+
+FEED_PUBLISHERS = TableSpec(
+    name="feed_publishers",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (TOPIC_ID, LongType(), False),
+        (PUBLISHER, LongType(), False),
+        (SUBSCRIBERS, LongType(), False),
+        (CHOSEN_BY, StringType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Each feed's publisher in a Rappel run: the node with the topic's key on a social instance "
+        "(`key`: the followed user), else a seeded subscriber (`seeded`)."
+    ),
+)
+
+FEED_TREES = TableSpec(
+    name="feed_trees",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (TOPIC_ID, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (PARENT, LongType(), True),
+        (DEPTH, IntegerType(), True),
+        (TICK, IntegerType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Rappel's per-feed dissemination trees after a round (every few rounds and at the end): each online "
+        "member's parent (null: the root, or not attached) and depth (hops to the publisher; null when its "
+        "chain does not reach it); `tick` is the snapshot's time in 5 s ticks."
+    ),
+)
+
+RAPPEL_ROUNDS = TableSpec(
+    name="rappel_rounds",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (NODES_UP, LongType(), False),
+        (FRIENDS_AVG, DoubleType(), True),
+        (FEEDS, LongType(), False),
+        (COVERED, LongType(), False),
+        (COVERED_SHARE, DoubleType(), True),
+        (FULL_COVERAGE_NODES, LongType(), False),
+        (DELIVERIES, LongType(), False),
+        (LATENCY_MEDIAN, DoubleType(), True),
+        (LATENCY_P95, DoubleType(), True),
+        (STRETCH_MEDIAN, DoubleType(), True),
+        (NOISE, LongType(), False),
+        (DATA_MESSAGES, LongType(), False),
+        (CONTROL_MESSAGES, LongType(), False),
+        (SECONDS, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per 30 s round of a Rappel simulation (append-only): nodes online, their mean number of "
+        "friends, their subscriptions and how many some friend shares (the share), nodes with every feed "
+        "covered; updates delivered in the round with the median and 95th percentile latency (ms) and the "
+        "median stretch (latency over the direct latency to the publisher); noise (deliveries to nodes "
+        "that do not subscribe: zero by construction, counted against the subscriptions); update messages "
+        "and control messages (tree joins, tree pings and acks, friendship pings, acks, requests, answers)."
+    ),
+)
+
+RAPPEL_DELIVERIES = TableSpec(
+    name="rappel_deliveries",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (TOPIC_ID, LongType(), False),
+        (UPDATE_ID, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (PUBLISHED_MS, LongType(), False),
+        (ARRIVAL_MS, DoubleType(), False),
+        (LATENCY_MS, DoubleType(), False),
+        (HOPS, IntegerType(), False),
+        (DIRECT_MS, DoubleType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Every update a Rappel subscriber received (append-only): when it was published and arrived (ms of "
+        "simulated time), the latency, the tree hops (-1: off the publisher's tree, a pull) and the direct "
+        "latency to the publisher (the measured stretch is latency / direct; without latency noise it is "
+        "also the coordinate stretch)."
+    ),
+)
+
+RAPPEL_TRAFFIC = TableSpec(
+    name="rappel_traffic",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        (DATA_MESSAGES, LongType(), False),
+        (JOINS, LongType(), False),
+        (JOINS_IN, LongType(), False),
+        (REJOINS_IN, LongType(), False),
+        (TREE_PINGS, LongType(), False),
+        (FRIENDSHIP_MESSAGES, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Per node and round of a Rappel simulation, over all its feeds: update messages sent, tree join "
+        "messages sent (requests, forwards, answers), join requests received and those of periodic rejoins, "
+        "tree pings and acks, friendship messages sent (pings, acks, requests, answers)."
+    ),
+)
+
+RAPPEL_NODES = TableSpec(
+    name="rappel_nodes",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (NODE_ID, LongType(), False),
+        (FEEDS, LongType(), False),
+        (COVERED, LongType(), False),
+        (FRIENDS, LongType(), False),
+        (OVERLAP_ROLES, LongType(), False),
+        (OVERLAP_NEIGHBOURS, LongType(), False),
+        (OVERLAP_RATIO, DoubleType(), True),
+    ),
+    partition_by=(),
+    description=(
+        "Each node at the end of a Rappel run: its feeds, those some friend shares, its friends, and the "
+        "neighbour overlap ratio: roles played by its friends, parents and children over all trees, over "
+        "the distinct such neighbours (fans and candidates excluded)."
+    ),
+)
+
+RAPPEL_TABLES = (NODE_COORDINATES, FEED_PUBLISHERS, FEED_TREES, RAPPEL_ROUNDS, RAPPEL_DELIVERIES, RAPPEL_TRAFFIC,
+                 RAPPEL_NODES)
+RAPPEL_RUN_TABLES = RAPPEL_TABLES[1:]  # those keyed by run_id
+
 ROUTING_TABLES = (
     ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
     DISSEMINATION_COMPLETION,
@@ -828,6 +1002,7 @@ OVERLAY_TABLES = (
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (
     INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *GOSSIP_TABLES, *ROUTING_TABLES,
+    *RAPPEL_TABLES,
 )
 
 # The shape of each instance table as the library produces it, before the job stamps

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from pipelines import (
-    compare, design, disseminate, failures, ingest, logs, overlays, report, route, runs, simulate, structure,
+    compare, design, disseminate, failures, ingest, logs, overlays, rappel, report, route, runs, simulate, structure,
 )
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
@@ -278,10 +278,13 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     )
     simulator = commands.add_parser(
         "simulate", parents=[after],
-        help="build an overlay by gossip (Feverfew), one synchronous cycle per Spark job; a run like a design",
+        help="build an overlay by gossip (Feverfew: one synchronous cycle per Spark job; Rappel: its friendship "
+        "overlay and feed trees in 30 s rounds); a run like a design",
     )
     simulator.add_argument("--instance", required=True)
-    simulator.add_argument("--protocol", required=True, help=f"one of {', '.join(simulate.PROTOCOLS)}")
+    simulator.add_argument(
+        "--protocol", required=True, help=f"one of {', '.join((*simulate.PROTOCOLS, rappel.PROTOCOL))}",
+    )
     simulator.add_argument("--cycles", type=ingest.positive_int, default=40, help="gossip cycles (default 40)")
     simulator.add_argument("--seed", type=_int, default=1, help="every random choice's seed (default 1)")
     simulator.add_argument(
@@ -303,6 +306,21 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}); "
         "a crash loses at most that many cycles",
     )
+    rappel_options = simulator.add_argument_group("rappel")
+    rappel_options.add_argument("--hours", type=float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)")
+    rappel_options.add_argument("--alpha", type=ingest.positive_int, default=6, help="friends per node (default 6)")
+    rappel_options.add_argument("--beta", type=ingest.positive_int, default=5, help="children per node and feed (default 5)")
+    rappel_options.add_argument("--mode", choices=("bloom", "exact"), default="bloom",
+                                help="what a node learns of another's feeds: a 1024-bit Bloom filter (default) or the set")
+    rappel_options.add_argument("--utility", choices=("interest-distance", "interest"), default="interest-distance",
+                                help="the audit's utility: interest over distance (default) or interest only (Fig. 9's ablation)")
+    rappel_options.add_argument("--failure", metavar="SHARE@FROM-TO",
+                                help="a share of the nodes fails at hour FROM and returns at TO (e.g. 0.5@2-3; no -TO: for good)")
+    rappel_options.add_argument("--churn", metavar="sessions:ON/OFF",
+                                help="nodes go on and off with exponential sessions of these mean minutes (e.g. sessions:240/30)")
+    rappel_options.add_argument("--arrivals", type=float, default=0.0, metavar="MINUTES",
+                                help="spread the nodes' first arrival over these minutes (default 0: all at once)")
+    rappel_options.add_argument("--model-seed", type=_int, default=1, help="the latency model's seed (default 1)")
     simulator.add_argument("--run-id", help="default: INSTANCE.PROTOCOL.cCYCLES.sSEED; the same command resumes it")
     simulator.add_argument(
         "--replace", action="store_true", help="redo the run id: delete the stored run first, then simulate it anew",
@@ -477,6 +495,16 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return ingest.ingest_request(args, settings)
     if args.command == "design":
         return _design_requests(args)
+    if args.command == "simulate" and args.protocol == rappel.PROTOCOL:
+        request = rappel.RappelRequest(
+            args.instance, args.hours, args.seed, args.alpha, args.beta, args.mode, args.utility,
+            rappel.parse_failure(args.failure) if args.failure else None,
+            rappel.parse_churn(args.churn) if args.churn else None, args.arrivals, args.model_seed,
+        )
+        request.check()
+        if args.run_id is not None:
+            overlays.check_run_id(args.run_id)
+        return request
     if args.command == "simulate":
         request = simulate.SimulateRequest(
             args.instance, args.protocol, args.cycles, args.seed, args.bubble_start, args.pss, args.delta,
@@ -573,6 +601,13 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
             for one in request
         ]
         print(format_table(designed, DESIGN_COLUMNS))
+    elif args.command == "simulate" and isinstance(request, rappel.RappelRequest):
+        run = rappel.run_rappel(
+            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every, progress=not args.quiet,
+            diameters=not args.skip_diameters, replace=args.replace,
+        )
+        print(format_table([run], DESIGN_COLUMNS))
+        print(format_table(rappel.round_rows(lakehouse, run[S.RUN_ID]), rappel.ROUND_COLUMNS))
     elif args.command == "simulate":
         run = simulate.run_simulation(
             spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every, progress=not args.quiet,

@@ -472,6 +472,12 @@ class Lakehouse:
             f"append {table.name} of run {run_id}",
         )
 
+    def append_rows(self, table: S.TableSpec, frame: DataFrame) -> None:
+        """Add rows to a table not keyed by run (a blind append); `frame` has the table's columns."""
+        self.ensure(table)
+        rows = frame.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
+        _with_retries(lambda: rows.write.format("delta").mode("append").save(self.path(table)), f"append {table.name}")
+
     def delete_run_rows(self, table: S.TableSpec, run_id: str, condition: F.Column | None = None) -> None:
         """Delete one run's rows (those matching `condition` too, when given)."""
         if not self.exists(table):

@@ -48,9 +48,10 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
         r, fo, trees = next(oracle)
         assert r == result.round
         rows = {row["node_id"]: row.asDict() for row in result.friendship.collect()}
-        for v in range(nodes):
+        for v in range(nodes):  # (`met` is compared below: the oracle holds it for the next round already)
             for column, value in fo.state(v).items():
-                assert list(rows[v][column]) == list(value), f"round {r}, node {v}, {column}"
+                if column != "met":
+                    assert list(rows[v][column]) == list(value), f"round {r}, node {v}, {column}"
         step = result.step.collect()
         for row in step:
             if row["kind"] == TREE:

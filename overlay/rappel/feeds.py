@@ -426,3 +426,28 @@ class _Round:
             if m.online and m.parent != NONE and self.m[m.parent].online and x in self.m[m.parent].children:
                 self.out.count(x, PINGS)
                 self.out.count(m.parent, PINGS)
+
+
+def layout(tree: FeedTree) -> Iterator[tuple[int, int, int]]:
+    """Each online member's (node, parent, depth), ascending; NONE: no parent (the root, or not
+    attached), no depth (its chain does not reach the root)."""
+    members, root = tree.members, tree.publisher
+    depths: dict[int, int] = {root: 0} if members[root].online else {}
+
+    def depth(x: int) -> int:
+        path = []
+        while x not in depths:
+            parent = members[x].parent
+            if parent == NONE or not members[parent].online or x not in members[parent].children:
+                break
+            path.append(x)
+            x = parent
+        known = depths.get(x, NONE)
+        for y in reversed(path):
+            known = NONE if known == NONE else known + 1
+            depths[y] = known
+        return depths.get(path[0], NONE) if path else known
+
+    for x in sorted(members):
+        if members[x].online:
+            yield x, members[x].parent, depth(x)

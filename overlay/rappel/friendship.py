@@ -78,8 +78,9 @@ STATE_COLUMNS = (
     ("cand", "array<bigint>"), ("cand_votes", "array<int>"), ("cand_audited", "array<int>"),
     ("cand_heard", "array<int>"), ("met", "array<bigint>"),
 )
-# What `finish` adds: the node's feeds some friend subscribes to, its feeds, messages sent.
-MEASURE_COLUMNS = (("covered", "int"), ("feeds", "int"), ("sent", "array<int>"))
+# What `finish` adds: the node's feeds some friend subscribes to, its feeds, messages sent, and
+# whether it was online in the round.
+MEASURE_COLUMNS = (("covered", "int"), ("feeds", "int"), ("sent", "array<int>"), ("online", "boolean"))
 MESSAGE_COLUMNS = (
     ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("ids", "array<bigint>"),
     ("accepted", "boolean"), *STATE_COLUMNS[1:], ("asked", "array<bigint>"), ("victims", "array<bigint>"),
@@ -273,7 +274,8 @@ class Friendship:
             n.fans = {f: seen for f, seen in n.fans.items() if seen >= cycle - 1}
         feeds = self.interests.feeds(node)
         held = set().union(*(self.interests.feeds(j) for j in n.friends)) if n.friends else set()
-        return {**to_row(n), "covered": len(feeds & held), "feeds": len(feeds), "sent": list(own["sent"])}
+        return {**to_row(n), "covered": len(feeds & held), "feeds": len(feeds), "sent": list(own["sent"]),
+                "online": self.up(node, cycle)}
 
 
 def friendship_engine(

@@ -40,7 +40,7 @@ TREE, FRIENDS, DELIVERY, TRAFFIC, MET = range(5)
 STEP_COLUMNS = (
     ("kind", "int"), ("feed", "bigint"), ("node_id", "bigint"), ("tree", "binary"), ("ids", "array<bigint>"),
     ("update_id", "bigint"), ("published_ms", "bigint"), ("arrival_ms", "double"), ("hops", "int"),
-    ("counts", "array<int>"),
+    ("direct_ms", "double"), ("counts", "array<int>"),
 )
 _STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
 _BLANK = {name: None for name, _ in STEP_COLUMNS}
@@ -73,7 +73,8 @@ class RappelTrees:
         yield {**_BLANK, "kind": TREE, "feed": feed, "tree": pickle.dumps(tree, protocol=5)}
         for d in out.deliveries:
             yield {**_BLANK, "kind": DELIVERY, "feed": feed, "node_id": d.node, "update_id": d.update,
-                   "published_ms": d.published, "arrival_ms": float(d.arrival), "hops": d.hops}
+                   "published_ms": d.published, "arrival_ms": float(d.arrival), "hops": d.hops,
+                   "direct_ms": self.feeds.latency(d.node, tree.publisher)}
         for node in sorted(out.traffic):
             yield {**_BLANK, "kind": TRAFFIC, "feed": feed, "node_id": node, "counts": out.traffic[node]}
         for node in sorted(out.met):

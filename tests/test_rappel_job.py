@@ -1,0 +1,121 @@
+"""`simulate --protocol rappel`: a run stored round by round whose every measure is the oracle's
+(tests/rappel_trees_oracle.py), its friendships the run's links, and its input errors clear."""
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from conftest import store_instance
+from rappel_trees_oracle import coupled_run
+from overlay import schema as S
+from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec
+from pipelines.rappel import RappelRequest, parse_churn, parse_failure, run_rappel
+
+NODES = 50
+# 9 min: 18 rounds; 40% of the nodes fail at 3 min and return at 6 min (Fig. 7 in small).
+REQUEST = RappelRequest("rappel-50", hours=0.15, seed=3, alpha=3, beta=3, mode="exact", failure=(0.4, 0.05, 0.1))
+
+
+@pytest.fixture(scope="module")
+def simulated(spark, module_lakehouse):
+    pairs = store_instance(spark, module_lakehouse, "rappel-50", SyntheticSpec("zipf", NODES, 8, 1, 4, seed=5))
+    run = run_rappel(spark, module_lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
+    subs: dict[int, set] = {v: set() for v in range(NODES)}
+    for v, t in pairs:
+        subs[v].add(t)
+    return module_lakehouse, run, subs
+
+
+def stored(lakehouse, table, run_id):
+    return lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id)
+
+
+def oracle_rounds(lakehouse, run_id, subs):
+    """The oracle on the run's stored inputs (coordinates, publishers), round by round."""
+    coords = {r[S.NODE_ID]: (r[S.X_MS], r[S.Y_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect()}
+    publishers = [r[S.PUBLISHER] for r in stored(lakehouse, S.FEED_PUBLISHERS, run_id).orderBy(S.TOPIC_ID).collect()]
+    presence = REQUEST.presence(frozenset(publishers))
+    return publishers, coupled_run(
+        NODES, subs, [coords[v] for v in range(NODES)], publishers, REQUEST.rounds, seed=REQUEST.seed,
+        alpha=REQUEST.alpha, mode=REQUEST.mode, presence_down=lambda r: presence.down(range(NODES), r),
+        beta=REQUEST.beta,
+    )
+
+
+def test_a_rappel_run_stores_the_oracles_rounds_links_and_trees(simulated):
+    lakehouse, run, subs = simulated
+    run_id = run[S.RUN_ID]
+    assert run[S.STATUS] == S.COMPLETE and REQUEST.rounds == 18
+    publishers, rounds = oracle_rounds(lakehouse, run_id, subs)
+    by_round = {r[S.ROUND]: r for r in stored(lakehouse, S.RAPPEL_ROUNDS, run_id).collect()}
+    assert sorted(by_round) == list(range(1, 19))
+    delivered = stored(lakehouse, S.RAPPEL_DELIVERIES, run_id)
+    for r, fo, trees in rounds:
+        row = by_round[r]
+        up = [v for v in range(NODES) if v not in fo.down(r)]
+        assert row[S.NODES_UP] == len(up)
+        assert row[S.COVERED] == sum(fo.covered(v) for v in up)
+        latencies = [arrival - published for *_, published, arrival, _ in trees.deliveries]
+        assert row[S.DELIVERIES] == len(latencies) and row[S.NOISE] == 0
+        if latencies:
+            assert row[S.LATENCY_MEDIAN] == pytest.approx(float(np.median(latencies)))
+            assert row[S.LATENCY_P95] == pytest.approx(float(np.percentile(latencies, 95)))
+        got = sorted((d[S.TOPIC_ID], d[S.NODE_ID], d[S.UPDATE_ID], d[S.ARRIVAL_MS])
+                     for d in delivered.filter(F.col(S.ROUND) == r).collect())
+        assert got == sorted((f, x, u, arrival) for f, x, u, _, arrival, _ in trees.deliveries)
+        if r == REQUEST.rounds:
+            final_friends = {v: set(fo.friends[v]) for v in range(NODES)}
+            final_trees = {f: trees.tree(f) for f in range(len(publishers))}
+    assert 0 < by_round[7][S.NODES_UP] < NODES  # the failure happened
+    links = {(e[S.U], e[S.V]) for e in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
+    assert links == {(min(v, q), max(v, q)) for v, qs in final_friends.items() for q in qs}
+    layout = {(t[S.TOPIC_ID], t[S.NODE_ID]): t[S.PARENT]
+              for t in stored(lakehouse, S.FEED_TREES, run_id).filter(F.col(S.ROUND) == 18).collect()}
+    assert layout == {(f, x): (None if fields[1] == -1 else fields[1])
+                      for f, tree in final_trees.items() for x, fields in tree.items() if fields[0]}
+    # Neighbour overlap by hand: friends, then parent and children in every tree (links on the
+    # publisher's tree only), one count per role, each neighbour once.
+    roles = {v: [*final_friends[v]] for v in range(NODES)}
+    for f, tree in final_trees.items():
+        for x in tree:
+            if rooted(tree, x, publishers[f]) and tree[x][1] != -1:
+                roles[x].append(tree[x][1])
+                roles[tree[x][1]].append(x)
+    for r in stored(lakehouse, S.RAPPEL_NODES, run_id).collect():
+        mine = roles[r[S.NODE_ID]]
+        assert (r[S.OVERLAP_ROLES], r[S.OVERLAP_NEIGHBOURS]) == (len(mine), len(set(mine))), r[S.NODE_ID]
+        assert (r[S.FRIENDS], r[S.FEEDS]) == (len(final_friends[r[S.NODE_ID]]), len(subs[r[S.NODE_ID]]))
+
+
+def rooted(tree: dict, x: int, root: int) -> bool:
+    """Whether x's chain of online parents that list it reaches the root."""
+    while x != root:
+        online, parent = tree[x][0], tree[x][1]
+        if not online or parent == -1 or parent not in tree or not tree[parent][0] or x not in tree[parent][2]:
+            return False
+        x = parent
+    return tree[root][0]
+
+
+def test_a_rappel_runs_traffic_adds_up(simulated):
+    lakehouse, run, _ = simulated
+    run_id = run[S.RUN_ID]
+    traffic = stored(lakehouse, S.RAPPEL_TRAFFIC, run_id)
+    totals = traffic.agg(F.sum(S.DATA_MESSAGES), F.sum(S.FRIENDSHIP_MESSAGES), F.sum(S.REJOINS_IN)).first()
+    rounds = stored(lakehouse, S.RAPPEL_ROUNDS, run_id).agg(F.sum(S.DATA_MESSAGES), F.sum(S.DELIVERIES)).first()
+    assert totals[0] == rounds[0] == rounds[1]  # one update message per delivery
+    assert totals[1] > 0
+
+
+def test_rappel_requests_refuse_bad_settings():
+    assert parse_failure("0.5@2-3") == (0.5, 2.0, 3.0) and parse_failure("0.8@1") == (0.8, 1.0, None)
+    assert parse_churn("sessions:240/30") == (240.0, 30.0)
+    with pytest.raises(InputError, match="SHARE@FROM-TO"):
+        parse_failure("half@2")
+    with pytest.raises(InputError, match="sessions:ONLINE/OFFLINE"):
+        parse_churn("0.01")
+    with pytest.raises(InputError, match="return after they fail"):
+        RappelRequest("x", failure=(0.5, 2.0, 1.0)).check()
+    with pytest.raises(InputError, match="--hours must be positive"):
+        RappelRequest("x", hours=0).check()
