@@ -25,6 +25,7 @@ def same(frames):
     assert_df_equality(*frames, ignore_row_order=True, ignore_nullable=True)
 
 
+@pytest.mark.ci  # about 28 s
 def test_diameters_agree_with_each_other_and_the_oracle(spark, graphframes):
     rng = random.Random(7)
     subscriptions = sorted({(rng.randrange(14), min(rng.randrange(6), rng.randrange(6))) for _ in range(40)})

@@ -17,6 +17,7 @@ def run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.ci  # the shared small workflow (about 2.5 min) is built in the CI pass anyway
 def test_ingest_then_list(refreshed, capsys):
     """The shared lakehouse was ingested through the CLI (`ingest` in tests/workflows/tiny_refresh.yaml)."""
     first = refreshed["first"][1]

@@ -45,6 +45,7 @@ class Crash(BaseException):
     """Stands in for kill -9 between a round's edges and its round row."""
 
 
+@pytest.mark.ci  # about 45 s
 def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, instance, monkeypatch):
     request = DesignRequest("z", "gpm", max_degree=3)
     real_append = lakehouse.append_run_rows
@@ -105,6 +106,7 @@ def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, inst
         assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
 
 
+@pytest.mark.ci  # about 60 s
 def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").select(S.NODE_ID, S.TOPIC_ID)
     nodes = subscriptions.select(S.NODE_ID).distinct()
@@ -127,6 +129,7 @@ def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     assert pairs(random_m(nodes, 3, seed=4)) == matched[4] != matched[5]
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_budget_ratio_uses_minmaxoda_once(spark, refreshed):
     """The shared workflow lakehouse holds `design --algorithm gpm --budget-ratio 0.5` on `tiny`."""
     lakehouse = refreshed["lakehouse"]
@@ -174,6 +177,7 @@ def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):
     assert exited.value.code == 2 and "must be 0 or more seconds" in capsys.readouterr().err
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, refreshed):
     with pytest.raises(UnknownInstanceError):
         run_design(spark, lakehouse, DesignRequest("nope", "gm"))
@@ -189,6 +193,7 @@ def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, refreshe
     assert not shared.read(S.OVERLAY_RUNS).filter(F.col(S.STATUS) == S.RUNNING).count()
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_a_run_id_reused_with_other_settings_is_refused(spark, refreshed):
     shared = refreshed["lakehouse"]  # holds the small-world run tiny.swico.random-chord.s1
     with pytest.raises(InputError, match="exists with other settings"):
@@ -251,6 +256,7 @@ def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeyp
     assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_a_small_world_run_stores_ring_fingers_and_links(refreshed):
     """The shared lakehouse's `design --algorithm swico --short random --long chord` on `tiny`."""
     from overlay.smallworld.fingers import property_1_violation, undirected_links
@@ -286,6 +292,7 @@ def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkey
     assert not lakehouse.exists(S.FINGERS) or lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == "broken-sw").count() == 0
 
 
+@pytest.mark.ci  # about 14 s per case
 @pytest.mark.parametrize("outcome", ["complete", "failed"])
 def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(spark, lakehouse, instance, monkeypatch, outcome):
     """Another process resumes the run after this one's last ownership check (simulated inside
@@ -388,6 +395,7 @@ def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     assert stored_edges(fresh, "z.gpm.r0.5") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
 
 
+@pytest.mark.ci  # about 60 s
 def test_ktco_designs_store_the_oracles_links_and_prove_their_k(spark, lakehouse, instance):
     """GM2, HararyPT (a sweep over k, one run each) and CyclePT through the design job: the
     oracles' links, and the evaluator's kTCO check stored for the k each builds."""

@@ -36,6 +36,7 @@ def test_store_and_count(spark, lakehouse):
     )
 
 
+@pytest.mark.ci  # about 28 s
 def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
     lakehouse.replace_instance("keep", make(spark, 1))
     lakehouse.replace_instance("swap", make(spark, 2))
@@ -53,6 +54,7 @@ def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
     assert lakehouse.read(S.INSTANCES).count() == 2
 
 
+@pytest.mark.ci  # about 21 s
 def test_rows_of_a_crashed_ingest_are_invisible_then_cleaned(spark, lakehouse):
     lakehouse.replace_instance("x", make(spark, 1))
     current = lakehouse.instance_row("x")[S.INGEST_ID]
@@ -84,6 +86,7 @@ def test_concurrent_ingests_of_different_instances(spark, lakehouse):
         assert lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).count() == f.subscriptions.count()
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_tables_are_readable_by_another_delta_reader(spark, refreshed):
     """Every table of the shared workflow lakehouse, read by delta-rs (no Spark) and by Spark SQL."""
     lakehouse = refreshed["lakehouse"]

@@ -51,6 +51,7 @@ def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
         overlays.run_import(spark, lakehouse, "z", "imp", path)
 
 
+@pytest.mark.ci  # about 40 s
 def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, instance, write_text, tmp_path):
     rng = random.Random(4)
     pairs = sorted({tuple(sorted(rng.sample(range(30), 2))) for _ in range(25)})
@@ -154,6 +155,7 @@ def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, 
 
 
 
+@pytest.mark.ci  # about 25 s
 def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, instance, write_text):
     """`evaluate --k`: a HararyPT overlay for k = 2 is a 2TCO and, for k = 3, exactly the topics
     the oracle finds fine; evaluating k = 3 keeps k = 2's rows, re-evaluating k = 2 replaces them."""
@@ -175,6 +177,7 @@ def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, insta
     assert per_topic.filter(F.col(S.K) == 2).count() == per_topic.filter(F.col(S.K) == 3).count() == len(topics)
 
 
+@pytest.mark.ci  # about 25 s
 def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, lakehouse, instance, write_text):
     """`resilience` on an imported overlay: every stored (share, trial) row is the oracle's
     scenario; a rerun at overlapping shares replaces those and keeps the others."""

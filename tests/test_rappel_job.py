@@ -43,6 +43,7 @@ def oracle_rounds(lakehouse, run_id, subs):
     )
 
 
+@pytest.mark.ci  # an 18-round run stored and evaluated, about 2 min
 def test_a_rappel_run_stores_the_oracles_rounds_links_and_trees(simulated):
     lakehouse, run, subs = simulated
     run_id = run[S.RUN_ID]
@@ -98,6 +99,7 @@ def rooted(tree: dict, x: int, root: int) -> bool:
     return tree[root][0]
 
 
+@pytest.mark.ci  # the same run
 def test_a_rappel_runs_traffic_adds_up(simulated):
     lakehouse, run, _ = simulated
     run_id = run[S.RUN_ID]

@@ -79,9 +79,9 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
 
 
 def test_rappel_rounds_match_the_oracle_through_a_failure_and_return(spark):
-    # 40% of the nodes (publishers spared) fail in rounds 9-13: orphans detect, rejoin and pull.
+    # 40% of the nodes (publishers spared) fail in rounds 5-7: orphans detect, rejoin and pull.
     params = RappelParams(seed=4, alpha=3, beta=2, mode="exact")
-    seen = run_both(spark, 50, 8, params, 18, Presence(seed=4, share=0.4, fail_round=9, return_round=14))
+    seen = run_both(spark, 50, 8, params, 9, Presence(seed=4, share=0.4, fail_round=5, return_round=8))
     assert seen["deliveries"] > 100 and seen["orphans"] > 0 and seen["evictions"] > 0, seen
 
 

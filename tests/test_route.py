@@ -30,6 +30,7 @@ def rows_of(lakehouse, table, routing_run_id):
     return lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).collect()
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, refreshed):
     out = refreshed["first"][1]
     assert f"Routing run {SCRIBE_RUN} (scribe on {small_world[S.RUN_ID]}): complete" in out

@@ -69,6 +69,7 @@ def test_retention_keeps_the_newest_versions_and_those_replaced_recently():
     assert Retention(versions=1, days=30).kept("v3", versions[:3]) == {"v3"}
 
 
+@pytest.mark.ci  # about 50 s
 def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, lakehouse, write_text):
     lakehouse.replace_instance("h", synthetic_instance(spark, SPEC))
     first = lakehouse.instance_row("h")[S.INGEST_ID]
@@ -95,6 +96,7 @@ def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, 
     assert listed == {"on-first": runs.DROPPED, "on-second": runs.EARLIER}
 
 
+@pytest.mark.ci  # about 31 s
 def test_runs_are_listed_newest_first_filtered_and_shown(spark, lakehouse, instance, write_text):
     imported(spark, lakehouse, write_text, "list-a", [(1, 2), (2, 3)])
     imported(spark, lakehouse, write_text, "list-b", [(1, 2)])
@@ -119,6 +121,7 @@ def test_runs_are_listed_newest_first_filtered_and_shown(spark, lakehouse, insta
         runs.show_run(lakehouse, "no-such-run")
 
 
+@pytest.mark.ci  # about 46 s
 def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, lakehouse, instance, write_text):
     imported(spark, lakehouse, write_text, "gone", [(1, 2), (3, 4)])
     imported(spark, lakehouse, write_text, "stays", [(1, 2)])
@@ -144,6 +147,7 @@ def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, la
         runs.delete_run(lakehouse, "gone")
 
 
+@pytest.mark.ci  # about 25 s
 def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishes_it(
     spark, lakehouse, instance, write_text,
 ):

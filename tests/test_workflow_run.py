@@ -17,6 +17,7 @@ FIGURES = {"quality_vs_budget.png", "degree_distribution.png", "routing_ratios.p
 STEPS = ["ingest", "design_gpm", "ring", "evaluate_gpm", "route_scribe", "report"]
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_workflow_runs_every_step_in_order_and_reports(refreshed):
     _, out, _ = refreshed["first"]
     lines = [line for line in out.splitlines() if line.startswith("[")]
@@ -39,6 +40,7 @@ def test_workflow_runs_every_step_in_order_and_reports(refreshed):
     assert metrics[S.DIAMETER_METHOD] != "skipped"
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_rerun_skips_every_complete_step(refreshed):
     code, out, err = refreshed["rerun"]
     assert code == 0, err[-3000:]
@@ -50,6 +52,7 @@ def test_rerun_skips_every_complete_step(refreshed):
     assert "[6/6] report: skipped, the report in" in out
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_a_new_commit_makes_the_report_stale(refreshed, tmp_path):
     from pipelines import report
 
@@ -63,6 +66,7 @@ def test_a_new_commit_makes_the_report_stale(refreshed, tmp_path):
     assert not report.is_current(lakehouse, tmp_path)
 
 
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text(
@@ -87,6 +91,7 @@ def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_notebooks_run_against_the_lakehouse(refreshed, monkeypatch, capsys, tmp_path, notebook, env, expected):
     monkeypatch.setenv("OVERLAY_LAB_LAKEHOUSE", refreshed["argv"][1])
     monkeypatch.setenv("OVERLAY_LAB_FIGURES", str(tmp_path))
