@@ -326,7 +326,7 @@ class _Round:
 
     def walk(self, j: int, i: int, k: int, rejoin: bool) -> int:
         """One walk from i (see the module doc); the parent j ends under, or NONE."""
-        out, feed = self.out, self.t.feed
+        out = self.out
         sender = j
         while True:
             out.count(sender, JOIN)
