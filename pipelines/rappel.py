@@ -18,12 +18,10 @@ marked complete."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import re
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -43,11 +41,11 @@ from overlay.rappel.friendship import UTILITIES, RappelParams
 from overlay.rappel.interest import MODES
 from overlay.rappel.presence import Presence
 from overlay.rappel.simulation import RappelSimulation, RoundResult
-from pipelines.design import check_owner, claim_run, complete_owned, failing_run
-from pipelines.lakehouse import Lakehouse, UnknownRunError
-from pipelines.overlays import _now, check_run_id, evaluate_run
+from pipelines.design import check_owner
+from pipelines.lakehouse import Lakehouse
+from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.runs import OVERLAY, delete_run
+from pipelines.simulate import simulated_run
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -219,34 +217,8 @@ def run_rappel(
     snapshot_every: int = SNAPSHOT_EVERY, progress: bool = True, diameters: bool = True, replace: bool = False,
 ) -> dict:
     """Simulate one Rappel run (from round 1); returns the complete run row as a dict."""
-    request.check()
-    if snapshot_every < 1:
-        raise InputError(f"the snapshot interval must be at least 1 round, got {snapshot_every}")
-    run_id = run_id or request.default_run_id()
-    check_run_id(run_id)
-    instance = lakehouse.instance_row(request.instance)
-    if not instance[S.SUBSCRIPTIONS]:
-        raise InputError(f"instance '{request.instance}' has no subscriptions: no feed to follow")
-    if replace:
-        with contextlib.suppress(UnknownRunError):
-            delete_run(lakehouse, run_id, OVERLAY.name)
-            log.info("simulate %s: --replace: deleted the stored run first", run_id)
-    existing, attempt = claim_run(lakehouse, run_id, request, instance[S.INGEST_ID], request.params_json(), wait=False)
-    if existing is not None and existing[S.STATUS] == S.COMPLETE:
-        log.info("run %s is complete already", run_id)
-        return existing.asDict()
-    clock = time.monotonic()
-    with failing_run(lakehouse, run_id, attempt, "simulate"):
-        _simulate(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
-        run = check_owner(lakehouse, run_id, attempt)
-        simulated = time.monotonic() - clock
-        metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
-        complete_owned(lakehouse, run_id, attempt, **{
-            S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock, S.EDGES: metrics[S.EDGES],
-            S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.SECONDS_ROUNDS: simulated,
-            S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
-        })
-    return lakehouse.run_row(run_id).asDict()
+    return simulated_run(spark, lakehouse, request, _simulate, run_id, snapshot_every, progress, diameters, replace,
+                         unit="round", nothing="no feed to follow")
 
 
 def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest, run_id: str, attempt: str, instance,

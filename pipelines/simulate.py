@@ -175,26 +175,35 @@ def run_simulation(
 ) -> dict:
     """Simulate (or finish simulating) one gossip run; returns the complete run row as a dict.
     `replace`: delete the stored run of this id first (with everything on it)."""
+    return simulated_run(spark, lakehouse, request, _simulate, run_id, snapshot_every, progress, diameters, replace,
+                         unit="cycle", nothing="nothing to gossip about")
+
+
+def simulated_run(spark: SparkSession, lakehouse: Lakehouse, request, simulate_rounds, run_id: str | None,
+                  snapshot_every: int, progress: bool, diameters: bool, replace: bool, unit: str, nothing: str) -> dict:
+    """A simulated overlay's run, whatever the protocol: checks, the claim of the run row, the
+    protocol's `simulate_rounds(spark, lakehouse, request, run_id, attempt, instance,
+    snapshot_every, progress)` (which stores the run's links), then the evaluation like any
+    design's and the run marked complete (a failure marks it failed)."""
     request.check()
     if snapshot_every < 1:
-        raise InputError(f"the snapshot interval must be at least 1 cycle, got {snapshot_every}")
+        raise InputError(f"the snapshot interval must be at least 1 {unit}, got {snapshot_every}")
     run_id = run_id or request.default_run_id()
     check_run_id(run_id)
     instance = lakehouse.instance_row(request.instance)
-    ingest_id = instance[S.INGEST_ID]
     if not instance[S.SUBSCRIPTIONS]:
-        raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to gossip about")
+        raise InputError(f"instance '{request.instance}' has no subscriptions: {nothing}")
     if replace:
         with contextlib.suppress(UnknownRunError):
             delete_run(lakehouse, run_id, OVERLAY.name)
             log.info("simulate %s: --replace: deleted the stored run first", run_id)
-    existing, attempt = claim_run(lakehouse, run_id, request, ingest_id, request.params_json(), wait=False)
+    existing, attempt = claim_run(lakehouse, run_id, request, instance[S.INGEST_ID], request.params_json(), wait=False)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("run %s is complete already", run_id)
         return existing.asDict()
     clock = time.monotonic()
     with failing_run(lakehouse, run_id, attempt, "simulate"):
-        _simulate(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
+        simulate_rounds(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
         run = check_owner(lakehouse, run_id, attempt)
         simulated = time.monotonic() - clock
         metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)

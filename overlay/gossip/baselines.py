@@ -49,6 +49,14 @@ class Knowledge:
         self.by_topic = np.searchsorted(topics[order], np.arange(span + 1))
         self.members = owners[order]
         self.sizes = np.diff(self.by_topic)
+        self._subs: dict[int, frozenset] = {}
+
+    def subs(self, node: int) -> frozenset:
+        """sub(node), as a set (kept once asked for)."""
+        found = self._subs.get(node)
+        if found is None:
+            found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
+        return found
 
     def subscribers(self, topic: int) -> np.ndarray:
         """The topic's subscribers, ascending."""

@@ -101,15 +101,8 @@ class Interests(Knowledge):
         self.network = network
         self._need = {t: need(int(n)) for t, n in enumerate(self.sizes) if n}
         self._ttl = {s: ttl0(network, s, shuffle) for s in {int(n) for n in self.sizes if n > 1}}
-        self._subs: dict[int, frozenset] = {}
 
-    def subs(self, node: int) -> frozenset:
-        found = self._subs.get(node)
-        if found is None:
-            found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
-        return found
-
-    __getitem__ = subs  # the mapping `select` reads
+    __getitem__ = Knowledge.subs  # the mapping `select` reads
 
     def need(self, topic: int) -> int:
         return self._need.get(topic, 0)

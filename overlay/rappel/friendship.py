@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from overlay.draws import RAPPEL_FCFS, draw_int
+from overlay.gossip.baselines import Knowledge
 from overlay.gossip.cycles import CycleEngine
 from overlay.rappel.candidates import Candidate, capacity, hear, next_audit, reopen
 from overlay.rappel.interest import DELTA, MODES, audit, distance, filter_of
@@ -119,21 +120,18 @@ def from_row(row: dict, node_key: str = "node_id") -> Friend:
     )
 
 
-class Interests:
+class Interests(Knowledge):
     """What a node can look up of any other (the audit's "fetch its Bloom and coordinates"): the
-    subscription filters, the exact feed sets and the coordinates, from plain arrays."""
+    subscriptions both ways (`Knowledge`: a node's feeds are its topics), the subscription
+    filters and the coordinates, from plain arrays."""
 
     def __init__(self, offsets: np.ndarray, topics: np.ndarray, coordinates: np.ndarray, mode: str) -> None:
-        self.offsets, self.topics, self.coordinates, self.mode = offsets, topics, coordinates, mode
+        super().__init__(offsets, topics)
+        self.coordinates, self.mode = coordinates, mode
         self.network = len(offsets) - 1
         self._filters: dict[int, int] = {}
-        self._feeds: dict[int, frozenset] = {}
 
-    def feeds(self, node: int) -> frozenset:
-        found = self._feeds.get(node)
-        if found is None:
-            found = self._feeds[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
-        return found
+    feeds = Knowledge.subs
 
     def filter(self, node: int) -> int:
         found = self._filters.get(node)

@@ -28,7 +28,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from overlay.gossip.baselines import Knowledge
 from overlay.gossip.cycles import arrow_schema, built, ddl, shared_builder
 from overlay.progress import OnStep, report
 from overlay.rappel.feeds import Feeds, FeedTree
@@ -53,11 +52,10 @@ class RappelTrees:
     def __init__(self, params: RappelParams, offsets: np.ndarray, topics: np.ndarray, coordinates: np.ndarray,
                  publishers: np.ndarray, presence: Presence) -> None:
         self.interests = Interests(offsets, topics, coordinates, params.mode)
-        self.knowledge = Knowledge(offsets, topics)
         self.feeds = Feeds(self.interests, publishers, presence, params.seed, params.beta)
 
     def start(self, feed: int) -> FeedTree:
-        subscribers = self.knowledge.subscribers(feed).tolist() if feed < len(self.knowledge.sizes) else []
+        subscribers = self.interests.subscribers(feed).tolist() if feed < len(self.interests.sizes) else []
         return self.feeds.start(feed, subscribers)
 
     def friend_rows(self, node: int, friends: list[int]) -> Iterator[dict]:
