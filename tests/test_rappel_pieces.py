@@ -1,11 +1,16 @@
 """Rappel's pure pieces against hand-worked values: the utilities on the paper's worked example,
 Bloom false-positive rates, one audit step, the five join cases of Alg. 2 (Fig. 4) and the
-rejoin distribution with its expected load (checked by counting on a complete tree)."""
+rejoin distribution with its expected load (checked by counting on a complete tree), and Fig. 1's
+greedy best friends."""
 
 import math
 
+import numpy as np
 import pytest
 
+from overlay.design.classes import Subscriptions
+from overlay.gossip.baselines import Knowledge
+from overlay.rappel.greedy import best_friends
 from overlay.rappel.interest import (
     audit, false_positive_rate, filter_of, holds, jaccard, pair_utility, set_utility,
 )
@@ -130,3 +135,24 @@ def test_the_latency_model_follows_the_papers_inter_as_mixture_in_shape():
     assert 0.06 < near < 0.14 and 0.22 < mid < 0.36 and longest < 130  # paper: 10%, 30%, up to 115 ms
     # Keyed per node: a node sits where it sits whatever else is placed with it.
     assert np.array_equal(LatencyModel().coordinates(5, np.array([7, 3]))[0], LatencyModel().coordinates(5, np.arange(10))[7])
+
+
+def test_the_greedy_best_friends_are_a_brute_force_greedys():
+    """Fig. 1's analysis: each pick the node covering most of p's uncovered feeds (ties: the
+    smaller id), against a plain search over every other node."""
+    rng = np.random.default_rng(1)
+    n, feeds = 30, 12
+    subs = {v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False).tolist()) for v in range(n)}
+    csr = Subscriptions.from_pairs(n, np.array([(v, t) for v in range(n) for t in sorted(subs[v])]))
+    knowledge = Knowledge(csr.offsets, csr.topics)
+    for p in range(n):
+        chosen, after = best_friends(p, knowledge, 3)
+        want, covered, counts = [], set(), []
+        for _ in range(3):
+            gain, q = max((len((subs[q] & subs[p]) - covered), -q) for q in range(n) if q != p and q not in want)
+            if gain == 0:
+                break
+            want.append(-q)
+            covered |= subs[-q] & subs[p]
+            counts.append(len(covered))
+        assert (chosen, after) == (want, counts), p
