@@ -74,9 +74,11 @@ def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
     subs = {v: set() for v in range(nodes)}
     for v, t in pairs:
         subs[int(v)].add(int(t))
+    instances = table(lakehouse, "instances")
+    ingest_id = instances.loc[instances.instance == INSTANCE, "ingest_id"].iloc[0]
     coords = table(lakehouse, "node_coordinates")
-    coords = coords[(coords.instance == INSTANCE) & (coords.model_seed == 1)].sort_values("node_id")
-    coords = coords.drop_duplicates("node_id", keep="last")
+    coords = coords[(coords.instance == INSTANCE) & (coords.ingest_id == ingest_id) & (coords.model_seed == 1)]
+    coords = coords.sort_values("node_id")
     publishers = table(lakehouse, "feed_publishers")
     publishers = [int(p) for p in publishers[publishers.run_id == run_id].sort_values("topic_id").publisher]
     request = RappelRequest(INSTANCE, hours=hours, churn=parse_churn(CHURN))
