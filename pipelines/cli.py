@@ -302,9 +302,9 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--clear-similar", action="store_true", help="empty the similar view after each rebuild (the literal Alg. 1)",
     )
     simulator.add_argument(
-        "--snapshot-every", type=ingest.positive_int, default=simulate.SNAPSHOT_EVERY, metavar="CYCLES",
-        help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}); "
-        "a crash loses at most that many cycles",
+        "--snapshot-every", type=ingest.positive_int, metavar="CYCLES",
+        help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}; "
+        f"Rappel: commit the rounds' measures every {rappel.SNAPSHOT_EVERY} rounds); a crash loses at most that many cycles",
     )
     rappel_options = simulator.add_argument_group("rappel")
     rappel_options.add_argument("--hours", type=float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)")
@@ -603,14 +603,15 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         print(format_table(designed, DESIGN_COLUMNS))
     elif args.command == "simulate" and isinstance(request, rappel.RappelRequest):
         run = rappel.run_rappel(
-            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every, progress=not args.quiet,
-            diameters=not args.skip_diameters, replace=args.replace,
+            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every or rappel.SNAPSHOT_EVERY,
+            progress=not args.quiet, diameters=not args.skip_diameters, replace=args.replace,
         )
         print(format_table([run], DESIGN_COLUMNS))
         print(format_table(rappel.round_rows(lakehouse, run[S.RUN_ID]), rappel.ROUND_COLUMNS))
     elif args.command == "simulate":
         run = simulate.run_simulation(
-            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every, progress=not args.quiet,
+            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every or simulate.SNAPSHOT_EVERY,
+            progress=not args.quiet,
             diameters=not args.skip_diameters, replace=args.replace,
         )
         print(format_table([run], DESIGN_COLUMNS))
