@@ -243,6 +243,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_pat
     assert DeltaTable(str(tmp_path / "lh" / "overlay_runs")).to_pandas().status.tolist() == ["complete"]
 
 
+@pytest.mark.ci  # about 12 s
 def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeypatch):
     real = design.evaluate_run
 

@@ -32,6 +32,7 @@ def overlay_file(write_text, pairs, name="overlay.csv"):
     return write_text(name, "u,v\n" + "".join(f"{a},{b}\n" for a, b in pairs))
 
 
+@pytest.mark.ci  # about 13 s
 def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
     path = overlay_file(write_text, [("n1", "n2"), ("n2", "n1"), ("n3", "n3"), ("n4", "ghost"), ("n5", ""), ("n9", "n0")])
     run = overlays.run_import(spark, lakehouse, "z", "imp", path)
@@ -141,6 +142,7 @@ def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, la
     assert (run[S.STATUS], run[S.EDGES]) == (S.COMPLETE, 2) and "first.csv" in run[S.PARAMS]
 
 
+@pytest.mark.ci  # about 11 s
 def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, write_text, tmp_path):
     """The run id is claimed before the file is read: a failed import keeps its row (failed, with
     the error), and the same command with a file that exists takes that row over."""

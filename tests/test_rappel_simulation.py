@@ -78,6 +78,7 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
     return seen
 
 
+@pytest.mark.ci  # 9 rounds compared one by one, about 55 s
 def test_rappel_rounds_match_the_oracle_through_a_failure_and_return(spark):
     # 40% of the nodes (publishers spared) fail in rounds 5-7: orphans detect, rejoin and pull.
     params = RappelParams(seed=4, alpha=3, beta=2, mode="exact")

@@ -52,6 +52,7 @@ def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, r
     assert again[S.STARTED_AT] == run[S.STARTED_AT]  # reused, not recomputed
 
 
+@pytest.mark.ci  # about 15 s
 def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small_world, monkeypatch, capsys):
     real = route.summarise
 
