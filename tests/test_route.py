@@ -73,6 +73,7 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
 
 
+@pytest.mark.ci  # uses the shared small workflow (and the lossy run of the check above)
 def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_text):
     from pipelines.overlays import run_import
 
@@ -102,6 +103,7 @@ def test_the_comparison_lists_tables_3_to_5():
 
 
 @pytest.mark.slow  # 4 designs and 14 routing runs
+@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
 def test_compare_runs_every_system_against_scribe(spark, lakehouse, small_world):
     from pipelines.compare import CompareRequest, markdown, run_compare
 
