@@ -17,7 +17,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,16 +26,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from benchmarks.design_greedy import current_subscriptions, print_markdown, table  # noqa: E402
+from benchmarks.feverfew_10k import cli  # noqa: E402
 from rappel_trees_oracle import coupled_run  # noqa: E402
 
 INSTANCE = "rappel-1k"
 CHURN = "sessions:240/30"  # 25% of the nodes online leave per hour; 30 min offline on average
-
-
-def cli(lakehouse: str, *argv: str) -> float:
-    clock = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, "-q", *argv], check=True, cwd=ROOT)
-    return time.monotonic() - clock
 
 
 def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
