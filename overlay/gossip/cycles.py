@@ -80,14 +80,14 @@ def built(shared):
     return found
 
 
-def _batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def to_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     rows = iter(rows)
     while chunk := list(itertools.islice(rows, BATCH_ROWS)):
         yield pa.RecordBatch.from_pylist(chunk, schema=schema)
 
 
-def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
-    for batch in batches:
+def rows_of(arrow: Iterable[pa.RecordBatch]) -> Iterator[dict]:
+    for batch in arrow:
         yield from batch.to_pylist()
 
 
@@ -116,7 +116,7 @@ class CycleEngine:
         def start(batches):
             protocol = built(shared)
             ids = (i for batch in batches for i in batch.column("id").to_pylist())
-            yield from _batches((protocol.start(i) for i in ids), schema)
+            yield from to_batches((protocol.start(i) for i in ids), schema)
 
         return spark.range(nodes, numPartitions=self.partitions).mapInArrow(start, ddl(self.protocol.state_columns))
 
@@ -130,17 +130,17 @@ class CycleEngine:
 
         def act(batches):
             protocol = built(shared)
-            yield from _batches(protocol.act(_rows(batches), cycle), message_schema)
+            yield from to_batches(protocol.act(rows_of(batches), cycle), message_schema)
 
         def serve(batches):
             protocol = built(shared)
-            out = (m for node, rows in _by_node(_rows(batches)) for m in protocol.serve(node, rows, cycle))
-            yield from _batches(out, message_schema)
+            out = (m for node, rows in _by_node(rows_of(batches)) for m in protocol.serve(node, rows, cycle))
+            yield from to_batches(out, message_schema)
 
         def finish(batches):
             protocol = built(shared)
-            out = (protocol.finish(node, rows, cycle) for node, rows in _by_node(_rows(batches)))
-            yield from _batches(out, result_schema)
+            out = (protocol.finish(node, rows, cycle) for node, rows in _by_node(rows_of(batches)))
+            yield from to_batches(out, result_schema)
 
         messages = state.select(*state_names).mapInArrow(act, ddl(self.protocol.message_columns))
         served = self._sorted(messages).mapInArrow(serve, ddl(self.protocol.message_columns))

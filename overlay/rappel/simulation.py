@@ -18,17 +18,17 @@ checkpointed, so lineage never grows with the rounds."""
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from overlay.gossip.cycles import arrow_schema, built, ddl, shared_builder
+from overlay.gossip.cycles import arrow_schema, built, ddl, rows_of, shared_builder, to_batches
 from overlay.progress import OnStep, report
 from overlay.rappel.feeds import Feeds, FeedTree
 from overlay.rappel.friendship import STATE_COLUMNS, Interests, RappelParams, friendship_engine
@@ -79,22 +79,6 @@ class RappelTrees:
             yield {**_BLANK, "kind": MET, "feed": feed, "node_id": node, "ids": sorted(out.met[node])}
 
 
-def _rows(batches) -> Iterator[dict]:
-    for batch in batches:
-        yield from batch.to_pylist()
-
-
-def _batches(rows) -> Iterator[pa.RecordBatch]:
-    chunk = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == 4096:
-            yield pa.RecordBatch.from_pylist(chunk, schema=_STEP_SCHEMA)
-            chunk = []
-    if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=_STEP_SCHEMA)
-
-
 @dataclass
 class RoundResult:
     """Round r's checkpointed results: every node's friendship state with the round's measures
@@ -104,9 +88,6 @@ class RoundResult:
     friendship: DataFrame
     step: DataFrame
     seconds: float
-
-    def rows(self, kind: int) -> DataFrame:
-        return self.step.where(F.col("kind") == kind)
 
 
 class RappelSimulation:
@@ -129,8 +110,8 @@ class RappelSimulation:
         def start(batches):
             trees = built(shared)
             feeds = (f for batch in batches for f in batch.column("id").to_pylist())
-            yield from _batches({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)}
-                                for f in feeds)
+            yield from to_batches(({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)}
+                                   for f in feeds), _STEP_SCHEMA)
 
         friendship = self.engine.start(self.spark, self.nodes).localCheckpoint(eager=True)
         trees = self.spark.range(self.feeds, numPartitions=self.partitions).mapInArrow(start, ddl(STEP_COLUMNS))
@@ -142,20 +123,13 @@ class RappelSimulation:
 
         def expand(batches):
             built_trees = built(shared)
-            yield from _batches(r for row in _rows(batches) for r in built_trees.friend_rows(row["node_id"], row["friends"]))
+            yield from to_batches((r for row in rows_of(batches) for r in built_trees.friend_rows(row["node_id"], row["friends"])),
+                                  _STEP_SCHEMA)
 
         def run(batches):
             built_trees = built(shared)
-            rows = _rows(batches)
-            group, feed = [], None
-            for row in rows:
-                if row["feed"] != feed and group:
-                    yield from _batches(built_trees.round(group, round_))
-                    group = []
-                feed = row["feed"]
-                group.append(row)
-            if group:
-                yield from _batches(built_trees.round(group, round_))
+            for _, group in itertools.groupby(rows_of(batches), key=lambda row: row["feed"]):
+                yield from to_batches(built_trees.round(list(group), round_), _STEP_SCHEMA)
 
         friends = friendship.select("node_id", "friends").mapInArrow(expand, ddl(STEP_COLUMNS))
         inputs = trees.where(F.col("kind") == TREE).unionByName(friends)
