@@ -443,6 +443,7 @@ PUBLISHER = "publisher"
 RENDEZVOUS = "rendezvous"
 HOPS = "hops"
 RECEIVED = "received"
+SENT = "sent"
 PURE_FORWARDS = "pure_forwards"
 DELIVERED = "delivered"
 DELIVERIES = "deliveries"
@@ -457,6 +458,8 @@ MESSAGES = "messages"
 SUPERSTEPS = "supersteps"
 COUNTER_EXAMPLE = "counter_example"
 OVERLAY_TYPE = "overlay_type"
+LATENCY_MS, DIRECT_MS = "latency_ms", "direct_ms"
+LATENCY_MEDIAN, LATENCY_P95, STRETCH_MEDIAN = "latency_median", "latency_p95", "stretch_median"
 
 ROUTING_RUNS = TableSpec(
     name="routing_runs",
@@ -510,9 +513,15 @@ ROUTING_DELIVERIES = TableSpec(
         (PUB_ID, LongType(), False),
         (NODE_ID, LongType(), False),
         (HOPS, IntegerType(), False),
+        (LATENCY_MS, DoubleType(), True),
+        (DIRECT_MS, DoubleType(), True),
     ),
     partition_by=(),
-    description="Every delivery of a publication to a subscriber (not its publisher) and its path length in hops.",
+    description=(
+        "Every delivery of a publication to a subscriber (not its publisher): its path length in hops, the sum "
+        "of the link latencies along the path and the publisher's direct latency to the subscriber (ms, from "
+        "`node_coordinates`; null for a run routed without them)."
+    ),
 )
 
 ROUTING_LOAD = TableSpec(
@@ -523,11 +532,12 @@ ROUTING_LOAD = TableSpec(
         (RECEIVED, LongType(), False),
         (PURE_FORWARDS, LongType(), False),
         (DELIVERED, LongType(), False),
+        (SENT, LongType(), True),
     ),
     partition_by=(),
     description=(
         "Per node: messages received, those on topics it does not subscribe to (pure forwards), "
-        "and publications delivered to it."
+        "publications delivered to it, and messages it sent on (null for a run stored before it was counted)."
     ),
 )
 
@@ -541,6 +551,9 @@ ROUTING_METRICS = TableSpec(
         (ROUTING_OVERHEAD, LongType(), False),
         (AVG_PATH_LENGTH, DoubleType(), True),
         (MAX_PATH_LENGTH, LongType(), True),
+        (LATENCY_MEDIAN, DoubleType(), True),
+        (LATENCY_P95, DoubleType(), True),
+        (STRETCH_MEDIAN, DoubleType(), True),
         (DELIVERY_RATIO, DoubleType(), False),
         (DUPLICATE_DELIVERIES, LongType(), False),
         (MISSING_DELIVERIES, LongType(), False),
@@ -823,13 +836,12 @@ PARENT = "parent"
 DEPTH = "depth"
 TICK = "tick"
 UPDATE_ID = "update_id"
-PUBLISHED_MS, ARRIVAL_MS, LATENCY_MS, DIRECT_MS = "published_ms", "arrival_ms", "latency_ms", "direct_ms"
+PUBLISHED_MS, ARRIVAL_MS = "published_ms", "arrival_ms"
 NODES_UP = "nodes_up"
 FRIENDS_AVG = "friends_avg"
 FEEDS = "feeds"
 FULL_COVERAGE_NODES = "full_coverage_nodes"
 DELIVERIES = "deliveries"
-LATENCY_MEDIAN, LATENCY_P95, STRETCH_MEDIAN = "latency_median", "latency_p95", "stretch_median"
 NOISE = "noise"
 DATA_MESSAGES, CONTROL_MESSAGES = "data_messages", "control_messages"
 JOINS, JOINS_IN, REJOINS_IN, TREE_PINGS = "joins", "joins_in", "rejoins_in", "tree_pings"
@@ -986,6 +998,32 @@ RAPPEL_NODES = TableSpec(
     ),
 )
 
+MIN_FEEDS, SAMPLE, COVERED_AFTER = "min_feeds", "sample", "covered_after"
+
+FRIEND_BOUND = TableSpec(
+    name="friend_bound",
+    schema=_fields(
+        (INSTANCE, StringType(), False),
+        (INGEST_ID, StringType(), False),
+        (K, IntegerType(), False),
+        (MIN_FEEDS, IntegerType(), False),
+        (SAMPLE, IntegerType(), False),
+        (SEED, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (FEEDS, LongType(), False),
+        (FRIENDS, ArrayType(LongType()), False),
+        (COVERED_AFTER, ArrayType(IntegerType()), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "ComNet'09 Fig. 1 on an instance version: for sampled nodes of at least `min_feeds` feeds, the greedy "
+        "best friends (at most k, from every node: each the one covering most of the feeds not yet covered) "
+        "and the feeds covered after each pick. The node has full coverage with j friends when "
+        "covered_after[j-1] == feeds."
+    ),
+)
+
 RAPPEL_TABLES = (NODE_COORDINATES, FEED_PUBLISHERS, FEED_TREES, RAPPEL_ROUNDS, RAPPEL_DELIVERIES, RAPPEL_TRAFFIC,
                  RAPPEL_NODES)
 RAPPEL_RUN_TABLES = RAPPEL_TABLES[1:]  # those keyed by run_id
@@ -1002,7 +1040,7 @@ OVERLAY_TABLES = (
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (
     INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *GOSSIP_TABLES, *ROUTING_TABLES,
-    *RAPPEL_TABLES,
+    *RAPPEL_TABLES, FRIEND_BOUND,
 )
 
 # The shape of each instance table as the library produces it, before the job stamps

@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from pipelines import (
-    compare, design, disseminate, failures, ingest, logs, overlays, rappel, report, route, runs, simulate, structure,
+    compare, design, disseminate, failures, friend_bound, ingest, logs, overlays, rappel, report, route, runs, simulate,
+    structure,
 )
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
@@ -46,8 +47,8 @@ HISTORY_COLUMNS = (
     S.INGEST_ID, "version", S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.SUPERSEDED_AT,
 )
 ROUTE_COLUMNS = (
-    S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.DELIVERY_RATIO, S.DUPLICATE_DELIVERIES,
-    S.MISSING_DELIVERIES, S.DELIVERIES, S.MESSAGES, S.SUPERSTEPS,
+    S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN,
+    S.DELIVERY_RATIO, S.DUPLICATE_DELIVERIES, S.MISSING_DELIVERIES, S.DELIVERIES, S.MESSAGES, S.SUPERSTEPS,
 )
 
 
@@ -349,6 +350,15 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
              "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
     )
     spreader.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED")
+    bounder = commands.add_parser(
+        "friend-bound", parents=[after],
+        help="ComNet'09 Fig. 1: for sampled nodes, how many feeds their k greedy best friends cover",
+    )
+    bounder.add_argument("--instance", required=True)
+    bounder.add_argument("--k", type=ingest.positive_int, default=6, help="friends per node (default 6)")
+    bounder.add_argument("--min-feeds", type=ingest.positive_int, default=5, help="sample nodes of at least this many feeds (default 5)")
+    bounder.add_argument("--sample", type=ingest.positive_int, default=1000, help="how many nodes (default 1000)")
+    bounder.add_argument("--seed", type=_int, default=1, help="the sample's seed (default 1)")
     shaper = commands.add_parser(
         "topic-structure", parents=[after],
         help="diameter and clustering of the topic subgraphs nearest some sizes, on any overlay run (Feverfew Table 3)",
@@ -365,7 +375,14 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     router.add_argument("--protocol", required=True, help=f"one of {', '.join(route.PROTOCOLS)}")
     router.add_argument("--publications", type=ingest.positive_int, required=True, help="how many publications, all routed at once")
     router.add_argument("--seed", type=_int, default=1, help="the workload's seed (default 1)")
-    router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED; the same command reuses a complete one")
+    router.add_argument(
+        "--feeds", metavar="RAPPEL_RUN_ID",
+        help="route on a Rappel run's inputs: its feeds' publishers publish (Scribe and iScribe root each tree at "
+             "its publisher) and its coordinates give the latencies (ComNet'09 Fig. 10)",
+    )
+    router.add_argument("--model-seed", type=_int, default=1,
+                        help="the latency model's seed for the link latencies (default 1; with --feeds: the Rappel run's)")
+    router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED[.feeds-RAPPEL_RUN_ID]; the same command reuses a complete one")
     comparer = commands.add_parser(
         "compare", parents=[after],
         help="BeaConvey Tables 3-5 on one instance: four overlays, 14 systems, ratios against Scribe(-)",
@@ -525,6 +542,10 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         if args.routing_run_id is not None:
             overlays.check_run_id(args.routing_run_id)
         return request
+    if args.command == "friend-bound":
+        request = friend_bound.FriendBoundRequest(args.instance, args.k, args.min_feeds, args.sample, args.seed)
+        request.check()
+        return request
     if args.command == "topic-structure":
         structure.check_sizes(args.sizes)
         overlays.check_run_id(args.run_id)
@@ -546,7 +567,7 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         request.check()
         return request
     if args.command == "route":
-        request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed)
+        request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed, args.feeds, args.model_seed)
         request.check()
         if args.routing_run_id is not None:
             overlays.check_run_id(args.routing_run_id)
@@ -620,6 +641,11 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
         print(f"Dissemination {done[S.ROUTING_RUN_ID]} ({request.protocol} on {done[S.RUN_ID]}, {request.cycles} cycles):")
         print(format_table(disseminate.summary_rows(lakehouse, done[S.ROUTING_RUN_ID]), disseminate.SUMMARY_COLUMNS))
+    elif args.command == "friend-bound":
+        rows = friend_bound.run_friend_bound(spark, lakehouse, request)
+        print(f"Greedy best friends on {request.instance} ({request.sample} nodes of at least {request.min_feeds} feeds, "
+              f"seed {request.seed}): nodes whose friends cover all their feeds")
+        print(format_table(rows, friend_bound.COLUMNS))
     elif args.command == "topic-structure":
         rows = structure.run_structure(spark, lakehouse, args.run_id, args.sizes)
         print(f"Topic subgraphs of run {args.run_id} (the topic nearest each size):")

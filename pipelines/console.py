@@ -17,6 +17,7 @@ UNITS = {
     S.TCO_SUPPORT: "0-1", S.DELIVERY_RATIO: "0-1", S.CONNECTED_TOPIC_SHARE: "0-1", S.SHARE: "0-1",
     S.COVERED_SHARE: "0-1", S.COVERED_NODES: "nodes", S.VIEW_AVG: "nodes", S.CYCLON_MESSAGES: "msgs",
     S.GOSSIP_MESSAGES: "msgs", S.COPIES: "msgs", S.MATCHES: "msgs", S.DIAMETER: "hops", S.CLUSTERING: "0-1",
+    S.LATENCY_MEDIAN: "ms", S.LATENCY_P95: "ms", S.STRETCH_MEDIAN: "x direct",
 }
 
 

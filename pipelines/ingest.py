@@ -89,6 +89,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     files.add_argument("--directed", action="store_true", help="social: a line 'a b' means a follows b")
     files.add_argument("--reverse", action="store_true", help="social, directed: a line 'a b' means b follows a")
     files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
+    files.add_argument(
+        "--feed-seeds", type=positive_int,
+        help="social, directed: a feed sample (Rappel's LiveJournal workload) from this many random seed journals; "
+             "the universe is their followers",
+    )
+    files.add_argument(
+        "--feed-publishers", type=positive_int,
+        help="social, directed: the feed sample's publishers, the journals most followed from the universe",
+    )
     parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
 
 
@@ -131,7 +140,8 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
     check_instance_name(args.instance)
     if args.source == "synthetic":
         _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
-        _reject_unused(args, "synthetic", "path", "dataset", "directed", "reverse", "sample_bfs")
+        _reject_unused(args, "synthetic", "path", "dataset", "directed", "reverse", "sample_bfs", "feed_seeds",
+                       "feed_publishers")
         if args.dist != "zipf" and args.alpha != 2.0:
             raise InputError("--alpha only applies to --dist zipf")
         if args.dist != "expo" and args.expo_rate != 10.0:
@@ -151,16 +161,19 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
             raise InputError("--source social needs --path or --dataset")
         if args.sample_bfs is not None and args.seed is None:
             raise InputError("--sample-bfs needs --seed (the sample depends on it)")
+        if args.feed_seeds is not None and args.seed is None:
+            raise InputError("--feed-seeds needs --seed (the sample depends on it)")
         spec = SocialSpec(
             path=path, directed=directed, reverse=reverse,
             sample_bfs=args.sample_bfs, seed=args.seed or 0,
             bfs_seed_count=settings.ingest.bfs_seed_count,
+            feed_seeds=args.feed_seeds, feed_publishers=args.feed_publishers,
         )
     else:
         _require(args, "subscriptions", "path")
         _reject_unused(
             args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs", "dataset",
-            "directed", "reverse", "sample_bfs", "seed",
+            "directed", "reverse", "sample_bfs", "seed", "feed_seeds", "feed_publishers",
         )
         spec = SubscriptionsFileSpec(path=args.path)
     spec.validate()

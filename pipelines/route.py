@@ -6,6 +6,13 @@ deterministic protocols), so a rerun of an unfinished routing run simply recompu
 complete one is returned as it is. Every result table is replaced per routing run in one commit,
 and the run row is flipped last: `complete`, or `failed` with the first (publication,
 subscriber) pair that was not delivered exactly once.
+
+Latency: links have the latencies of the instance's `node_coordinates` (the seeded model of
+`overlay.rappel.coordinates`, model seed `--model-seed`; stored the first time), so every
+delivery has its latency beside its hops. `--feeds RAPPEL_RUN` routes on the inputs of a Rappel
+run of the same instance (ComNet'09 Fig. 10): its coordinates, and its feeds publish in turn
+(publication i is the (i mod F)-th feed's update; --publications F: one update each) from their
+publishers, at which Scribe and iScribe root the feeds' trees (RP(t) = the publisher).
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ from overlay.frames import local_frame
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
 from pipelines.progress import Progress
+from pipelines.rappel import PROTOCOL as RAPPEL, node_coordinates
 from pipelines.spark import shuffle_partitions
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS
 from routing.simulate import simulate
-from routing.workload import publications
+from routing.workload import feed_publications, publications
 
 log = logging.getLogger(__name__)
 __all__ = ["PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
@@ -47,6 +55,8 @@ class RouteRequest:
     protocol: str
     publications: int
     seed: int = 1
+    feeds: str | None = None  # a Rappel run of the same instance: its publishers and coordinates
+    model_seed: int = 1  # the latency model's seed (without --feeds)
 
     def check(self) -> None:
         """Every check that needs no Spark."""
@@ -55,14 +65,27 @@ class RouteRequest:
         if self.publications < 1:
             raise InputError(f"--publications must be positive, got {self.publications}")
         check_run_id(self.run_id)
+        if self.feeds is not None:
+            check_run_id(self.feeds)
 
     def default_routing_run_id(self) -> str:
-        return f"{self.run_id}.{self.protocol}.p{self.publications}.s{self.seed}"
+        feeds = f".feeds-{self.feeds}" if self.feeds else ""
+        return f"{self.run_id}.{self.protocol}.p{self.publications}.s{self.seed}{feeds}"
+
+    def params_json(self) -> str:
+        """The request as stored; the later fields only when not at their defaults, so a routing
+        run stored before them is still the same request."""
+        fields = asdict(self)
+        if fields["feeds"] is None:
+            del fields["feeds"]
+        if fields["model_seed"] == 1:
+            del fields["model_seed"]
+        return json.dumps(fields, sort_keys=True)
 
 
 def claim_run(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, instance: str) -> Row | None:
     """Insert the routing run row; an existing one must have the same request."""
-    params = json.dumps(asdict(request), sort_keys=True)
+    params = request.params_json()
     record = {
         S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: request.run_id, S.INSTANCE: instance,
         S.PROTOCOL: request.protocol, S.PUBLICATIONS: request.publications, S.SEED: request.seed,
@@ -123,8 +146,14 @@ def run_route(
         instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
         fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
-        network = build_network(ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES])
-        workload = publications(subscriptions, request.publications, request.seed)
+        coordinates, roots = _inputs(spark, lakehouse, request, run, instance)
+        network = build_network(
+            ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES], coordinates, roots,
+        )
+        if roots is None:
+            workload = publications(subscriptions, request.publications, request.seed)
+        else:
+            workload = feed_publications(roots, request.publications)
         placed = (
             workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
             .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
@@ -159,3 +188,28 @@ def run_route(
         if failed:
             log.error("routing run %s: deliveries are not exactly once: %s", routing_run_id, outcome.counter_example)
     return lakehouse.run_row(routing_run_id, **ROUTING)
+
+
+def _inputs(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row):
+    """The nodes' coordinates (node_id, x_ms, y_ms) and, with --feeds, each feed's publisher
+    (topic_id, node_id) from that Rappel run, which must be complete and on the same instance
+    version as the overlay run."""
+    model_seed, roots = request.model_seed, None
+    if request.feeds is not None:
+        feeds = complete_run(lakehouse, request.feeds)
+        if feeds[S.ALGORITHM] != RAPPEL:
+            raise InputError(f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}")
+        if (feeds[S.INSTANCE], feeds[S.INGEST_ID]) != (run[S.INSTANCE], run[S.INGEST_ID]):
+            raise InputError(
+                f"Rappel run '{request.feeds}' is on {feeds[S.INSTANCE]} (ingest {feeds[S.INGEST_ID]}), the overlay run "
+                f"'{request.run_id}' on {run[S.INSTANCE]} (ingest {run[S.INGEST_ID]}): they must share an instance version"
+            )
+        model_seed = json.loads(feeds[S.PARAMS])["request"]["model_seed"]
+        roots = lakehouse.read(S.FEED_PUBLISHERS).filter(
+            (F.col(S.RUN_ID) == request.feeds) & (F.col(S.SUBSCRIBERS) > 0)
+        ).select(S.TOPIC_ID, F.col(S.PUBLISHER).alias(S.NODE_ID))
+    node_coordinates(spark, lakehouse, run[S.INSTANCE], run[S.INGEST_ID], model_seed, int(instance[S.NODES]))
+    coordinates = lakehouse.read(S.NODE_COORDINATES).filter(
+        (F.col(S.INSTANCE) == run[S.INSTANCE]) & (F.col(S.INGEST_ID) == run[S.INGEST_ID]) & (F.col(S.MODEL_SEED) == model_seed)
+    ).select(S.NODE_ID, S.X_MS, S.Y_MS)
+    return coordinates, roots

@@ -1,12 +1,16 @@
 """From arrivals to what a routing run reports: deliveries, per-node load, per-publication
 counts, the metrics of BeaConvey section 4.2, and the exactly-once check.
 
-* A node *receives* every message that arrives at it.
+* A node *receives* every message that arrives at it and *sends* every message it passes on
+  (ComNet'09 Fig. 10's data traffic per node).
 * A *pure forward* is a message received by a node not subscribed to its topic: their sum is
   the routing overhead.
 * A *delivery* is a message addressed to a subscriber (see `routing.simulate`), other than the
   publication's own publisher. A subscriber that relays a message addressed further on does not
   deliver it then.
+* A delivery's *latency* is the sum of the link latencies along its path, its *direct* latency
+  the publisher's link latency to the subscriber, their ratio its stretch (all null when the
+  network has no latencies); the metrics give their median and 95th percentile (exact).
 * Expected deliveries: every (publication, subscriber of its topic except the publisher).
   Every protocol here must deliver each exactly once; the first pair that does not is the run's
   counter-example.
@@ -20,14 +24,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from routing.network import AT, HOPS, SUBS, TARGET, Network
+from routing.network import AT, HOPS, LATENCY, SENDER, SUBS, TARGET, Network
 from routing.simulate import Simulation
 
 
 @dataclass
 class Outcome:
-    deliveries: DataFrame  # (pub_id, node_id, hops)
-    load: DataFrame  # (node_id, received, pure_forwards, delivered)
+    deliveries: DataFrame  # (pub_id, node_id, hops, latency_ms, direct_ms)
+    load: DataFrame  # (node_id, received, pure_forwards, delivered, sent)
     per_publication: DataFrame  # (pub_id, topic_id, publisher, received, pure_forwards, deliveries)
     metrics: dict
     counter_example: str | None
@@ -41,20 +45,24 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         .withColumn("_sub", F.coalesce(F.col("_sub"), F.lit(False)))
         .withColumn("_delivered", F.col(TARGET) & F.col("_sub") & (F.col(AT) != F.col(S.PUBLISHER)))
         .withColumn("_pure", ~F.col("_sub"))
-        .select(S.PUB_ID, S.TOPIC_ID, AT, HOPS, "_delivered", "_pure")
+        .select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, LATENCY, SENDER, "_delivered", "_pure")
         .localCheckpoint(eager=True)
     )
     node_of = network.positions  # (node_id, at)
     delivered = arrivals.filter("_delivered")
-    deliveries = delivered.join(node_of, on=AT).select(S.PUB_ID, S.NODE_ID, F.col(HOPS).cast("int").alias(HOPS))
+    deliveries = _with_direct(delivered.join(node_of, on=AT), network).select(
+        S.PUB_ID, S.NODE_ID, F.col(HOPS).cast("int").alias(HOPS), F.col(LATENCY).alias(S.LATENCY_MS), S.DIRECT_MS,
+    )
     per_node = arrivals.groupBy(AT).agg(
         F.count("*").alias(S.RECEIVED),
         F.sum(F.col("_pure").cast("long")).alias(S.PURE_FORWARDS),
         F.sum(F.col("_delivered").cast("long")).alias(S.DELIVERED),
     )
+    sent = arrivals.groupBy(F.col(SENDER).alias(AT)).agg(F.count("*").alias(S.SENT))
     load = (
-        node_of.join(per_node, on=AT, how="left")
-        .select(S.NODE_ID, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERED)])
+        node_of.join(per_node, on=AT, how="left").join(sent, on=AT, how="left")
+        .select(S.NODE_ID, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c)
+                             for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERED, S.SENT)])
     )
     per_pub_counts = arrivals.groupBy(S.PUB_ID).agg(
         F.count("*").alias(S.RECEIVED),
@@ -88,7 +96,12 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         F.sum((F.col("_times") > 0).cast("long")).alias("distinct"),
         F.sum(((F.col("_times") == 0) & F.col("_expected").isNotNull()).cast("long")).alias("missing"),
     ).first()
-    paths = delivered.agg(F.avg(HOPS).alias("avg"), F.max(HOPS).alias("max")).first()
+    paths = deliveries.agg(
+        F.avg(HOPS).alias("avg"), F.max(HOPS).alias("max"),
+        F.percentile(S.LATENCY_MS, F.lit(0.5)).alias(S.LATENCY_MEDIAN),
+        F.percentile(S.LATENCY_MS, F.lit(0.95)).alias(S.LATENCY_P95),
+        F.percentile(F.try_divide(F.col(S.LATENCY_MS), F.col(S.DIRECT_MS)), F.lit(0.5)).alias(S.STRETCH_MEDIAN),
+    ).first()
     overhead = arrivals.agg(F.sum(F.col("_pure").cast("long")).alias("pure")).first()["pure"] or 0
     expected_total = int(totals["expected"] or 0)
     deliveries_total = int(totals["deliveries"] or 0)
@@ -98,6 +111,7 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         S.ROUTING_OVERHEAD: int(overhead),
         S.AVG_PATH_LENGTH: None if paths["avg"] is None else float(paths["avg"]),
         S.MAX_PATH_LENGTH: None if paths["max"] is None else int(paths["max"]),
+        **{c: None if paths[c] is None else float(paths[c]) for c in (S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN)},
         S.DELIVERY_RATIO: 1.0 if expected_total == 0 else distinct_total / expected_total,
         S.DUPLICATE_DELIVERIES: deliveries_total - distinct_total,
         S.MISSING_DELIVERIES: int(totals["missing"] or 0),
@@ -107,6 +121,19 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         S.SUPERSTEPS: simulation.supersteps,
     }
     return Outcome(deliveries, load, per_publication, metrics, _counter_example(check, node_of))
+
+
+def _with_direct(delivered: DataFrame, network: Network) -> DataFrame:
+    """`delivered` (with publisher and at positions) and `direct_ms`: the distance of the two
+    nodes' coordinates, null when the network has none."""
+    if network.coordinates is None:
+        return delivered.withColumn(S.DIRECT_MS, F.lit(None).cast("double"))
+    at = network.coordinates.select(AT, F.col(S.X_MS).alias("_x"), F.col(S.Y_MS).alias("_y"))
+    publisher = network.coordinates.select(
+        F.col(AT).alias(S.PUBLISHER), F.col(S.X_MS).alias("_px"), F.col(S.Y_MS).alias("_py")
+    )
+    direct = F.sqrt((F.col("_x") - F.col("_px")) ** 2 + (F.col("_y") - F.col("_py")) ** 2)
+    return delivered.join(at, on=AT).join(publisher, on=S.PUBLISHER).withColumn(S.DIRECT_MS, direct)
 
 
 def _counter_example(check: DataFrame, node_of: DataFrame) -> str | None:

@@ -12,7 +12,11 @@ sender's own fingers, so both runs read only the sender's state:
 2. the publications: a vertex holds the messages that reached it last superstep; a unicast
    message (publisher -> RP(t)) goes along the finger `send` picks, and a message at RP(t) or
    in the tree goes along the tree edges (parent -> child, labelled with the topic) to every
-   child. Every arrival is appended to the vertex's log, from which the arrivals follow.
+   child. Every arrival is appended to the vertex's log, from which the arrivals follow. Every
+   edge carries its link's latency, which a message adds up.
+
+The Pregel form places RP(t) by hash only: a network rooted at given nodes (`Network.rendezvous`)
+routes with the DataFrame supersteps.
 
 `simulate_on` picks a backend for a protocol: Pregel covers Scribe only; "auto" means the
 DataFrame supersteps: the Pregel took 2.5x as long on tw-10k with 10,000 publications (64 s /
@@ -31,8 +35,8 @@ from overlay import schema as S
 from overlay.graph import DST, ID, SRC, Backend, Lineage
 from overlay.graph_ops import active_pregel, pick_backend
 from overlay.progress import OnStep, report
-from routing.network import AT, FDIST, HOPS, KIND, LOW, TARGET, Network
-from routing.protocols import greedy_step
+from routing.network import AT, FDIST, FLAT, HOPS, KIND, LATENCY, LOW, SENDER, TARGET, Network
+from routing.protocols import greedy_step, hop_latency
 from routing.simulate import TREE, UNICAST, Simulation, default_max_supersteps, initial_messages, simulate
 from routing.trees import rendezvous
 
@@ -42,10 +46,11 @@ PREGEL_PROTOCOLS = ("scribe",)
 ROUTING_DEFAULT = "dataframe"
 FINGER, TREE_TOPIC = "finger", "tree_topic"
 _JOINING, _TREE, _HELD, _LOG = "_joining", "_tree", "_held", "_log"
-_MESSAGE = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, LOW, HOPS, KIND, TARGET)
+_MESSAGE = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, LOW, HOPS, LATENCY, SENDER, KIND, TARGET)
 _TOPIC_ARRAY = "array<bigint>"
 _MESSAGES = (
-    f"array<struct<{S.PUB_ID}:bigint,{S.TOPIC_ID}:bigint,{S.PUBLISHER}:bigint,{LOW}:bigint,{HOPS}:int,{KIND}:int,{TARGET}:boolean>>"
+    f"array<struct<{S.PUB_ID}:bigint,{S.TOPIC_ID}:bigint,{S.PUBLISHER}:bigint,{LOW}:bigint,{HOPS}:int,"
+    f"{LATENCY}:double,{SENDER}:bigint,{KIND}:int,{TARGET}:boolean>>"
 )
 
 
@@ -72,9 +77,10 @@ def simulate_on(
 
 
 def finger_edges(network: Network) -> DataFrame:
-    """(src, dst, finger): one edge per finger, src -> src + finger on the ring."""
-    return network.fingers.select(F.col(AT).alias(SRC), F.explode(FDIST).alias(FINGER)).select(
-        SRC, F.pmod(F.col(SRC) + F.col(FINGER), F.lit(network.n)).alias(DST), FINGER
+    """(src, dst, finger, latency): one edge per finger, src -> src + finger on the ring."""
+    return network.fingers.select(F.col(AT).alias(SRC), F.inline(F.arrays_zip(
+        F.col(FDIST).alias(FINGER), F.col(FLAT).alias(LATENCY)))).select(
+        SRC, F.pmod(F.col(SRC) + F.col(FINGER), F.lit(network.n)).alias(DST), FINGER, LATENCY
     )
 
 
@@ -92,7 +98,8 @@ def _unless_empty(build) -> Column:
 
 
 def scribe_tree_pregel(network: Network, topics: DataFrame, lineage: Lineage, max_steps: int) -> DataFrame:
-    """Scribe's tree edges (topic_id, parent, child) of the given topics, as ring positions."""
+    """Scribe's tree edges (topic_id, src = parent, dst = child, latency) of the given topics, as
+    ring positions."""
     from graphframes import GraphFrame
     from graphframes.lib import Pregel
 
@@ -128,10 +135,14 @@ def scribe_tree_pregel(network: Network, topics: DataFrame, lineage: Lineage, ma
     if not result.filter(F.size(_JOINING) > 0).isEmpty():
         result.unpersist()
         raise RuntimeError(f"tree routes still moving after {max_steps} hops: the fingers do not route")
-    members = result.select(ID, FDIST, F.explode(_TREE).alias(S.TOPIC_ID))
-    towards_rp = greedy_step(F.col(FDIST), F.pmod(rendezvous(F.col(S.TOPIC_ID), n) - F.col(ID), F.lit(n)))
+    members = result.join(network.fingers.select(F.col(AT).alias(ID), FLAT), on=ID).select(
+        ID, FDIST, FLAT, F.explode(_TREE).alias(S.TOPIC_ID)
+    )
+    distance = F.pmod(rendezvous(F.col(S.TOPIC_ID), n) - F.col(ID), F.lit(n))
+    towards_rp = greedy_step(F.col(FDIST), distance)
     edges = members.select(
-        S.TOPIC_ID, F.pmod(F.col(ID) + towards_rp, F.lit(n)).alias(SRC), F.col(ID).alias(DST)
+        S.TOPIC_ID, F.pmod(F.col(ID) + towards_rp, F.lit(n)).alias(SRC), F.col(ID).alias(DST),
+        hop_latency(F.col(FDIST), F.col(FLAT), distance).alias(LATENCY),  # the child's link to its parent
     ).localCheckpoint(eager=True)
     result.unpersist()
     return edges
@@ -154,6 +165,8 @@ def simulate_pregel(
 
     if protocol not in PREGEL_PROTOCOLS:
         raise ValueError(f"no Pregel form of {protocol!r}; there is one for {', '.join(PREGEL_PROTOCOLS)}")
+    if network.rendezvous is not None:
+        raise ValueError("the Pregel form places RP(t) by hash: route trees rooted at given nodes with the supersteps")
     n = network.n
     limit = max_supersteps or default_max_supersteps(n)
     clock = time.monotonic()
@@ -162,20 +175,21 @@ def simulate_pregel(
     log.info("scribe trees of the published topics built with Pregel in %.1fs", tree_seconds)
     report(on_step, "pregel run", 1, total=2, figures={"built": "scribe trees"}, seconds=tree_seconds)
 
-    start = initial_messages(publications, protocol, n).groupBy(AT).agg(
+    start = initial_messages(publications, protocol, network).groupBy(AT).agg(
         F.collect_list(F.struct(*_MESSAGE)).alias("_start")
     )
     vertices = network.fingers.join(start, on=AT, how="left").select(
         F.col(AT).alias(ID), FDIST, F.coalesce(F.col("_start"), F.array().cast(_MESSAGES)).alias("_start")
     )
     edges = finger_edges(network).withColumn(TREE_TOPIC, F.lit(None).cast("long")).unionByName(
-        tree.select(SRC, DST, F.lit(None).cast("long").alias(FINGER), F.col(S.TOPIC_ID).alias(TREE_TOPIC))
+        tree.select(SRC, DST, F.lit(None).cast("long").alias(FINGER), LATENCY, F.col(S.TOPIC_ID).alias(TREE_TOPIC))
     )
 
     def moved(m: Column, kind: Column, target: Column) -> Column:
         return F.struct(
             m[S.PUB_ID].alias(S.PUB_ID), m[S.TOPIC_ID].alias(S.TOPIC_ID), m[S.PUBLISHER].alias(S.PUBLISHER),
-            m[LOW].alias(LOW), (m[HOPS] + 1).alias(HOPS), kind.alias(KIND), target.alias(TARGET),
+            m[LOW].alias(LOW), (m[HOPS] + 1).alias(HOPS), (m[LATENCY] + Pregel.edge(LATENCY)).alias(LATENCY),
+            Pregel.src(ID).alias(SENDER), kind.alias(KIND), target.alias(TARGET),
         )
 
     def sent() -> Column:
@@ -214,7 +228,7 @@ def simulate_pregel(
         .select(
             F.col("_m")[S.PUB_ID].alias(S.PUB_ID), F.col("_m")[S.TOPIC_ID].alias(S.TOPIC_ID),
             F.col("_m")[S.PUBLISHER].alias(S.PUBLISHER), AT, F.col("_m")[HOPS].alias(HOPS),
-            F.col("_m")[TARGET].alias(TARGET),
+            F.col("_m")[LATENCY].alias(LATENCY), F.col("_m")[SENDER].alias(SENDER), F.col("_m")[TARGET].alias(TARGET),
         )
         .localCheckpoint(eager=True)
     )

@@ -26,6 +26,13 @@ def greedy_step(fdist: Column, distance: Column) -> Column:
     return F.try_element_at(F.filter(fdist, lambda d: d <= distance), F.lit(-1))
 
 
+def hop_latency(fdist: Column, flat: Column, distance: Column) -> Column:
+    """The latency of the link `greedy_step` takes (`flat` in `fdist`'s order; null without
+    latencies): `fdist` is sorted, so the fingers not past the position are a prefix whose
+    length is the chosen finger's index."""
+    return F.try_element_at(flat, F.size(F.filter(fdist, lambda d: d <= distance)))
+
+
 def range_span(low: Column, high: Column, n: int) -> Column:
     """How many positions [low, high) covers: n when low == high (the whole ring)."""
     width = F.pmod(high - low, F.lit(n))

@@ -11,9 +11,10 @@ Python runs on the driver. Message kinds:
   it turns into the topic's tree multicast.
 * TREE: a message at a tree node `key`; every tree child receives a copy.
 
-Each emitted message is an *arrival*: (pub_id, topic_id, publisher, at, hops, target), where
-`target` says the message is addressed to that node (RANGE: at == low; UNICAST: at RP(t); TREE:
-the node ends a route there). Deliveries, loads and metrics are derived from the arrivals
+Each emitted message is an *arrival*: (pub_id, topic_id, publisher, at, hops, latency, sender,
+target), `sender` being the node that sent it to `at`, where `target` says the message is addressed to that node (RANGE: at == low; UNICAST: at RP(t);
+TREE: the node ends a route there) and `latency` is the sum of the link latencies it travelled
+(null when the network has none). Deliveries, loads and metrics are derived from the arrivals
 (`routing.outcome`).
 """
 
@@ -28,19 +29,20 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.progress import OnStep, report
-from routing.network import AT, FDIST, HIGH, HOPS, KEY, KIND, LOW, SUBS, TARGET, Network
-from routing.protocols import BEACONVEY, PROTOCOLS, greedy_step, next_hops, range_span
-from routing.trees import CHILD_AT, CHILD_KEY, iscribe_tree, rendezvous, scribe_tree
+from routing.network import AT, FDIST, FLAT, HIGH, HOPS, KEY, KIND, LATENCY, LOW, RP, SENDER, SUBS, TARGET, Network
+from routing.protocols import BEACONVEY, PROTOCOLS, greedy_step, hop_latency, next_hops, range_span
+from routing.trees import CHILD_AT, CHILD_KEY, CHILD_LATENCY, iscribe_tree, rendezvous, scribe_tree
 
 log = logging.getLogger(__name__)
 
 RANGE, UNICAST, TREE = 0, 1, 2
-MESSAGE_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, HOPS, KIND, KEY, TARGET)
+MESSAGE_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, HOPS, LATENCY, SENDER, KIND, KEY, TARGET)
+ARRIVAL_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, LATENCY, SENDER, TARGET)
 
 
 @dataclass
 class Simulation:
-    arrivals: DataFrame  # (pub_id, topic_id, publisher, at, hops, target)
+    arrivals: DataFrame  # (pub_id, topic_id, publisher, at, hops, latency, sender, target)
     supersteps: int
     messages: int
     superstep_seconds: list[float]
@@ -63,18 +65,28 @@ class _Step:
         after = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n))
         # `target` is computed in a second projection: one higher-order-function column used
         # twice in a projection shares its lambda variable, and Spark then returned nulls.
-        others = [c for c in MESSAGE_COLUMNS if c not in (AT, TARGET)]
-        self.forward = [*others, after.alias(AT)]
+        self.after = after.alias(AT)
+        self.hop = (F.col(LATENCY) + hop_latency(F.col(FDIST), F.col(FLAT), distance)).alias(LATENCY)
+        sent_here = F.col(AT).alias(SENDER)
+        others = [c for c in MESSAGE_COLUMNS if c not in (AT, LATENCY, SENDER, TARGET)]
+        self.forward = [*others, self.hop, sent_here, self.after]
         self.mark_target = [*[c for c in MESSAGE_COLUMNS if c != TARGET], (F.col(AT) == F.col(LOW)).alias(TARGET)]
-        self.kept = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, HOPS, KIND, KEY)
+        self.kept = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, HOPS, LATENCY, KIND, KEY)
         self.span = range_span(F.col(LOW), F.col(HIGH), n).alias("_span")
         self.hops = next_hops(protocol, F.col(AT), F.col("_span"), F.col(FDIST), F.col(SUBS), n).alias("_x")
         upper = F.coalesce(F.try_element_at(F.col("_x"), F.col("_j") + 2), F.col("_span"))
         low = F.pmod(F.col(AT) + F.col("_d"), F.lit(n))
         after_spread = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n))
-        self.spread = [*self.kept, after_spread.alias(AT), low.alias(LOW), F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH)]
-        others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, TARGET)]
-        self.multicast = [*others, F.col(CHILD_AT).alias(AT), F.col(CHILD_KEY).alias(KEY), F.col("tree_target").alias(TARGET)]
+        spread_latency = (F.col(LATENCY) + hop_latency(F.col(FDIST), F.col(FLAT), F.col("_d"))).alias(LATENCY)
+        self.spread = [
+            *[c for c in self.kept if c != LATENCY], spread_latency, sent_here, after_spread.alias(AT), low.alias(LOW),
+            F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH),
+        ]
+        others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, LATENCY, SENDER, TARGET)]
+        self.multicast = [
+            *others, sent_here, F.col(CHILD_AT).alias(AT), F.col(CHILD_KEY).alias(KEY),
+            (F.col(LATENCY) + F.col(CHILD_LATENCY)).alias(LATENCY), F.col("tree_target").alias(TARGET),
+        ]
         self.enter_tree = [
             F.when(F.col(KIND) == UNICAST, F.array(F.col(AT))).otherwise(F.col(KEY)).alias(KEY) if c == KEY
             else F.lit(TREE).alias(KIND) if c == KIND else F.col(c)
@@ -100,9 +112,9 @@ class _Step:
             messages.filter(self.arrived_range)
             .join(self.network.fingers, on=AT)
             .join(self.network.topics, on=S.TOPIC_ID)
-            .select(*kept, AT, FDIST, self.span, SUBS)
-            .select(*kept, AT, FDIST, "_span", self.hops)
-            .select(*kept, AT, FDIST, "_span", "_x", F.posexplode("_x").alias("_j", "_d"))
+            .select(*kept, AT, FDIST, FLAT, self.span, SUBS)
+            .select(*kept, AT, FDIST, FLAT, "_span", self.hops)
+            .select(*kept, AT, FDIST, FLAT, "_span", "_x", F.posexplode("_x").alias("_j", "_d"))
             .select(*self.spread)
             .select(*self.mark_target)
         )
@@ -114,20 +126,26 @@ class _Step:
         return in_tree.join(tree, on=[S.TOPIC_ID, KEY]).select(*self.multicast)
 
 
-def initial_messages(publications: DataFrame, protocol: str, n: int) -> DataFrame:
+def initial_messages(publications: DataFrame, protocol: str, network: Network) -> DataFrame:
     """Superstep 0: each publication at its publisher (publications: pub_id, topic_id, publisher
-    as a ring position)."""
+    as a ring position); RP(t) from the network's roots when it has them, else hashed."""
     frame = publications.select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER).withColumn(AT, F.col(S.PUBLISHER))
     if protocol in BEACONVEY:
         frame = frame.withColumn(LOW, F.col(AT)).withColumn(HIGH, F.col(AT)).withColumn(KIND, F.lit(RANGE))
     else:
-        rp = rendezvous(F.col(S.TOPIC_ID), n)
+        if network.rendezvous is not None:
+            frame = frame.join(network.rendezvous, on=S.TOPIC_ID)
+            rp = F.col(RP)
+        else:
+            rp = rendezvous(F.col(S.TOPIC_ID), network.n)
         frame = (
             frame.withColumn(LOW, rp).withColumn(HIGH, rp)
             .withColumn(KIND, F.when(F.col(AT) == rp, F.lit(TREE)).otherwise(F.lit(UNICAST)))
         )
+    start = F.lit(0.0) if network.latencies else F.lit(None).cast("double")
     return frame.select(
-        S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, F.lit(0).alias(HOPS), KIND,
+        S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, F.lit(0).alias(HOPS), start.alias(LATENCY),
+        F.lit(None).cast("long").alias(SENDER), KIND,
         F.when(F.col(KIND) == TREE, F.array(F.col(AT))).otherwise(F.lit(None).cast("array<bigint>")).alias(KEY),
         F.lit(False).alias(TARGET),
     )
@@ -173,7 +191,7 @@ def simulate(
         tree = build(network, topics, limit, on_step).withColumnRenamed(TARGET, "tree_target")
         log.info("%s trees of the published topics built in %.1fs", protocol, time.monotonic() - clock)
     tree_seconds = time.monotonic() - clock
-    messages = initial_messages(publications, protocol, network.n).localCheckpoint(eager=True)
+    messages = initial_messages(publications, protocol, network).localCheckpoint(eager=True)
     partitions = partitions or messages.rdd.getNumPartitions()
     step_columns = _Step(network, protocol)
     arrivals: list[DataFrame] = []
@@ -187,7 +205,7 @@ def simulate(
             break
         total += count
         seconds.append(time.monotonic() - clock)
-        arrivals.append(messages.select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, TARGET))
+        arrivals.append(messages.select(*ARRIVAL_COLUMNS))
         log.debug("superstep %d: %d messages, %.2fs", step, count, seconds[-1])
         report(on_step, "superstep", step, figures={"in flight": count, "sent": total}, seconds=seconds[-1])
     else:
@@ -199,7 +217,8 @@ def simulate(
             union = union.unionByName(more)
     else:
         union = spark.createDataFrame(
-            [], f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {AT} long, {HOPS} int, {TARGET} boolean"
+            [], f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {AT} long, {HOPS} int, {LATENCY} double, "
+            f"{SENDER} long, {TARGET} boolean"
         )
     return Simulation(arrivals=union, supersteps=len(seconds), messages=total, superstep_seconds=seconds, tree_seconds=tree_seconds)
 
@@ -216,7 +235,7 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
         if moving.isEmpty():
             break
         stepped = (
-            moving.join(network.fingers, on=AT).select("pair", step.forward[-1], LOW, (F.col(HOPS) + 1).alias(HOPS))
+            moving.join(network.fingers, on=AT).select("pair", step.after, LOW, (F.col(HOPS) + 1).alias(HOPS))
             .localCheckpoint(eager=True)
         )
         done.append(stepped.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS))

@@ -5,7 +5,8 @@ of the dense topic id scaled to the ring,
 
     RP(t) = floor(((t * 2654435761) mod 2^32) * |V| / 2^32),
 
-so every tool (and the tests' oracle) places it the same way.
+so every tool (and the tests' oracle) places it the same way, unless the network roots each
+topic at a given node (`Network.rendezvous`: Rappel's comparison roots a feed at its publisher).
 
 * Scribe routes from every subscriber to RP(t) with greedy unicast routing; the union of those
   routes is a tree (each node's next hop towards RP(t) is unique), and RP(t) multicasts down it.
@@ -14,8 +15,9 @@ so every tool (and the tests' oracle) places it the same way.
   array of positions from RP(t)), and routes share a message exactly while their prefixes agree.
   A subscriber delivers at the node that ends its own route.
 
-Tree edges: (topic_id, key, child_key, child_at, target) with keys arrays of positions; `target`
-marks a child that delivers there (Scribe: every node, each appears once).
+Tree edges: (topic_id, key, child_key, child_at, child_latency, target) with keys arrays of
+positions; `target` marks a child that delivers there (Scribe: every node, each appears once);
+`child_latency` is the link's latency (null without latencies).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.progress import OnStep, report
-from routing.network import AT, FDIST, KEY, LOW, SUBS, TARGET, Network
-from routing.protocols import greedy_step
+from routing.network import AT, FDIST, FLAT, KEY, LOW, RP, SUBS, TARGET, Network
+from routing.protocols import greedy_step, hop_latency
 
 KNUTH = 2654435761
-CHILD_KEY, CHILD_AT = "child_key", "child_at"
+CHILD_KEY, CHILD_AT, CHILD_LATENCY = "child_key", "child_at", "child_latency"
 
 
 def rendezvous(topic: Column, n: int) -> Column:
@@ -46,19 +48,22 @@ def rendezvous_of(topic: int, n: int) -> int:
 
 def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnStep | None) -> list[DataFrame]:
     """Walk every route (topic_id, _s, at, low = destination, key) to its destination, one hop a
-    step; the list of each step's moves (topic_id, key, child_key, child_at, target). `on_step`
-    hears of every hop (stage `tree hop`, with its time: counting the routes would cost a job)."""
+    step; the list of each step's moves (topic_id, _s, at, low, _parent, key, _hop) with `_hop`
+    the link's latency. `on_step` hears of every hop (stage `tree hop`, with its time: counting
+    the routes would cost a job)."""
     n = network.n
     moves = []
     active = start.filter(F.col(AT) != F.col(LOW))
     for step in range(1, max_steps + 1):
         clock = time.monotonic()
+        distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
         stepped = (
             active.join(network.fingers, on=AT)
-            .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.pmod(F.col(LOW) - F.col(AT), F.lit(n))), F.lit(n)))
+            .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n)))
+            .withColumn("_hop", hop_latency(F.col(FDIST), F.col(FLAT), distance))
             .select(
                 S.TOPIC_ID, "_s", F.col("_next").alias(AT), LOW, F.col(KEY).alias("_parent"),
-                F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY),
+                F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY), "_hop",
             )
             .localCheckpoint(eager=True)
         )
@@ -72,17 +77,19 @@ def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnSt
 
 def _routes(network: Network, topics: DataFrame) -> DataFrame:
     """(topic_id, _s, _rp) for every subscriber of the given topics."""
-    return (
-        network.topics.join(topics, on=S.TOPIC_ID)
-        .select(S.TOPIC_ID, F.explode(SUBS).alias("_s"), rendezvous(F.col(S.TOPIC_ID), network.n).alias("_rp"))
-    )
+    members = network.topics.join(topics, on=S.TOPIC_ID)
+    if network.rendezvous is not None:
+        return members.join(network.rendezvous, on=S.TOPIC_ID).select(
+            S.TOPIC_ID, F.explode(SUBS).alias("_s"), F.col(RP).alias("_rp")
+        )
+    return members.select(S.TOPIC_ID, F.explode(SUBS).alias("_s"), rendezvous(F.col(S.TOPIC_ID), network.n).alias("_rp"))
 
 
 def _moves(
     network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: int, on_step: OnStep | None,
 ) -> DataFrame | None:
     """Every hop of every route between a subscriber and RP(t), towards RP(t) (Scribe) or away
-    from it (iScribe): (topic_id, _s, at, low, _parent, key); None when no route has a hop."""
+    from it (iScribe): (topic_id, _s, at, low, _parent, key, _hop); None when no route has a hop."""
     routes = _routes(network, topics)
     source, target = ("_s", "_rp") if to_rendezvous else ("_rp", "_s")
     start = routes.select(
@@ -109,6 +116,7 @@ def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: On
             F.array(F.col(AT)).alias(KEY),
             F.array(F.try_element_at(F.col("_parent"), F.lit(-1))).alias(CHILD_KEY),
             F.try_element_at(F.col("_parent"), F.lit(-1)).alias(CHILD_AT),
+            F.col("_hop").alias(CHILD_LATENCY),  # links are symmetric
             F.lit(True).alias(TARGET),
         )
         .distinct()
@@ -123,7 +131,7 @@ def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: O
         return _empty_tree(network)
     return (
         steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY))
-        .agg(F.first(AT).alias(CHILD_AT), F.max(F.col(AT) == F.col(LOW)).alias(TARGET))
+        .agg(F.first(AT).alias(CHILD_AT), F.first("_hop").alias(CHILD_LATENCY), F.max(F.col(AT) == F.col(LOW)).alias(TARGET))
         .localCheckpoint(eager=True)
     )
 
@@ -131,5 +139,6 @@ def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: O
 def _empty_tree(network: Network) -> DataFrame:
     spark = network.topics.sparkSession
     return spark.createDataFrame(
-        [], f"{S.TOPIC_ID} long, {KEY} array<bigint>, {CHILD_KEY} array<bigint>, {CHILD_AT} bigint, {TARGET} boolean"
+        [], f"{S.TOPIC_ID} long, {KEY} array<bigint>, {CHILD_KEY} array<bigint>, {CHILD_AT} bigint, "
+        f"{CHILD_LATENCY} double, {TARGET} boolean"
     )

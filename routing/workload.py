@@ -1,5 +1,6 @@
 """The publication workload of BeaConvey section 5.2: each publication picks a topic uniformly
-among the topics with subscribers, and a publisher uniformly among that topic's subscribers.
+among the topics with subscribers, and a publisher uniformly among that topic's subscribers;
+or, for feeds with one publisher each (Rappel's), each feed in turn, by its publisher.
 
 Draws are `xxhash64(seed, what, pub_id)` scaled to [0, 1): the same seed gives the same
 publications on any cluster layout.
@@ -41,3 +42,21 @@ def publications(subscriptions: DataFrame, count: int, seed: int) -> DataFrame:
         .join(members, on=[S.TOPIC_ID, "_m"])
     )
     return picked.select(S.PUB_ID, S.TOPIC_ID, F.col(S.NODE_ID).alias(S.PUBLISHER))
+
+
+
+def feed_publications(publishers: DataFrame, count: int) -> DataFrame:
+    """Feeds publish in turn (Rappel's Fig. 10: every feed one update): publication i is the
+    update of the (i mod F)-th feed in topic order, published by its publisher (publishers:
+    topic_id, node_id, one row per feed that has subscribers)."""
+    spark = publishers.sparkSession
+    feeds = with_dense_id(publishers.select(S.TOPIC_ID, S.NODE_ID), [S.TOPIC_ID], "_f").localCheckpoint(eager=True)
+    total = feeds.count()
+    if total == 0:
+        raise ValueError("no feed has a subscriber: nothing to publish")
+    pubs = spark.range(count).select(F.col("id").alias(S.PUB_ID))
+    return (
+        pubs.withColumn("_f", F.col(S.PUB_ID) % F.lit(total))
+        .join(F.broadcast(feeds), on="_f")
+        .select(S.PUB_ID, S.TOPIC_ID, F.col(S.NODE_ID).alias(S.PUBLISHER))
+    )

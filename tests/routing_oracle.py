@@ -2,7 +2,9 @@
 
 It follows BeaConvey Protocols 4-5 and section 5.1 as the project reads them (routing/ module
 docstrings): ring positions 0..n-1, `fingers[v]` = v's finger distances, ranges [low, high) with
-low == high the whole ring.
+low == high the whole ring. `link(u, v)` (optional) is the latency of the link u -> v: each
+arrival carries the sum along its path (None without). `rp` (optional) roots a topic's tree at a
+given position instead of the hashed one.
 """
 
 from __future__ import annotations
@@ -40,27 +42,44 @@ def next_hops(protocol, fingers, subs, v, low, high, n):
     return hops
 
 
+def _no_latency(u, v):
+    return None
+
+
+def _add(latency, u, v, link):
+    step = link(u, v)
+    return None if latency is None or step is None else latency + step
+
+
 @dataclass
 class Routed:
-    """What one publication caused: arrivals (node, hops, addressed to it)."""
+    """What one publication caused: arrivals (node, hops, addressed to it, latency, sender)."""
 
-    arrivals: list[tuple[int, int, bool]] = field(default_factory=list)
+    arrivals: list[tuple[int, int, bool, float | None, int]] = field(default_factory=list)
 
     def deliveries(self, subs, publisher):
-        return sorted((at, hops) for at, hops, target in self.arrivals if target and at in subs and at != publisher)
+        return sorted((at, hops) for at, hops, target, _, _ in self.arrivals if target and at in subs and at != publisher)
+
+    def latencies(self, subs, publisher):
+        """{subscriber: the delivery's latency}."""
+        return {at: ms for at, _, target, ms, _ in self.arrivals if target and at in subs and at != publisher}
 
     def received(self):
-        return Counter(at for at, _, _ in self.arrivals)
+        return Counter(at for at, *_ in self.arrivals)
+
+    def sent(self):
+        return Counter(sender for *_, sender in self.arrivals)
 
     def pure_forwards(self, subs):
-        return sum(1 for at, _, _ in self.arrivals if at not in subs)
+        return sum(1 for at, *_ in self.arrivals if at not in subs)
 
 
-def route_beaconvey(protocol, fingers, subs, publisher, n) -> Routed:
+def route_beaconvey(protocol, fingers, subs, publisher, n, link=_no_latency) -> Routed:
     routed = Routed()
-    queue = deque([(publisher, publisher, publisher, 0)])  # (at, low, high, hops)
+    start = 0.0 if link is not _no_latency else None
+    queue = deque([(publisher, publisher, publisher, 0, start)])  # (at, low, high, hops, latency)
     while queue:
-        at, low, high, hops = queue.popleft()
+        at, low, high, hops, ms = queue.popleft()
         if at != low:
             outgoing = [(low, high)]
         else:
@@ -69,8 +88,9 @@ def route_beaconvey(protocol, fingers, subs, publisher, n) -> Routed:
             outgoing = [((at + x) % n, (at + end) % n) for x, end in zip(xs, ends)]
         for new_low, new_high in outgoing:
             nxt = send_step(fingers, at, new_low, n)
-            routed.arrivals.append((nxt, hops + 1, nxt == new_low))
-            queue.append((nxt, new_low, new_high, hops + 1))
+            after = _add(ms, at, nxt, link)
+            routed.arrivals.append((nxt, hops + 1, nxt == new_low, after, at))
+            queue.append((nxt, new_low, new_high, hops + 1, after))
     return routed
 
 
@@ -83,8 +103,8 @@ def route(fingers, source, target, n) -> list[int]:
     return path
 
 
-def scribe_children(fingers, subs, topic, n):
-    rp = rendezvous(topic, n)
+def scribe_children(fingers, subs, topic, n, rp=None):
+    rp = rendezvous(topic, n) if rp is None else rp
     children = {}
     for s in subs:
         previous = s
@@ -94,8 +114,8 @@ def scribe_children(fingers, subs, topic, n):
     return rp, children
 
 
-def iscribe_children(fingers, subs, topic, n):
-    rp = rendezvous(topic, n)
+def iscribe_children(fingers, subs, topic, n, rp=None):
+    rp = rendezvous(topic, n) if rp is None else rp
     children, ends = {}, set()
     for s in subs:
         prefix = (rp,)
@@ -106,25 +126,27 @@ def iscribe_children(fingers, subs, topic, n):
     return rp, {key: {(child, child in ends) for child in kids} for key, kids in children.items()}
 
 
-def route_rendezvous(protocol, fingers, subs, topic, publisher, n) -> Routed:
+def route_rendezvous(protocol, fingers, subs, topic, publisher, n, link=_no_latency, rp=None) -> Routed:
     build = scribe_children if protocol == "scribe" else iscribe_children
-    rp, children = build(fingers, subs, topic, n)
+    rp, children = build(fingers, subs, topic, n, rp)
     routed = Routed()
-    hops = 0
+    hops, ms, previous = 0, (0.0 if link is not _no_latency else None), publisher
     for at in route(fingers, publisher, rp, n):
-        hops += 1
-        routed.arrivals.append((at, hops, at == rp))
-    queue = deque([((rp,), hops)])
+        hops, ms = hops + 1, _add(ms, previous, at, link)
+        routed.arrivals.append((at, hops, at == rp, ms, previous))
+        previous = at
+    queue = deque([((rp,), hops, ms)])
     while queue:
-        key, depth = queue.popleft()
+        key, depth, at_ms = queue.popleft()
         for child, target in sorted(children.get(key, ())):
-            routed.arrivals.append((child[-1], depth + 1, target))
-            queue.append((child, depth + 1))
+            child_ms = _add(at_ms, key[-1], child[-1], link)
+            routed.arrivals.append((child[-1], depth + 1, target, child_ms, key[-1]))
+            queue.append((child, depth + 1, child_ms))
     return routed
 
 
-def route_publication(protocol, fingers, subs_by_topic, topic, publisher, n) -> Routed:
-    subs = set(subs_by_topic[topic])
+def route_publication(protocol, fingers, subs_by_topic, topic, publisher, n, link=_no_latency, rp=None) -> Routed:
+    subs = set(subs_by_topic.get(topic, ()))
     if protocol in ("po", "pa1", "pie"):
-        return route_beaconvey(protocol, fingers, subs, publisher, n)
-    return route_rendezvous(protocol, fingers, subs, topic, publisher, n)
+        return route_beaconvey(protocol, fingers, subs, publisher, n, link)
+    return route_rendezvous(protocol, fingers, subs, topic, publisher, n, link, rp)

@@ -19,7 +19,7 @@ from routing.simulate import simulate
 from routing.trees import rendezvous
 from routing.workload import publications
 from tests import routing_oracle as oracle
-from tests.test_routing import SUBSCRIPTION_SCHEMA, _instance, _python_network
+from tests.test_routing import SUBSCRIPTION_SCHEMA, _instance, _python_network, coordinates_of
 
 
 def placed_publications(frame, network, count, seed):
@@ -43,7 +43,8 @@ def test_pregel_scribe_delivers_as_the_supersteps_and_the_oracle(spark, graphfra
     subscriptions = _instance(rng, n, topics=6, per_node=3)
     frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
     overlay = small_world_overlay(frame, n, "random", long, seed=trial + 1)
-    network = build_network(overlay.ring, overlay.fingers, frame, n)
+    _, coordinates = coordinates_of(spark, n, seed=trial)
+    network = build_network(overlay.ring, overlay.fingers, frame, n, coordinates)
     placed = placed_publications(frame, network, 16, seed=trial).localCheckpoint(eager=True)
 
     by_supersteps = simulate(network, placed, "scribe")
@@ -63,7 +64,7 @@ def test_pregel_scribe_delivers_as_the_supersteps_and_the_oracle(spark, graphfra
     for row in placed.collect():
         routed = oracle.route_publication("scribe", fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n)
         expected |= {(row[S.PUB_ID], node_at[at], hops) for at, hops in routed.deliveries(subs[row[S.TOPIC_ID]], row[S.PUBLISHER])}
-    assert {tuple(r) for r in pregel_outcome.deliveries.collect()} == expected
+    assert {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in pregel_outcome.deliveries.collect()} == expected
 
 
 def test_simulate_on_picks_a_backend_per_protocol(spark, graphframes):

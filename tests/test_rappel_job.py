@@ -1,5 +1,8 @@
 """`simulate --protocol rappel`: a run stored round by round whose every measure is the oracle's
-(tests/rappel_trees_oracle.py), its friendships the run's links, and its input errors clear."""
+(tests/rappel_trees_oracle.py), its friendships the run's links, and its input errors clear;
+Scribe routed on the run's inputs (Fig. 10) against the routing oracle; Fig. 1's friend bound."""
+
+import math
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
 from pipelines.rappel import RappelRequest, parse_churn, parse_failure, run_rappel
+from tests import routing_oracle
 
 NODES = 50
 # 9 min: 18 rounds; 40% of the nodes fail at 3 min and return at 6 min (Fig. 7 in small).
@@ -121,3 +125,104 @@ def test_rappel_requests_refuse_bad_settings():
         RappelRequest("x", failure=(0.5, 2.0, 1.0)).check()
     with pytest.raises(InputError, match="--hours must be positive"):
         RappelRequest("x", hours=0).check()
+
+
+@pytest.mark.ci  # the same run, a small-world design on its instance and a routing run: about 1 min
+def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(spark, simulated):
+    """route --feeds: every publication comes from its feed's publisher, Scribe's tree is rooted
+    there and latencies come from the run's coordinates: deliveries, hops and latencies are the
+    routing oracle's with RP(t) = the publisher; Scribe reaches subscribers through
+    non-subscribers (Fig. 10), Rappel (the run above) never does."""
+    from pipelines.design import DesignRequest, run_design
+    from pipelines.route import RouteRequest, run_route
+    from tests.test_routing import _python_network
+
+    lakehouse, run, subs = simulated
+    overlay = run_design(spark, lakehouse, DesignRequest("rappel-50", "swico", short="random", long="random"),
+                         progress=False, diameters=False)
+    routed = run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 40, 2, feeds=run[S.RUN_ID]),
+                       progress=False)
+    assert routed[S.STATUS] == S.COMPLETE
+    rid = routed[S.ROUTING_RUN_ID]
+
+    class Ring:
+        ring = lakehouse.read(S.RING).filter(F.col(S.RUN_ID) == overlay[S.RUN_ID])
+        fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == overlay[S.RUN_ID])
+
+    pairs = [(v, t) for v, ts in subs.items() for t in ts]
+    position, fingers, by_topic = _python_network(Ring, pairs)
+    node_at = {p: v for v, p in position.items()}
+    coords = {r[S.NODE_ID]: (r[S.X_MS], r[S.Y_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect()}
+    publishers = {r[S.TOPIC_ID]: r[S.PUBLISHER] for r in stored(lakehouse, S.FEED_PUBLISHERS, run[S.RUN_ID]).collect()}
+
+    def link(a, b):
+        return math.dist(coords[node_at[a]], coords[node_at[b]])
+
+    workload = lakehouse.read(S.ROUTING_PUBLICATIONS).filter(F.col(S.ROUTING_RUN_ID) == rid).collect()
+    feeds = sorted(t for t, ts in by_topic.items() if ts)
+    assert sorted((w[S.PUB_ID], w[S.TOPIC_ID], w[S.PUBLISHER]) for w in workload) == [
+        (i, feeds[i % len(feeds)], publishers[feeds[i % len(feeds)]]) for i in range(40)]  # every feed in turn
+    expected, pure = {}, 0
+    for w in workload:
+        source = position[w[S.PUBLISHER]]
+        routed_one = routing_oracle.route_publication(
+            "scribe", fingers, by_topic, w[S.TOPIC_ID], source, len(position), link, rp=source)
+        topic_subs = by_topic.get(w[S.TOPIC_ID], set())
+        assert all(hops <= len(position) for _, hops in routed_one.deliveries(topic_subs, source))
+        for at, hops in routed_one.deliveries(topic_subs, source):
+            expected[w[S.PUB_ID], node_at[at]] = (hops, routed_one.latencies(topic_subs, source)[at],
+                                                  link(source, at))
+        pure += routed_one.pure_forwards(topic_subs)
+    got = {(d[S.PUB_ID], d[S.NODE_ID]): (d[S.HOPS], d[S.LATENCY_MS], d[S.DIRECT_MS])
+           for d in lakehouse.read(S.ROUTING_DELIVERIES).filter(F.col(S.ROUTING_RUN_ID) == rid).collect()}
+    assert got.keys() == expected.keys()
+    for key, (hops, latency, direct) in expected.items():
+        assert got[key][0] == hops and got[key][1:] == pytest.approx((latency, direct), rel=1e-12), key
+    metrics = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == rid).first()
+    assert metrics[S.ROUTING_OVERHEAD] == pure > 0  # Scribe forwards through non-subscribers
+    assert metrics[S.LATENCY_MEDIAN] > 0 and metrics[S.STRETCH_MEDIAN] >= 1
+    noise = stored(lakehouse, S.RAPPEL_ROUNDS, run[S.RUN_ID]).agg(F.sum(S.NOISE)).first()[0]
+    assert noise == 0  # Rappel: none
+
+
+def test_route_feeds_needs_a_rappel_run(spark, lakehouse):
+    from pipelines.design import DesignRequest, run_design
+    from pipelines.route import RouteRequest, run_route
+
+    store_instance(spark, lakehouse, "tiny-feeds", SyntheticSpec("unif", 12, 4, 1, 3, seed=1))
+    overlay = run_design(spark, lakehouse, DesignRequest("tiny-feeds", "swico", short="random", long="random"),
+                         progress=False, diameters=False)
+    with pytest.raises(InputError, match="--feeds takes a Rappel run"):
+        run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 5, feeds=overlay[S.RUN_ID]), progress=False)
+
+
+def test_the_friend_bound_job_stores_the_greedy_best_friends_of_a_sample(spark, lakehouse):
+    """Fig. 1's job: the sample is the nodes of enough feeds, each row a brute-force greedy's
+    picks, and the summary counts the nodes whose first j picks cover everything."""
+    from pipelines.friend_bound import FriendBoundRequest, run_friend_bound
+
+    pairs = store_instance(spark, lakehouse, "bound-40", SyntheticSpec("zipf", 40, 15, 1, 7, seed=2))
+    subs: dict[int, set] = {}
+    for v, t in pairs:
+        subs.setdefault(v, set()).add(t)
+    request = FriendBoundRequest("bound-40", k=3, min_feeds=4, sample=10, seed=1)
+    summary = run_friend_bound(spark, lakehouse, request)
+    rows = lakehouse.read(S.FRIEND_BOUND).filter(F.col(S.INSTANCE) == "bound-40").collect()
+    eligible = {v for v, ts in subs.items() if len(ts) >= 4}
+    assert len(rows) == min(10, len(eligible)) and {r[S.NODE_ID] for r in rows} <= eligible
+    full = [0, 0, 0]
+    for r in rows:
+        p, covered, picks, after = r[S.NODE_ID], set(), [], []
+        for _ in range(3):
+            gain, q = max((len((subs[q] & subs[p]) - covered), -q) for q in subs if q != p and q not in picks)
+            if gain == 0:
+                break
+            picks.append(-q)
+            covered |= subs[-q] & subs[p]
+            after.append(len(covered))
+        assert (r[S.FRIENDS], r[S.COVERED_AFTER], r[S.FEEDS]) == (picks, after, len(subs[p])), p
+        for j in range(3):
+            full[j] += (after[min(j, len(after) - 1)] if after else 0) == len(subs[p])
+    assert [s["full_coverage_nodes"] for s in summary] == full
+    again = run_friend_bound(spark, lakehouse, request)  # a rerun replaces, never adds
+    assert again == summary and lakehouse.read(S.FRIEND_BOUND).count() == len(rows)

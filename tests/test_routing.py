@@ -1,5 +1,6 @@
 """Routing: Protocol 5 on the paper's example (Fig. 2(d) as we read it), the Spark simulator
-against the message-level oracle, the exactly-once check, the workload, and Chord's hop count."""
+against the message-level oracle (hops and latencies, hashed and given tree roots), the
+exactly-once check, the workload, and Chord's hop count."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.frames import local_frame
+from overlay.rappel.coordinates import LatencyModel
 from overlay.smallworld.gswico import small_world_overlay
 from routing.network import AT, FDIST, SUBS, build_network
 from routing.outcome import summarise
 from routing.protocols import next_hops, range_span
 from routing.simulate import Simulation, simulate
-from routing.workload import publications
+from routing.workload import feed_publications, publications
 from tests import routing_oracle as oracle
 
 SUBSCRIPTION_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
+COORDINATE_SCHEMA = f"{S.NODE_ID} long, {S.X_MS} double, {S.Y_MS} double"
 
 
 @pytest.mark.parametrize("protocol,fingers,expected", [
@@ -64,12 +67,21 @@ class Case:
     overlay: object
     network: object
     publications: object  # (pub_id, topic_id, publisher position)
+    coordinates: dict  # node -> (x, y) ms
+    roots: dict | None  # topic -> the node its tree is rooted at (None: hashed)
+
+
+def coordinates_of(spark, n, seed):
+    """The latency model's coordinates of nodes 0..n-1, as a dict and a frame."""
+    xy = LatencyModel().coordinates(seed, list(range(n))).tolist()
+    return dict(enumerate(map(tuple, xy))), local_frame(spark, [(v, x, y) for v, (x, y) in enumerate(xy)], COORDINATE_SCHEMA)
 
 
 @pytest.fixture(scope="module")
 def small_overlays(spark):
-    """Two small instances with a greedy (SL) and a data-oblivious (-) overlay each, their
-    routing tables and 12 publications."""
+    """Two small instances with a greedy (SL) and a data-oblivious (-) overlay each, link
+    latencies, their routing tables and 12 publications; the second roots every topic's tree at
+    a random node (subscriber or not), which publishes the topic (as a Rappel feed)."""
     cases = []
     for trial, (short, long) in enumerate([("gswico", "gswico"), ("random", "random")]):
         rng = random.Random(20 + trial)
@@ -77,11 +89,15 @@ def small_overlays(spark):
         subscriptions = _instance(rng, n, topics=7, per_node=3)
         frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
         overlay = small_world_overlay(frame, n, short, long, seed=trial + 1)
-        network = build_network(overlay.ring, overlay.fingers, frame, n)
-        placed = publications(frame, 12, seed=5).join(
+        coordinates, coordinate_frame = coordinates_of(spark, n, seed=trial + 3)
+        roots = {t: rng.randrange(n) for t in sorted({t for _, t in subscriptions})} if trial == 1 else None
+        root_frame = None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+        network = build_network(overlay.ring, overlay.fingers, frame, n, coordinate_frame, root_frame)
+        workload = publications(frame, 12, seed=5) if roots is None else feed_publications(root_frame, 12)
+        placed = workload.join(
             network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
         ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
-        cases.append(Case(n, subscriptions, frame, overlay, network, placed))
+        cases.append(Case(n, subscriptions, frame, overlay, network, placed, coordinates, roots))
     return cases
 
 
@@ -104,24 +120,58 @@ def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_ov
         position, fingers, subs = _python_network(case.overlay, case.subscriptions)
         outcome = summarise(simulate(network, placed, protocol), network, placed)
         node_at = {p: node for node, p in position.items()}
+        xy = {p: case.coordinates[node] for node, p in position.items()}
+
+        def link(u, v):
+            return math.dist(xy[u], xy[v])
+
         per_publication = {r[S.PUB_ID]: r for r in outcome.per_publication.collect()}
-        expected_deliveries, expected_received = set(), Counter()
+        expected_deliveries, expected_received, expected_sent, expected_latency = set(), Counter(), Counter(), {}
         for row in placed.collect():
-            routed = oracle.route_publication(protocol, fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n)
-            topic_subs = subs[row[S.TOPIC_ID]]
-            for at, hops in routed.deliveries(topic_subs, row[S.PUBLISHER]):
+            topic, publisher = row[S.TOPIC_ID], row[S.PUBLISHER]
+            rp = None if case.roots is None else position[case.roots[topic]]
+            routed = oracle.route_publication(protocol, fingers, subs, topic, publisher, n, link, rp)
+            topic_subs = subs[topic]
+            for at, hops in routed.deliveries(topic_subs, publisher):
                 expected_deliveries.add((row[S.PUB_ID], node_at[at], hops))
+            for at, ms in routed.latencies(topic_subs, publisher).items():
+                expected_latency[row[S.PUB_ID], node_at[at]] = (ms, link(publisher, at))
             for at, times in routed.received().items():
                 expected_received[node_at[at]] += times
+            for at, times in routed.sent().items():
+                expected_sent[node_at[at]] += times
             got = per_publication[row[S.PUB_ID]]
             assert got[S.RECEIVED] == len(routed.arrivals), (protocol, row)
             assert got[S.PURE_FORWARDS] == routed.pure_forwards(topic_subs), (protocol, row)
-        got_deliveries = {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in outcome.deliveries.collect()}
-        assert got_deliveries == expected_deliveries
-        assert {r[S.NODE_ID]: r[S.RECEIVED] for r in outcome.load.collect() if r[S.RECEIVED]} == dict(expected_received)
+        delivered = outcome.deliveries.collect()
+        assert {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in delivered} == expected_deliveries
+        assert {(r[S.PUB_ID], r[S.NODE_ID]): pytest.approx((r[S.LATENCY_MS], r[S.DIRECT_MS]), rel=1e-12)
+                for r in delivered} == expected_latency
+        latencies = sorted(ms for ms, _ in expected_latency.values())
+        assert outcome.metrics[S.LATENCY_MEDIAN] == pytest.approx(_percentile(latencies, 0.5), rel=1e-12)
+        assert outcome.metrics[S.LATENCY_P95] == pytest.approx(_percentile(latencies, 0.95), rel=1e-12)
+        load = outcome.load.collect()
+        assert {r[S.NODE_ID]: r[S.RECEIVED] for r in load if r[S.RECEIVED]} == dict(expected_received)
+        assert {r[S.NODE_ID]: r[S.SENT] for r in load if r[S.SENT]} == dict(expected_sent)
         assert outcome.counter_example is None
         assert outcome.metrics[S.DELIVERY_RATIO] == 1.0 and outcome.metrics[S.DUPLICATE_DELIVERIES] == 0
         assert outcome.metrics[S.DELIVERIES] == outcome.metrics[S.EXPECTED_DELIVERIES] == len(expected_deliveries)
+
+
+def _percentile(values, q):
+    """Spark's exact percentile: linear between the two nearest ranks."""
+    rank = q * (len(values) - 1)
+    low = math.floor(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+def test_without_coordinates_latencies_are_null(spark, small_overlays):
+    case = small_overlays[0]
+    plain = build_network(case.overlay.ring, case.overlay.fingers, case.frame, case.n)
+    outcome = summarise(simulate(plain, case.publications, "scribe"), plain, case.publications)
+    assert outcome.deliveries.filter(F.col(S.LATENCY_MS).isNotNull() | F.col(S.DIRECT_MS).isNotNull()).isEmpty()
+    assert outcome.metrics[S.LATENCY_MEDIAN] is None and outcome.metrics[S.DELIVERIES] > 0
 
 
 def test_a_lost_delivery_is_the_counter_example(spark, small_overlays):

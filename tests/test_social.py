@@ -111,3 +111,50 @@ def test_facebook_whole_matches_a_plain_reading(spark):
     assert frames.tally == RowTally(read=len(edges), accepted=len(unique), rejected=0, duplicates=len(edges) - len(unique))
     assert frames.subscriptions.count() == 2 * len(unique)
     assert frames.node_keys.count() == len({n for e in unique for n in e}) == 4039
+
+
+def test_a_feed_sample_is_the_papers_livejournal_cut(spark, write_text):
+    """ComNet'09's workload from a directed graph (overlay.instance.feeds), against a plain
+    reading: seed journals by the documented rank, the universe of their followers, the most
+    followed journals from inside it, and only the edges between the two kept."""
+    import random
+
+    rng = random.Random(7)
+    edges = sorted({(rng.randrange(40), rng.randrange(40)) for _ in range(260)})
+    edges = [(a, b) for a, b in edges if a != b]
+    path = write_text("follows.txt", "".join(f"{a} {b}\n" for a, b in edges) + f"{edges[0][0]} {edges[0][1]}\n")
+    seeds, publishers, seed = 4, 5, 3
+    frames = social_instance(spark, SocialSpec(path=path, directed=True, seed=seed, feed_seeds=seeds,
+                                               feed_publishers=publishers))
+
+    journals = sorted({b for _, b in edges})
+    rank = {r["u"]: r["rank"] for r in spark.sql(
+        f"SELECT u, xxhash64({seed}, 'feed-seed', CAST(u AS BIGINT)) AS rank "
+        f"FROM VALUES {', '.join(f'({j})' for j in journals)} AS t(u)").collect()}
+    seed_journals = set(sorted(journals, key=lambda j: (rank[j], j))[:seeds])
+    universe = {a for a, b in edges if b in seed_journals}
+    followers = {}
+    for a, b in edges:
+        if a in universe:
+            followers[b] = followers.get(b, 0) + 1
+    chosen = set(sorted(followers, key=lambda j: (-followers[j], j))[:publishers])
+    kept = [(a, b) for a, b in edges if a in universe and b in chosen]
+
+    assert_df_equality(
+        keyed_subscriptions(frames), pairs(spark, [(str(a), str(b)) for a, b in kept]),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    assert [r[S.KEY] for r in frames.topic_keys.orderBy(S.ID).collect()] == [str(b) for b in sorted(chosen)]
+    assert frames.node_keys.count() == len({u for e in kept for u in e})
+    assert frames.tally == RowTally(read=len(edges) + 1, accepted=len(kept), rejected=0, duplicates=1,
+                                    unsampled=len(edges) - len(kept))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"directed": False, "feed_seeds": 2, "feed_publishers": 3}, "needs a directed graph"),
+    ({"directed": True, "feed_seeds": 2}, "needs both --feed-seeds and --feed-publishers"),
+    ({"directed": True, "feed_seeds": 2, "feed_publishers": 3, "sample_bfs": 10}, "choose one sample"),
+])
+def test_bad_feed_samples_are_refused(spark, write_text, options, message):
+    with pytest.raises(InputError, match=message):
+        social_instance(spark, SocialSpec(path=write_text("g.txt", "1 2\n"), **options))

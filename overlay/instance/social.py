@@ -5,11 +5,14 @@ Direction: in a directed file, a line `a b` means "a follows b", so a subscribes
 `reverse=True` reads it as "b follows a". Undirected: a and b subscribe to each other's topic.
 
 Rows: each edge line is accepted, rejected (see `edgelist`), a duplicate of an earlier line (the
-same ordered pair when directed, the same unordered pair when undirected), or, when BFS-sampled,
-unsampled (an endpoint lies outside the sample).
+same ordered pair when directed, the same unordered pair when undirected), or, when sampled,
+unsampled: outside a BFS sample (an endpoint lies outside it), or outside a feed sample
+(`overlay.instance.feeds`: Rappel's LiveJournal workload, directed graphs only).
 
 Ids: the users of the accepted edges, numbered 0.. in numeric order of their original ids; a
-user's node id and topic id are the same number, and both key tables hold the original id.
+user's node id and topic id are the same number, and both key tables hold the original id. A
+feed sample numbers its topics apart (0.. over the chosen publishers, in id order): topic keys
+are still the publishers' original ids, so a feed's publisher is the node with its key.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance import edgelist as E
 from overlay.instance.bfs import NODE, bfs_sample
+from overlay.instance.feeds import feed_sample
 from overlay.instance.ids import pairs_to_ids, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
 from overlay.progress import OnStep
@@ -40,12 +44,29 @@ class SocialSpec:
     sample_bfs: int | None = None
     seed: int = 0
     bfs_seed_count: int = 3
+    feed_seeds: int | None = None  # a feed sample: this many seed journals ...
+    feed_publishers: int | None = None  # ... and this many publishers
+
+    @property
+    def feed_sampled(self) -> bool:
+        return self.feed_seeds is not None
 
     def validate(self) -> None:
         if self.reverse and not self.directed:
             raise InputError("--reverse only applies to a --directed graph")
         if self.sample_bfs is not None and self.sample_bfs <= 0:
             raise InputError(f"--sample-bfs must be a positive integer, got {self.sample_bfs}")
+        if (self.feed_seeds is None) != (self.feed_publishers is None):
+            raise InputError("a feed sample needs both --feed-seeds and --feed-publishers")
+        if self.feed_sampled:
+            if not self.directed:
+                raise InputError("a feed sample needs a directed graph (followers subscribe to journals)")
+            if self.sample_bfs is not None:
+                raise InputError("choose one sample: --sample-bfs or --feed-seeds/--feed-publishers")
+            if min(self.feed_seeds, self.feed_publishers) <= 0:
+                raise InputError(
+                    f"--feed-seeds and --feed-publishers must be positive, got {self.feed_seeds}, {self.feed_publishers}"
+                )
         if self.bfs_seed_count <= 0:
             raise InputError(f"the BFS seed count must be positive, got {self.bfs_seed_count}")
 
@@ -90,6 +111,12 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
             unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step
         )
         edges = _mark_unsampled(edges, sample)
+    if spec.feed_sampled:
+        unique = edges.filter(F.col(STATUS) == ACCEPTED)
+        kept = feed_sample(unique, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed)
+        flagged = edges.join(kept.withColumn("_kept", F.lit(True)), on=[SUBSCRIBER, PUBLISHER], how="left")
+        status = F.when((F.col(STATUS) == ACCEPTED) & F.col("_kept").isNull(), UNSAMPLED).otherwise(F.col(STATUS))
+        edges = flagged.withColumn(STATUS, status).drop("_kept")
     edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
 
     by_status = {row[STATUS]: row["count"] for row in edges.groupBy(STATUS).count().collect()}
@@ -117,6 +144,10 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     ).distinct()
     ids = with_dense_id(users, [NODE], S.ID)
     keys = ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
+    topic_ids, topic_keys = ids, keys
+    if spec.feed_sampled:
+        topic_ids = with_dense_id(accepted.select(F.col(PUBLISHER).alias(NODE)).distinct(), [NODE], S.ID)
+        topic_keys = topic_ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
 
     pairs = accepted.select(SUBSCRIBER, PUBLISHER)
     if not spec.directed:
@@ -124,9 +155,9 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     return InstanceFrames(
         source="social",
         params=asdict(spec),
-        subscriptions=pairs_to_ids(pairs, SUBSCRIBER, PUBLISHER, ids, ids, NODE),
+        subscriptions=pairs_to_ids(pairs, SUBSCRIBER, PUBLISHER, ids, topic_ids, NODE),
         node_keys=keys,
-        topic_keys=keys,
+        topic_keys=topic_keys,
         rejected=rejected,
         tally=tally,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.gossip.baselines import Knowledge
@@ -34,10 +35,23 @@ def best_friends(p: int, knowledge: Knowledge, k: int) -> tuple[list[int], list[
 COVERAGE_DDL = f"{S.NODE_ID} bigint, {S.FEEDS} bigint, {S.FRIENDS} array<bigint>, covered_after array<int>"
 
 
+def sampled_nodes(subscriptions: DataFrame, min_feeds: int, sample: int, seed: int) -> DataFrame:
+    """(id): `sample` nodes of at least `min_feeds` feeds, those of least `xxhash64(seed, node)`
+    (Fig. 1: 1,000 LiveJournal users with at least 5 feeds)."""
+    return (
+        subscriptions.groupBy(S.NODE_ID).agg(F.count(F.lit(1)).alias("_feeds"))
+        .filter(F.col("_feeds") >= min_feeds)
+        .orderBy(F.xxhash64(F.lit(seed), F.lit("fig1-sample"), F.col(S.NODE_ID)), S.NODE_ID)
+        .limit(sample)
+        .select(F.col(S.NODE_ID).alias("id"))
+    )
+
+
 def best_friend_coverage(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, k: int,
-                         partitions: int) -> DataFrame:
-    """Every node's feeds, greedy best friends (at most k) and the feeds covered after each pick
-    (one `mapInArrow` over the nodes; the subscriptions reach the executors as a broadcast)."""
+                         partitions: int, nodes: DataFrame | None = None) -> DataFrame:
+    """The feeds, greedy best friends (at most k) and the feeds covered after each pick of every
+    node, or of `nodes` (id) (one `mapInArrow` over the nodes; the subscriptions reach the
+    executors as a broadcast)."""
     shared = shared_builder(spark, Knowledge, (offsets, topics))
 
     def coverage(batches):
@@ -52,4 +66,8 @@ def best_friend_coverage(spark: SparkSession, offsets: np.ndarray, topics: np.nd
                 names=[S.NODE_ID, S.FEEDS, S.FRIENDS, "covered_after"],
             )
 
-    return spark.range(len(offsets) - 1, numPartitions=partitions).mapInArrow(coverage, COVERAGE_DDL)
+    if nodes is None:
+        nodes = spark.range(len(offsets) - 1, numPartitions=partitions)
+    else:
+        nodes = nodes.select(F.col("id").cast("long")).repartition(partitions)
+    return nodes.mapInArrow(coverage, COVERAGE_DDL)

@@ -36,7 +36,7 @@ from overlay.summaries import (
 )
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
-from pipelines.report import figures, gossip, gossip_figures, ktco
+from pipelines.report import figures, gossip, gossip_figures, ktco, rappel, rappel_figures
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
 
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 TABLES = (
     S.INSTANCES, S.OVERLAY_RUNS, S.OVERLAY_METRICS, S.OVERLAY_EDGES, S.ROUTING_RUNS, S.ROUTING_METRICS,
     S.ROUTING_LOAD, S.ROUTING_COMPARISON, S.RESILIENCE, S.GOSSIP_COVERAGE, S.GOSSIP_DIFFUSIONS, S.TOPIC_STRUCTURE,
-    S.DISSEMINATION_COMPLETION,
+    S.DISSEMINATION_COMPLETION, S.RAPPEL_ROUNDS, S.RAPPEL_NODES, S.RAPPEL_TRAFFIC, S.FEED_TREES, S.FRIEND_BOUND,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -65,6 +65,7 @@ class ReportData:
     sweeps: pd.DataFrame  # kTCO sweep points (`ktco.sweep_points`)
     resilience: pd.DataFrame  # failure trials summarised (`ktco.resilience_summary`)
     gossip: gossip.GossipData  # Feverfew's figures and tables (`gossip.gather`)
+    rappel: rappel.RappelData  # Rappel's figures and checks (`rappel.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -149,10 +150,11 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         if lakehouse.exists(S.RESILIENCE) else pd.DataFrame(columns=S.RESILIENCE.columns)
     )
     gossiped = gossip.gather(lakehouse, runs, quality, listed)
+    rappelled = rappel.gather(lakehouse, runs, instances)
     runs.unpersist()
     return ReportData(
         listed, quality, degrees, routing, load, comparisons,
-        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped,
+        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped, rappelled,
     )
 
 
@@ -196,6 +198,10 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         gossip_figures.completion(data.gossip.completion, gossip.MODES["push-pull-live"]),
         "Push-pull completion under failures, Feverfew's gossip going on (Feverfew Fig. 9)",
     )
+    drawn["rappel_friend_bound.png"] = (rappel_figures.friend_bound(data.rappel.bound), "Coverage by the greedy best friends (ComNet'09 Fig. 1)")
+    drawn["rappel_latency.png"] = (rappel_figures.latency(data.rappel.rounds), "Rappel's update latency over time (ComNet'09 Fig. 7)")
+    drawn["rappel_traffic.png"] = (rappel_figures.traffic(data.rappel.traffic), "Data traffic against subscriptions, Rappel and Scribe (ComNet'09 Fig. 10b)")
+    drawn["rappel_rejoins.png"] = (rappel_figures.rejoins(data.rappel.rejoins), "Rejoin load by depth (ComNet'09 Fig. 11a)")
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import gossip, ktco
+from pipelines.report import gossip, ktco, rappel
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -133,6 +133,8 @@ def render(data: ReportData, lakehouse: str) -> str:
         ]
     if not data.gossip.empty:
         parts += gossip_section(data.gossip)
+    if not data.rappel.empty:
+        parts += rappel_section(data.rappel)
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
     if data.files:
@@ -172,4 +174,29 @@ def gossip_section(data: gossip.GossipData) -> list[str]:
         "### Push-pull under failures (Fig. 9)",
         table(records(data.summary, gossip.COMPLETION_COLUMNS), gossip.COMPLETION_COLUMNS),
     ]
+    return parts
+
+
+def rappel_section(data: rappel.RappelData) -> list[str]:
+    """Rappel's checks with the paper's numbers, its runs, Fig. 1's bound and the Scribe runs."""
+    parts = [
+        "## Friendship overlays and per-feed trees (Rappel)",
+        "\n".join(f"- {line}" for line in rappel.checks(data)),
+        "### Runs",
+        (
+            "Per run: the share of subscribers whose every feed a friend shares and the share of nodes whose "
+            "neighbour overlap is above 1 (at the end); the medians over rounds of each round's median and 95th "
+            "percentile latency (ms) and median stretch; updates that reached a non-subscriber; each node's "
+            "control messages per second online, median and 95th percentile over nodes."
+        ),
+        table(records(data.runs, rappel.RUN_COLUMNS), rappel.RUN_COLUMNS),
+    ]
+    if not data.bound.empty:
+        parts += ["### Greedy best friends (Fig. 1)", table(records(data.bound, rappel.BOUND_COLUMNS), rappel.BOUND_COLUMNS)]
+    if not data.scribe.empty:
+        parts += [
+            "### Scribe on Rappel's feeds (Fig. 10)",
+            "Routing runs made with `route --feeds`: trees rooted at the publishers, latencies from the same coordinates.",
+            table(records(data.scribe, rappel.SCRIBE_COLUMNS), rappel.SCRIBE_COLUMNS),
+        ]
     return parts

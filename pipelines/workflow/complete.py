@@ -39,7 +39,9 @@ def _current_run(lakehouse: Lakehouse, run_id: str) -> Row | None:
 
 def _same_source(params: dict) -> dict:
     """Source settings with the input path made absolute (an instance stored from a relative path
-    is the same instance)."""
+    is the same instance) and unset settings left out (an instance stored before a setting was
+    added is the same instance)."""
+    params = {k: v for k, v in params.items() if v is not None}
     if params.get("path"):
         return {**params, "path": os.path.realpath(params["path"])}
     return params

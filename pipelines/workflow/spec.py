@@ -32,7 +32,8 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 # Commands a step may run: the jobs. `workflow` and `main` would nest workflows.
 STEP_COMMANDS = (
-    "ingest", "design", "simulate", "disseminate", "topic-structure", "evaluate", "resilience", "route", "compare",
+    "ingest", "design", "simulate", "disseminate", "topic-structure", "friend-bound", "evaluate", "resilience", "route",
+    "compare",
     "report", "import-overlay", "export", "instances",
     "register",
 )
