@@ -114,6 +114,20 @@ def _compare(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | 
     return f"comparison {request.comparison_id} is stored"
 
 
+def _friend_bound(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | None:
+    if not lakehouse.exists(S.FRIEND_BOUND):
+        return None
+    try:
+        ingest_id = lakehouse.instance_row(request.instance)[S.INGEST_ID]
+    except UnknownInstanceError:
+        return None
+    stored = lakehouse.read(S.FRIEND_BOUND).filter(
+        (F.col(S.INSTANCE) == request.instance) & (F.col(S.INGEST_ID) == ingest_id) & (F.col(S.K) == request.k)
+        & (F.col(S.MIN_FEEDS) == request.min_feeds) & (F.col(S.SAMPLE) == request.sample) & (F.col(S.SEED) == request.seed)
+    )
+    return None if stored.isEmpty() else f"the friend bound of {request.instance} is stored for these settings"
+
+
 def _report(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
     if report.is_current(lakehouse, Path(args.out)):
         return f"the report in {args.out} is up to date with the tables"
@@ -133,6 +147,7 @@ CHECKS = {
     "disseminate": _route,
     "resilience": _resilience,
     "compare": _compare,
+    "friend-bound": _friend_bound,
     "report": _report,
     "import-overlay": _imported,
 }
