@@ -136,6 +136,7 @@ def run_route(
             f"run '{request.run_id}' has no ring: routing needs a small-world overlay "
             "(design --algorithm swico --short ... --long ...)"
         )
+    feeds = _feeds_run(lakehouse, request, run)
     existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("routing run %s is complete already", routing_run_id)
@@ -146,7 +147,7 @@ def run_route(
         instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
         fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
-        coordinates, roots = _inputs(spark, lakehouse, request, run, instance)
+        coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
         network = build_network(
             ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES], coordinates, roots,
         )
@@ -190,20 +191,27 @@ def run_route(
     return lakehouse.run_row(routing_run_id, **ROUTING)
 
 
-def _inputs(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row):
+def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | None:
+    """With --feeds, that run: a complete Rappel run on the overlay run's instance version."""
+    if request.feeds is None:
+        return None
+    feeds = complete_run(lakehouse, request.feeds)
+    if feeds[S.ALGORITHM] != RAPPEL:
+        raise InputError(f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}")
+    if (feeds[S.INSTANCE], feeds[S.INGEST_ID]) != (run[S.INSTANCE], run[S.INGEST_ID]):
+        raise InputError(
+            f"Rappel run '{request.feeds}' is on {feeds[S.INSTANCE]} (ingest {feeds[S.INGEST_ID]}), the overlay run "
+            f"'{request.run_id}' on {run[S.INSTANCE]} (ingest {run[S.INGEST_ID]}): they must share an instance version"
+        )
+    return feeds
+
+
+def _inputs(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row,
+            feeds: Row | None):
     """The nodes' coordinates (node_id, x_ms, y_ms) and, with --feeds, each feed's publisher
-    (topic_id, node_id) from that Rappel run, which must be complete and on the same instance
-    version as the overlay run."""
+    (topic_id, node_id) of that Rappel run (with its model seed)."""
     model_seed, roots = request.model_seed, None
-    if request.feeds is not None:
-        feeds = complete_run(lakehouse, request.feeds)
-        if feeds[S.ALGORITHM] != RAPPEL:
-            raise InputError(f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}")
-        if (feeds[S.INSTANCE], feeds[S.INGEST_ID]) != (run[S.INSTANCE], run[S.INGEST_ID]):
-            raise InputError(
-                f"Rappel run '{request.feeds}' is on {feeds[S.INSTANCE]} (ingest {feeds[S.INGEST_ID]}), the overlay run "
-                f"'{request.run_id}' on {run[S.INSTANCE]} (ingest {run[S.INGEST_ID]}): they must share an instance version"
-            )
+    if feeds is not None:
         model_seed = json.loads(feeds[S.PARAMS])["request"]["model_seed"]
         roots = lakehouse.read(S.FEED_PUBLISHERS).filter(
             (F.col(S.RUN_ID) == request.feeds) & (F.col(S.SUBSCRIBERS) > 0)

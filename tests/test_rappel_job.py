@@ -127,21 +127,30 @@ def test_rappel_requests_refuse_bad_settings():
         RappelRequest("x", hours=0).check()
 
 
-@pytest.mark.ci  # the same run, a small-world design on its instance and a routing run: about 1 min
-def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(spark, simulated):
-    """route --feeds: every publication comes from its feed's publisher, Scribe's tree is rooted
-    there and latencies come from the run's coordinates: deliveries, hops and latencies are the
-    routing oracle's with RP(t) = the publisher; Scribe reaches subscribers through
-    non-subscribers (Fig. 10), Rappel (the run above) never does."""
+@pytest.fixture(scope="module")
+def scribed(spark, simulated):
+    """Scribe on the run's feeds (route --feeds) over a random ring of the same instance."""
     from pipelines.design import DesignRequest, run_design
     from pipelines.route import RouteRequest, run_route
-    from tests.test_routing import _python_network
 
-    lakehouse, run, subs = simulated
+    lakehouse, run, _ = simulated
     overlay = run_design(spark, lakehouse, DesignRequest("rappel-50", "swico", short="random", long="random"),
                          progress=False, diameters=False)
     routed = run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 40, 2, feeds=run[S.RUN_ID]),
                        progress=False)
+    return overlay, routed
+
+
+@pytest.mark.ci  # the same run, a small-world design on its instance and a routing run: about 1 min
+def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scribed):
+    """route --feeds: every publication comes from its feed's publisher, Scribe's tree is rooted
+    there and latencies come from the run's coordinates: deliveries, hops and latencies are the
+    routing oracle's with RP(t) = the publisher; Scribe reaches subscribers through
+    non-subscribers (Fig. 10), Rappel (the run above) never does."""
+    from tests.test_routing import _python_network
+
+    lakehouse, run, subs = simulated
+    overlay, routed = scribed
     assert routed[S.STATUS] == S.COMPLETE
     rid = routed[S.ROUTING_RUN_ID]
 
@@ -185,15 +194,48 @@ def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(spark, simulat
     assert noise == 0  # Rappel: none
 
 
-def test_route_feeds_needs_a_rappel_run(spark, lakehouse):
-    from pipelines.design import DesignRequest, run_design
+@pytest.mark.ci  # the same runs, and the report (about 40 s)
+def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, tmp_path):
+    """The report's Rappel part: its figures drawn, its numbers those of the stored tables
+    (computed here by hand), and each check's verdict."""
+    from pipelines.report import run_report
+
+    lakehouse, run, subs = simulated
+    _, routed = scribed
+    data = run_report(spark, lakehouse, tmp_path / "report")
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Friendship overlays and per-feed trees (Rappel)" in text
+    assert {"rappel_latency.png", "rappel_traffic.png"} <= set(data.files)
+    nodes = stored(lakehouse, S.RAPPEL_NODES, run[S.RUN_ID]).collect()
+    subscribers = [r for r in nodes if r[S.FEEDS] > 0]
+    full = sum(r[S.COVERED] == r[S.FEEDS] for r in subscribers) / len(subscribers)
+    row = data.rappel.runs.set_index(S.RUN_ID).loc[run[S.RUN_ID]]
+    assert row["full_coverage_share"] == pytest.approx(full)
+    assert row["overlap_above_1_share"] == pytest.approx(
+        sum((r[S.OVERLAP_RATIO] or 0) > 1 for r in nodes) / len(nodes))
+    load = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID) == routed[S.ROUTING_RUN_ID]).collect()
+    forwarders = sum(r[S.PURE_FORWARDS] > 0 for r in load)
+    assert int(data.rappel.scribe.iloc[0]["non_subscriber_forwarders"]) == forwarders > 0
+    scribe_traffic = data.rappel.traffic[data.rappel.traffic["run"] == routed[S.ROUTING_RUN_ID]]
+    by_feeds = {}
+    for r in load:
+        by_feeds.setdefault(len(subs[r[S.NODE_ID]]), []).append(r[S.SENT])
+    assert {int(f): m for f, m in zip(scribe_traffic[S.FEEDS], scribe_traffic["data_sent_mean"])} == pytest.approx(
+        {f: sum(v) / len(v) for f, v in by_feeds.items()})
+    assert f"Noise, {run[S.RUN_ID]}: 0 updates reached a non-subscriber (zero by construction): holds." in text
+    assert f"Fig. 10, {routed[S.ROUTING_RUN_ID]}: scribe reaches subscribers through {forwarders} non-subscribers" in text
+    assert f"Fig. 7, {run[S.RUN_ID]}: the run does not reach 10 min after the return; no check." in text
+
+
+@pytest.mark.ci  # the same runs
+def test_route_feeds_needs_a_rappel_run(spark, simulated, scribed):
     from pipelines.route import RouteRequest, run_route
 
-    store_instance(spark, lakehouse, "tiny-feeds", SyntheticSpec("unif", 12, 4, 1, 3, seed=1))
-    overlay = run_design(spark, lakehouse, DesignRequest("tiny-feeds", "swico", short="random", long="random"),
-                         progress=False, diameters=False)
+    lakehouse, _, _ = simulated
+    overlay, _ = scribed
     with pytest.raises(InputError, match="--feeds takes a Rappel run"):
         run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 5, feeds=overlay[S.RUN_ID]), progress=False)
+    assert lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).contains(".p5.")).isEmpty()  # refused first
 
 
 def test_the_friend_bound_job_stores_the_greedy_best_friends_of_a_sample(spark, lakehouse):
