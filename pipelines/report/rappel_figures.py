@@ -55,6 +55,7 @@ def latency(rounds: pd.DataFrame) -> Figure | None:
             if failure[2] is not None:
                 ax.axvline(failure[2], color="green", linewidth=0.8, label="they return")
         ax.set_title(run_id, fontsize="small")
+        ax.set_yscale("log")  # the spikes of pulled updates after a failure are seconds, the rest ~100 ms
         ax.set_xlabel("simulated hours")
         ax.set_ylabel("update latency (ms)")
         ax.grid(alpha=0.3)
