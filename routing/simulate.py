@@ -12,10 +12,10 @@ Python runs on the driver. Message kinds:
 * TREE: a message at a tree node `key`; every tree child receives a copy.
 
 Each emitted message is an *arrival*: (pub_id, topic_id, publisher, at, hops, latency, sender,
-target), `sender` being the node that sent it to `at`, where `target` says the message is addressed to that node (RANGE: at == low; UNICAST: at RP(t);
-TREE: the node ends a route there) and `latency` is the sum of the link latencies it travelled
-(null when the network has none). Deliveries, loads and metrics are derived from the arrivals
-(`routing.outcome`).
+target), where `sender` sent it to `at`, `target` says it is addressed to that node (RANGE:
+at == low; UNICAST: at RP(t); TREE: the node ends a route there) and `latency` is the sum of the
+link latencies it travelled (null when the network has none). Deliveries, loads and metrics
+are derived from the arrivals (`routing.outcome`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from overlay import schema as S
 from overlay.frames import local_frame
 from overlay.progress import StepInfo
 from pipelines.progress import Progress, describe
-from routing.network import AT, FDIST, SUBS, Network
+from routing.network import AT, FDIST, FLAT, SUBS, Network
 from routing.simulate import simulate
 
 LOGGER = "tests.progress"
@@ -96,7 +96,8 @@ def chord_network(spark, n: int, subscriptions: list[tuple[int, int]]) -> Networ
     return Network(
         n=n,
         positions=local_frame(spark, [(i, i) for i in range(n)], f"{S.NODE_ID} long, {AT} long"),
-        fingers=local_frame(spark, [(i, sorted({1 << p for p in range(phases)})) for i in range(n)], f"{AT} long, {FDIST} array<long>"),
+        fingers=local_frame(spark, [(i, sorted({1 << p for p in range(phases)}), None) for i in range(n)],
+                            f"{AT} long, {FDIST} array<long>, {FLAT} array<double>"),  # no latencies
         topics=local_frame(spark, [(t, sorted(s)) for t, s in topics.items()], f"{S.TOPIC_ID} long, {SUBS} array<long>"),
         subscribed=local_frame(spark, [(t, a) for a, t in subscriptions], f"{S.TOPIC_ID} long, {AT} long"),
     )
