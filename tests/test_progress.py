@@ -7,12 +7,14 @@ import io
 import logging
 
 import pytest
+from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.frames import local_frame
 from overlay.progress import StepInfo
 from pipelines.progress import Progress, describe
-from routing.network import AT, FDIST, FLAT, SUBS, Network
+from routing.network import AT, FDIST, FLAT, LATENCY, SUBS, Network
+from routing.outcome import summarise
 from routing.simulate import simulate
 
 LOGGER = "tests.progress"
@@ -122,6 +124,10 @@ def test_routing_reports_increasing_steps_at_no_extra_spark_job(spark):
     assert steps[: len(hops)] == [s for s in steps if s.stage == "tree hop"]  # the trees come first
     assert supersteps[-1].figures["sent"] == heard.messages == silent.messages
     assert sum(s.figures["in flight"] for s in supersteps) == heard.messages
+    # A network without coordinates has no latencies: null, never 0.
+    outcome = summarise(heard, network, placed)
+    assert heard.arrivals.filter(F.col(LATENCY).isNotNull()).isEmpty() and outcome.metrics[S.DELIVERIES] > 0
+    assert outcome.metrics[S.LATENCY_MEDIAN] is None and outcome.deliveries.filter(F.col(S.DIRECT_MS).isNotNull()).isEmpty()
 
 
 class _ComparisonLakehouse:

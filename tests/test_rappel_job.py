@@ -238,6 +238,7 @@ def test_route_feeds_needs_a_rappel_run(spark, simulated, scribed):
     assert lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).contains(".p5.")).isEmpty()  # refused first
 
 
+@pytest.mark.ci  # an ingest and a job, about 25 s: the default run is at its budget
 def test_the_friend_bound_job_stores_the_greedy_best_friends_of_a_sample(spark, lakehouse):
     """Fig. 1's job: the sample is the nodes of enough feeds, each row a brute-force greedy's
     picks, and the summary counts the nodes whose first j picks cover everything."""

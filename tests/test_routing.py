@@ -166,14 +166,6 @@ def _percentile(values, q):
     return values[low] + (values[high] - values[low]) * (rank - low)
 
 
-def test_without_coordinates_latencies_are_null(spark, small_overlays):
-    case = small_overlays[0]
-    plain = build_network(case.overlay.ring, case.overlay.fingers, case.frame, case.n)
-    outcome = summarise(simulate(plain, case.publications, "scribe"), plain, case.publications)
-    assert outcome.deliveries.filter(F.col(S.LATENCY_MS).isNotNull() | F.col(S.DIRECT_MS).isNotNull()).isEmpty()
-    assert outcome.metrics[S.LATENCY_MEDIAN] is None and outcome.metrics[S.DELIVERIES] > 0
-
-
 def test_a_lost_delivery_is_the_counter_example(spark, small_overlays):
     network, pubs = small_overlays[0].network, small_overlays[0].publications
     routed = simulate(network, pubs, "pie")
