@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
@@ -82,6 +82,10 @@ class DisseminateRequest:
 
     def failures(self) -> Failures:
         return Failures(self.substitution, self.mass_share, self.mass_cycle)
+
+    def params_json(self) -> str:
+        """The request as stored in `routing_runs.params` (`route.claim_run` compares it)."""
+        return json.dumps(asdict(self), sort_keys=True)
 
     def check(self) -> None:
         """Every check that needs no Spark."""

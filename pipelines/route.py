@@ -83,8 +83,9 @@ class RouteRequest:
         return json.dumps(fields, sort_keys=True)
 
 
-def claim_run(lakehouse: Lakehouse, routing_run_id: str, request: RouteRequest, instance: str) -> Row | None:
-    """Insert the routing run row; an existing one must have the same request."""
+def claim_run(lakehouse: Lakehouse, routing_run_id: str, request, instance: str) -> Row | None:
+    """Insert the routing run row; an existing one must have the same request (a route or a
+    dissemination request: both give their stored form as `params_json()`)."""
     params = request.params_json()
     record = {
         S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: request.run_id, S.INSTANCE: instance,
