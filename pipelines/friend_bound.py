@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
-from overlay.rappel.greedy import best_friend_coverage, sampled_nodes
+from overlay.rappel.greedy import best_friend_coverage, full_coverage_by_friends, sampled_nodes
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.spark import task_slots
@@ -67,19 +67,11 @@ def run_friend_bound(spark: SparkSession, lakehouse: Lakehouse, request: FriendB
 
 
 def summary(rows, k: int) -> list[dict]:
-    """Per number of friends j = 1..k: the sampled nodes whose first j greedy picks cover all
-    their feeds, and their share (one aggregate; k rows)."""
-    def full(j: int):
-        return (F.coalesce(F.try_element_at(S.COVERED_AFTER, F.lit(j)), F.try_element_at(S.COVERED_AFTER, F.lit(-1)), F.lit(0))
-                == F.col(S.FEEDS))
-
-    totals = rows.agg(
-        F.count(F.lit(1)).alias("_nodes"),
-        *[F.sum(full(j).cast("long")).alias(f"_full{j}") for j in range(1, k + 1)],
-    ).first()
-    nodes = int(totals["_nodes"])
+    """Per number of friends j = 1..k (one computation's rows): the sampled nodes whose first j
+    greedy picks cover all their feeds, and their share (one aggregate; k rows)."""
+    counted = {r[FRIENDS_COLUMN]: r for r in full_coverage_by_friends(rows, []).collect()}  # k rows
     return [
-        {FRIENDS_COLUMN: j, FULL_COLUMN: int(totals[f"_full{j}"] or 0),
-         SHARE_COLUMN: (totals[f"_full{j}"] or 0) / nodes if nodes else None}
+        {FRIENDS_COLUMN: j, FULL_COLUMN: int(counted[j][FULL_COLUMN]) if j in counted else 0,
+         SHARE_COLUMN: counted[j][SHARE_COLUMN] if j in counted else None}
         for j in range(1, k + 1)
     ]

@@ -71,3 +71,19 @@ def best_friend_coverage(spark: SparkSession, offsets: np.ndarray, topics: np.nd
     else:
         nodes = nodes.select(F.col("id").cast("long")).repartition(partitions)
     return nodes.mapInArrow(coverage, COVERAGE_DDL)
+
+
+def full_coverage_by_friends(rows: DataFrame, keys: list[str]) -> DataFrame:
+    """Per group of `keys` and j = 1..k (`friend_bound` rows: k, feeds, covered_after): the
+    nodes, and the share whose first j greedy picks cover all their feeds (a node whose picks
+    stopped early keeps its last coverage). Columns: *keys, friends, nodes, full_coverage_nodes,
+    full_coverage_share."""
+    covered = F.coalesce(F.try_element_at(S.COVERED_AFTER, F.col("friends")),
+                         F.try_element_at(S.COVERED_AFTER, F.lit(-1)), F.lit(0))
+    full = (covered == F.col(S.FEEDS)).cast("long")
+    return (
+        rows.select(*keys, S.FEEDS, S.COVERED_AFTER, F.explode(F.sequence(F.lit(1), F.col(S.K))).alias("friends"))
+        .groupBy(*keys, "friends")
+        .agg(F.count(F.lit(1)).alias("nodes"), F.sum(full).alias("full_coverage_nodes"),
+             F.avg(full.cast("double")).alias("full_coverage_share"))
+    )

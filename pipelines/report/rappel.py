@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.rappel.greedy import full_coverage_by_friends
 from pipelines.lakehouse import Lakehouse
 from pipelines.rappel import PROTOCOL, ROUNDS_PER_HOUR
 
@@ -107,7 +108,7 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
         F.sum(F.col(S.JOINS) + F.col(S.TREE_PINGS) + F.col(S.FRIENDSHIP_MESSAGES)).alias("_control"),
         F.count(F.lit(1)).alias("_rounds"),
         F.sum(S.REJOINS_IN).alias("_rejoins"),
-    ).withColumn("_per_second", F.col("_control") / (F.col("_rounds") * F.lit(SECONDS_PER_ROUND)))
+    ).withColumn("_per_second", F.col("_control") / (F.col("_rounds") * F.lit(SECONDS_PER_ROUND))).cache()
     control = per_node.groupBy(S.RUN_ID).agg(
         F.percentile("_per_second", F.lit(0.5)).alias("control_per_second_median"),
         F.percentile("_per_second", F.lit(0.95)).alias("control_per_second_p95"),
@@ -123,6 +124,7 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
     by_feeds = by_feeds.rename(columns={S.RUN_ID: "run"})
     traffic_rows = pd.concat([by_feeds, _scribe_traffic(lakehouse, scribe)], ignore_index=True)
     rejoins = _rejoins(lakehouse, per_node, listed)
+    per_node.unpersist()
     summary = listed.merge(nodes, on=S.RUN_ID, how="left").merge(control, on=S.RUN_ID, how="left")
     measured = rounds.groupby(S.RUN_ID).agg(
         rounds=(S.ROUND, "max"), noise=(S.NOISE, "sum"), latency_median=(S.LATENCY_MEDIAN, "median"),
@@ -176,7 +178,7 @@ def _scribe_traffic(lakehouse: Lakehouse, scribe: pd.DataFrame) -> pd.DataFrame:
     ids = scribe[S.ROUTING_RUN_ID].tolist()
     runs = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).select(
         S.ROUTING_RUN_ID, S.INSTANCE)
-    versions = lakehouse.read(S.INSTANCES).select(S.INSTANCE, S.INGEST_ID)
+    versions = lakehouse.read(S.INSTANCES).join(runs.select(S.INSTANCE).distinct(), S.INSTANCE).select(S.INSTANCE, S.INGEST_ID)
     subscriptions = lakehouse.read(S.SUBSCRIPTIONS_TABLE).join(versions, [S.INSTANCE, S.INGEST_ID]).groupBy(
         S.INSTANCE, S.NODE_ID).agg(F.count(F.lit(1)).alias(S.FEEDS))
     load = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).join(runs, S.ROUTING_RUN_ID)
@@ -190,24 +192,15 @@ def _scribe_traffic(lakehouse: Lakehouse, scribe: pd.DataFrame) -> pd.DataFrame:
 
 
 def _bound(lakehouse: Lakehouse) -> pd.DataFrame:
-    """Per stored friend_bound computation (on a current instance version) and j = 1..k: the
-    share of sampled nodes whose first j greedy picks cover all their feeds (a node whose picks
-    stopped early keeps its last coverage)."""
+    """Per stored friend_bound computation on a current instance version and j = 1..k: the
+    share of sampled nodes fully covered by their first j greedy best friends."""
     if not lakehouse.exists(S.FRIEND_BOUND):
         return _empty(BOUND_COLUMNS)
     versions = lakehouse.read(S.INSTANCES).select(S.INSTANCE, S.INGEST_ID)
     keys = [S.INSTANCE, S.K, S.MIN_FEEDS, S.SAMPLE, S.SEED]
-    covered = F.coalesce(F.try_element_at(S.COVERED_AFTER, F.col("friends")),
-                         F.try_element_at(S.COVERED_AFTER, F.lit(-1)), F.lit(0))
-    rows = (
-        lakehouse.read(S.FRIEND_BOUND).join(versions, [S.INSTANCE, S.INGEST_ID])
-        .select(*keys, S.FEEDS, S.COVERED_AFTER, F.explode(F.sequence(F.lit(1), F.col(S.K))).alias("friends"))
-        .groupBy(*keys, "friends")
-        .agg(F.count(F.lit(1)).alias("nodes"), F.avg((covered == F.col(S.FEEDS)).cast("double")).alias("full_coverage_share"))
-        .orderBy(*keys, "friends")
-        .toPandas()  # computations x k
-    )
-    return rows[list(BOUND_COLUMNS)]
+    rows = lakehouse.read(S.FRIEND_BOUND).join(versions, [S.INSTANCE, S.INGEST_ID])
+    counted = full_coverage_by_friends(rows, keys).orderBy(*keys, "friends").toPandas()  # computations x k
+    return counted[list(BOUND_COLUMNS)]
 
 
 def _words(ok: bool) -> str:
