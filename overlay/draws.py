@@ -36,6 +36,7 @@ RAPPEL_PHASE = 20  # Rappel: when in its 30 s a child pings its parent
 RAPPEL_REJOIN = 21  # Rappel: when a member's periodic rejoins fall, and which ancestor each takes
 RAPPEL_UPDATE = 22  # Rappel: when in its minute a feed publishes
 RAPPEL_PUBLISHER = 23  # Rappel: a feed's publisher when no node has its key (the least draw)
+RAPPEL_LEAVE = 24  # Rappel: whether a node going offline leaves properly (§4.4) or fails
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -319,6 +319,9 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
                                 help="a share of the nodes fails at hour FROM and returns at TO (e.g. 0.5@2-3; no -TO: for good)")
     rappel_options.add_argument("--churn", metavar="sessions:ON/OFF",
                                 help="nodes go on and off with exponential sessions of these mean minutes (e.g. sessions:240/30)")
+    rappel_options.add_argument("--proper-leaves", type=float, default=0.0, metavar="SHARE",
+                                help="that share of churn's session ends are proper leaves (§4.4: the children are handed "
+                                "over first); the rest, and every mass failure, are failures (default 0)")
     rappel_options.add_argument("--arrivals", type=float, default=0.0, metavar="MINUTES",
                                 help="spread the nodes' first arrival over these minutes (default 0: all at once)")
     rappel_options.add_argument("--model-seed", type=_int, default=1, help="the latency model's seed (default 1)")
@@ -516,7 +519,7 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         request = rappel.RappelRequest(
             args.instance, args.hours, args.seed, args.alpha, args.beta, args.mode, args.utility,
             rappel.parse_failure(args.failure) if args.failure else None,
-            rappel.parse_churn(args.churn) if args.churn else None, args.arrivals, args.model_seed,
+            rappel.parse_churn(args.churn) if args.churn else None, args.arrivals, args.model_seed, args.proper_leaves,
         )
         request.check()
         if args.run_id is not None:

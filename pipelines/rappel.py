@@ -97,6 +97,7 @@ class RappelRequest:
     churn: tuple[float, float] | None = None  # mean minutes online, offline
     arrivals: float = 0.0  # minutes over which nodes first come online
     model_seed: int = 1
+    proper_leaves: float = 0.0  # the share of churn's session ends that are proper leaves (§4.4)
 
     @property
     def algorithm(self) -> str:
@@ -117,6 +118,8 @@ class RappelRequest:
             raise InputError(f"--arrivals must not be negative, got {self.arrivals}")
         if self.churn is not None and min(self.churn) <= 0:
             raise InputError(f"--churn needs positive mean session lengths, got {self.churn}")
+        if self.proper_leaves and self.churn is None:
+            raise InputError("--proper-leaves needs --churn: only the ends of churn's sessions can be proper leaves")
         try:
             self.params().check()
             self.presence(frozenset())
@@ -134,14 +137,15 @@ class RappelRequest:
             seed=self.seed, share=share, fail_round=1 + _rounds(start) if share else 0,
             return_round=1 + _rounds(end) if share and end is not None else None, spared=publishers,
             arrival_rounds=math.ceil(self.arrivals * minutes), mean_online=online * minutes,
-            mean_offline=offline * minutes,
+            mean_offline=offline * minutes, proper_leaves=self.proper_leaves,
         )
 
     def default_run_id(self) -> str:
         return f"{self.instance}.rappel.h{self.hours:g}.s{self.seed}"
 
     def params_json(self) -> str:
-        fields = {k: v for k, v in asdict(self).items() if k != "instance"}
+        # proper_leaves only when set: the runs stored before it existed keep their parameters
+        fields = {k: v for k, v in asdict(self).items() if k != "instance" and not (k == "proper_leaves" and not v)}
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 

@@ -58,8 +58,9 @@ def _opt(v):
 
 
 class TreesOracle:
-    def __init__(self, n, subs, coords, publishers, seed=1, beta=5, mode="bloom", up=None):
+    def __init__(self, n, subs, coords, publishers, seed=1, beta=5, mode="bloom", up=None, proper=None):
         self.n, self.seed, self.beta, self.mode = n, seed, beta, mode
+        self.proper = proper or (lambda node, round_: False)  # a node going offline then leaves properly
         self.subs = {v: set(subs.get(v, ())) for v in range(n)}
         self.coords = [tuple(c) for c in coords]
         self.publishers = list(publishers)
@@ -264,12 +265,40 @@ class TreesOracle:
             mc.ancestors = list(ancestors)
         m.fresh()
 
+    def leave(self, t, x, s):
+        """§4.4: the parent adopts the child nearest the publisher, the others rejoin under it,
+        then x goes (without children or a parent up that has it as a child: a failure)."""
+        m = t.members[x]
+        if not m.children or m.parent is None or not t.members[m.parent].online or x not in t.members[m.parent].children:
+            self.fail(t, x, s)
+            return
+        parent = m.parent
+        heir = min(m.children, key=lambda c: self.key(t, c))
+        self.count(t, x, JOIN)
+        self.count(t, parent, JOIN)
+        self.attach(t, heir, parent, s)
+        self.count(t, heir, JOIN)
+        t.members[parent].children.remove(x)
+        m.parent = None
+        for c in sorted(m.children):
+            self.count(t, x, JOIN)
+            if self.join(t, c, [heir, t.publisher], s):
+                self.count(t, c, JOIN)
+            else:
+                t.members[c].parent = None
+                self.fallback(t, c, s)
+        self.count(t, x, JOIN)
+        m.fresh()
+
     def presence(self, t, s):
         for x in sorted(t.members):
             m = t.members[x]
             up = self.up(x, self.r)
             if m.online and not up:
-                self.fail(t, x, s)
+                if self.proper(x, self.r):
+                    self.leave(t, x, s)
+                else:
+                    self.fail(t, x, s)
             elif not m.online and up:
                 m.online = True
                 if x == t.publisher:
@@ -357,7 +386,7 @@ class TreesOracle:
 
 
 def coupled_run(n, subs, coords, publishers, rounds, seed=1, alpha=6, delta=0.01, mode="bloom",
-                utility="interest-distance", presence_down=lambda r: set(), beta=5):
+                utility="interest-distance", presence_down=lambda r: set(), beta=5, proper=None):
     """Rappel as a whole, round by round: the friendship round r, then the trees' round r on its
     friends; the nodes met on the join walks of round r are heard of at round r + 1. Yields
     (r, friendship oracle, trees oracle) after each round."""
@@ -371,7 +400,7 @@ def coupled_run(n, subs, coords, publishers, rounds, seed=1, alpha=6, delta=0.01
     fo = FriendshipOracle(n, subs, coords, seed=seed, alpha=alpha, delta=delta, mode=mode, utility=utility,
                           intro=None, down=down)
     trees = TreesOracle(n, subs, coords, publishers, seed=seed, beta=beta, mode=mode,
-                        up=lambda v, r: v not in down(r))
+                        up=lambda v, r: v not in down(r), proper=proper)
     for r in range(1, rounds + 1):
         fo.step(r)
         trees.round(r, {v: sorted(fo.friends[v]) for v in range(n)})

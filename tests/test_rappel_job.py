@@ -125,6 +125,13 @@ def test_rappel_requests_refuse_bad_settings():
         RappelRequest("x", failure=(0.5, 2.0, 1.0)).check()
     with pytest.raises(InputError, match="--hours must be positive"):
         RappelRequest("x", hours=0).check()
+    with pytest.raises(InputError, match="--proper-leaves needs --churn"):
+        RappelRequest("x", proper_leaves=0.5).check()
+    with pytest.raises(InputError, match=r"proper leaves must be in \[0, 1\]"):
+        RappelRequest("x", churn=(240.0, 30.0), proper_leaves=1.5).check()
+    # a run without proper leaves keeps the parameters stored before the setting existed
+    assert "proper_leaves" not in RappelRequest("x").params_json()
+    assert '"proper_leaves": 0.5' in RappelRequest("x", churn=(240.0, 30.0), proper_leaves=0.5).params_json()
 
 
 @pytest.fixture(scope="module")

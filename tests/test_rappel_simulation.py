@@ -2,6 +2,7 @@
 feed's tree round) against the independent whole-network oracle (tests/rappel_trees_oracle.py),
 round by round: friendship states, every tree, deliveries, traffic and the nodes met."""
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -33,15 +34,15 @@ def tree_fields(tree) -> dict:
 
 def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, presence: Presence):
     subs, publishers = feed_instance(nodes, feeds, params.seed)
-    presence = Presence(presence.seed, presence.share, presence.fail_round, presence.return_round,
-                        frozenset(publishers))
+    presence = dataclasses.replace(presence, spared=frozenset(publishers))
     pairs = np.array([(v, t) for v in range(nodes) for t in sorted(subs[v])])
     coords = LatencyModel().coordinates(params.seed, np.arange(nodes))
     sim = RappelSimulation(spark, Subscriptions.from_pairs(nodes, pairs), coords, np.array(publishers), params,
                            presence, partitions=3)
     oracle = coupled_run(nodes, subs, [tuple(c) for c in coords.tolist()], publishers, rounds, seed=params.seed,
                          alpha=params.alpha, delta=params.delta, mode=params.mode, utility=params.utility,
-                         presence_down=lambda r: presence.down(range(nodes), r), beta=params.beta)
+                         presence_down=lambda r: presence.down(range(nodes), r), beta=params.beta,
+                         proper=presence.leaves_properly)
     seen = {"deliveries": 0, "orphans": 0, "evictions": 0, "rejoins": 0}
 
     def compare(result):
@@ -94,3 +95,12 @@ def test_rappel_rounds_match_the_oracle_with_bloom_filters_over_periodic_rejoins
     params = RappelParams(seed=6, alpha=6, beta=3, mode="bloom")
     seen = run_both(spark, 80, 20, params, 32, Presence(seed=6))
     assert seen["deliveries"] > 500 and seen["rejoins"] > 0, seen
+
+
+@pytest.mark.ci  # 12 rounds compared one by one, about 60 s
+def test_rappel_rounds_match_the_oracle_under_churn_with_proper_leaves(spark):
+    # Sessions of 3 min online / 1.5 min offline, 70% of session ends proper leaves (heirs adopted,
+    # siblings rejoining at them), the rest failures.
+    params = RappelParams(seed=9, alpha=3, beta=2, mode="exact")
+    seen = run_both(spark, 50, 8, params, 12, Presence(seed=9, mean_online=6, mean_offline=3, proper_leaves=0.7))
+    assert seen["deliveries"] > 100 and seen["orphans"] > 0, seen

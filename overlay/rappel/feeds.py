@@ -21,6 +21,17 @@ root excepted); otherwise it has none.
   (tick - phase) is a multiple of 6 (its pings to the parent go every 30 s, phase =
   draw(RAPPEL_PHASE, child, feed) mod 6), plus 3 (the 15 s timeout), and keeps as its ancestors
   the failed member's chain as it was at that moment (empty when it had none);
+* an online member that leaves properly (`presence.leaves_properly`, §4.4), when it has children
+  and its parent is online: its parent adopts the child of least key (the heir) at once, even
+  over beta (for a moment: the leaver goes next); the leaver is out of the tree (walks reaching
+  it are denied), and each other child, in ascending id, joins with entries: the heir, then the
+  publisher; one whose join fails has no parent and starts a fallback plan at s + 4. Then the
+  leaver forgets everything and is offline. (The paper's leaver keeps forwarding until its
+  children have moved, or 30 s; here they move at once, so nothing is missed, and the 30 s
+  never matter.) Without children, or without an online parent that has it as a child, it fails
+  instead. Traffic (`join`): the
+  leaver sends one to its parent (take the heir), one to each other child (rejoin at the heir)
+  and one when it goes; the parent one to the heir; every child that moved one (moved);
 * an offline member that is up comes online: the publisher becomes the root (its `since` is s);
   a subscriber starts its join plan at s.
 
@@ -239,7 +250,10 @@ class _Round:
             m = self.m[x]
             up = self.f.presence.up(x, self.round)
             if m.online and not up:
-                self.fail(x, s)
+                if self.f.presence.leaves_properly(x, self.round):
+                    self.leave(x, s)
+                else:
+                    self.fail(x, s)
             elif not m.online and up:
                 m.online = True
                 if x == self.t.publisher:
@@ -259,6 +273,31 @@ class _Round:
             phase = draw_int(self.f.seed, RAPPEL_PHASE, c, self.t.feed) % PING_TICKS
             child.detect = s + (phase - s) % PING_TICKS + TIMEOUT_TICKS
             child.ancestors = list(above)
+        self.m[x] = Member()
+
+    def leave(self, x: int, s: int) -> None:
+        """A proper leave (§4.4) when x has children and an online parent that has it as a child (an
+        orphan that has not noticed yet has none); else as a failure."""
+        m = self.m[x]
+        parent = m.parent
+        if not m.children or parent == NONE or not self.m[parent].online or x not in self.m[parent].children:
+            self.fail(x, s)
+            return
+        out, heir = self.out, min(m.children, key=self.key)
+        out.count(x, JOIN)  # take the heir
+        out.count(parent, JOIN)  # the heir's new parent tells it
+        self.attach(heir, parent, s)
+        out.count(heir, JOIN)  # moved
+        self.m[parent].children.remove(x)
+        m.parent = NONE  # out of the tree: walks reaching x are denied
+        for c in list(m.children):
+            out.count(x, JOIN)  # rejoin at the heir
+            if self.join(c, [heir, self.t.publisher], s):
+                out.count(c, JOIN)  # moved
+            else:
+                self.m[c].parent = NONE
+                self.fallback(c, s)
+        out.count(x, JOIN)  # gone
         self.m[x] = Member()
 
     # -- one tick --------------------------------------------------------------------------
@@ -321,8 +360,11 @@ class _Round:
         """An orphan's or an evicted member's join: failing, it starts a fallback plan (the
         publisher at every step, the first at k + 4)."""
         if not self.join(j, entries, k):
-            m = self.m[j]
-            m.plan, m.direct = k + STAGGER_TICKS, True
+            self.fallback(j, k)
+
+    def fallback(self, j: int, k: int) -> None:
+        m = self.m[j]
+        m.plan, m.direct = k + STAGGER_TICKS, True
 
     def walk(self, j: int, i: int, k: int, rejoin: bool) -> int:
         """One walk from i (see the module doc); the parent j ends under, or NONE."""

@@ -11,7 +11,12 @@ draws so that every executor and the oracle agree without talking:
   `mean_offline` rounds, the k-th length ceil(-mean ln u), u = (draw(RAPPEL_PRESENCE, v, k) + 1) /
   2^64 (k = 0, 1, ...: online, offline, online, ...). 0 means no churn.
 
-`spared` nodes (the publishers) arrive at round 1 and never fail."""
+`spared` nodes (the publishers) arrive at round 1 and never fail.
+
+A node going offline in round r (up in r - 1, down in r) *leaves properly* (§4.4: it hands its
+children over before it goes) when it goes at the end of a churn session and
+draw(RAPPEL_LEAVE, v, r) / 2^64 < `proper_leaves`; otherwise, and always in a mass failure, it
+fails (its children find out by their pings)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from overlay.draws import RAPPEL_PRESENCE, draw_int
+from overlay.draws import RAPPEL_LEAVE, RAPPEL_PRESENCE, draw_int
 
 _SPAN = float(1 << 64)
 
@@ -34,10 +39,13 @@ class Presence:
     arrival_rounds: int = 0
     mean_online: float = 0.0
     mean_offline: float = 0.0
+    proper_leaves: float = 0.0  # the share of session ends that are proper leaves
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"the failing share must be in [0, 1], got {self.share}")
+        if not 0.0 <= self.proper_leaves <= 1.0:
+            raise ValueError(f"the share of proper leaves must be in [0, 1], got {self.proper_leaves}")
         if self.return_round is not None and self.return_round <= self.fail_round:
             raise ValueError(f"nodes must return after they fail (round {self.fail_round}), got {self.return_round}")
         if self.arrival_rounds < 0 or self.mean_online < 0 or self.mean_offline < 0:
@@ -64,14 +72,24 @@ class Presence:
             ends.append((ends[-1] if ends else self.arrival(node)) + max(1, math.ceil(-mean * math.log(u))))
         return next(k for k, end in enumerate(ends) if round_ < end) % 2 == 0
 
+    def _mass_failed(self, node: int, round_: int) -> bool:
+        return (self.fail_round <= round_ and (self.return_round is None or round_ < self.return_round)
+                and self.failing(node))
+
     def up(self, node: int, round_: int) -> bool:
         if round_ < self.arrival(node):
             return False
-        if self.fail_round <= round_ and (self.return_round is None or round_ < self.return_round) and self.failing(node):
+        if self._mass_failed(node, round_):
             return False
         if self.mean_online and node not in self.spared:
             return self._churned_up(node, round_)
         return True
+
+    def leaves_properly(self, node: int, round_: int) -> bool:
+        """Whether node, online in round_ - 1 and offline in round_, left properly (see the
+        module doc); meaningless for a node that did not go offline then."""
+        return (self.proper_leaves > 0.0 and not self._mass_failed(node, round_)
+                and draw_int(self.seed, RAPPEL_LEAVE, node, round_) / _SPAN < self.proper_leaves)
 
     def down(self, nodes: Iterable[int], round_: int) -> set[int]:
         return {v for v in nodes if not self.up(v, round_)}
