@@ -218,6 +218,19 @@ def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, t
     full = sum(r[S.COVERED] == r[S.FEEDS] for r in subscribers) / len(subscribers)
     row = data.rappel.runs.set_index(S.RUN_ID).loc[run[S.RUN_ID]]
     assert row["full_coverage_share"] == pytest.approx(full)
+    multi = [r for r in subscribers if r[S.FEEDS] > 1]
+    assert row["multi_feed_full_share"] == pytest.approx(sum(r[S.COVERED] == r[S.FEEDS] for r in multi) / len(multi))
+    many = [r for r in nodes if r[S.FEEDS] >= 9]
+    if many:
+        assert row["many_feeds_alpha_covered_share"] == pytest.approx(
+            sum(r[S.COVERED] >= REQUEST.alpha for r in many) / len(many))
+    by_count = {}
+    for r in subscribers:
+        by_count.setdefault(min(r[S.FEEDS], 9), []).append(r)
+    coverage = data.rappel.coverage[data.rappel.coverage[S.RUN_ID] == run[S.RUN_ID]]
+    assert {int(f): (int(n), c) for f, n, c in zip(coverage[S.FEEDS], coverage["nodes"], coverage["full_coverage_share"])} == {
+        f: (len(rs), pytest.approx(sum(r[S.COVERED] == r[S.FEEDS] for r in rs) / len(rs))) for f, rs in by_count.items()}
+    assert "rappel_coverage.png" in data.files
     assert row["overlap_above_1_share"] == pytest.approx(
         sum((r[S.OVERLAP_RATIO] or 0) > 1 for r in nodes) / len(nodes))
     load = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID) == routed[S.ROUTING_RUN_ID]).collect()

@@ -16,9 +16,10 @@ def params(failure=None, utility="interest-distance", alpha=6):
     return json.dumps({"request": request, "protocol": {}})
 
 
-def run_row(run_id, full, overlap, noise=0, control=0.7, **settings):
+def run_row(run_id, full, overlap, noise=0, control=0.7, multi=None, many=None, **settings):
     return {S.RUN_ID: run_id, S.INSTANCE: "lj", S.NODES: 100, rappel.SETTINGS: rappel.settings_of(params(**settings)),
-            "rounds": 480, "full_coverage_share": full, "overlap_above_1_share": overlap, "overlap_median": 1.1,
+            "rounds": 480, "full_coverage_share": full, "multi_feed_full_share": full if multi is None else multi,
+            "many_feeds_alpha_covered_share": many, "overlap_above_1_share": overlap, "overlap_median": 1.1,
             "latency_median": 80.0, "latency_p95": 150.0, "stretch_median": 1.1, "noise": noise,
             "control_per_second_median": control, "control_per_second_p95": 2 * control, S.PARAMS: params(**settings)}
 
@@ -66,6 +67,21 @@ def test_fig9_coverage_and_the_utility_ablation():
     assert any("Fig. 9, far" in line and "(within 10% of the paper's 91%: does not hold)" in line for line in lines)
     ablation = [line for line in lines if line.startswith("Fig. 9 ablation")]
     assert len(ablation) == 1 and "80.0% with interest plus distance, 60.0% interest-only; lower interest-only: holds" in ablation[0]
+
+
+def test_fig9a_many_feed_nodes_and_alpha_4_on_multi_feed_subscribers():
+    runs = [run_row("all", 0.9, 0.8, many=1.0), run_row("some", 0.9, 0.8, many=0.97),
+            run_row("four", 0.5, 0.6, multi=0.70, alpha=4), run_row("four-low", 0.5, 0.6, multi=0.40, alpha=4)]
+    lines = lines_of(data(runs))
+    assert lines["Fig. 9a, all"].endswith("have >= 6 (alpha) of them covered; every one: holds (paper: every one).")
+    assert "97.0% of the nodes of >= 9 feeds have >= 6 (alpha) of them covered; every one: does not hold" in lines["Fig. 9a, some"]
+    assert "Fig. 9a, four" not in lines  # no node of 9 feeds or more: nothing to say
+    alpha4 = [line for line in rappel.checks(data(runs)) if "alpha 4 gives full coverage" in line]
+    assert alpha4 == [
+        "Fig. 9, four: alpha 4 gives full coverage to 70.0% of multi-feed subscribers (within 10% of the paper's 73%: holds).",
+        "Fig. 9, four-low: alpha 4 gives full coverage to 40.0% of multi-feed subscribers (within 10% of the paper's 73%: "
+        "does not hold).",
+    ]
 
 
 def test_fig11_control_traffic_and_rejoins_by_depth():

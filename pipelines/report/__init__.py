@@ -199,6 +199,7 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         "Push-pull completion under failures, Feverfew's gossip going on (Feverfew Fig. 9)",
     )
     drawn["rappel_friend_bound.png"] = (rappel_figures.friend_bound(data.rappel.bound), "Coverage by the greedy best friends (ComNet'09 Fig. 1)")
+    drawn["rappel_coverage.png"] = (rappel_figures.coverage(data.rappel.coverage), "Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
     drawn["rappel_latency.png"] = (rappel_figures.latency(data.rappel.rounds), "Rappel's update latency over time (ComNet'09 Fig. 7)")
     drawn["rappel_traffic.png"] = (rappel_figures.traffic(data.rappel.traffic), "Data traffic against subscriptions, Rappel and Scribe (ComNet'09 Fig. 10b)")
     drawn["rappel_rejoins.png"] = (rappel_figures.rejoins(data.rappel.rejoins), "Rejoin load by depth (ComNet'09 Fig. 11a)")

@@ -191,6 +191,13 @@ def rappel_section(data: rappel.RappelData) -> list[str]:
         ),
         table(records(data.runs, rappel.RUN_COLUMNS), rappel.RUN_COLUMNS),
     ]
+    if not data.coverage.empty:
+        parts += [
+            "### Friend coverage by subscriptions (Fig. 9a)",
+            f"Per run and number of feeds subscribed ({rappel.MANY_FEEDS}: that many or more): the nodes, the share "
+            "whose every feed a friend shares, and the mean number of feeds covered.",
+            table(records(data.coverage, rappel.COVERAGE_COLUMNS), rappel.COVERAGE_COLUMNS),
+        ]
     if not data.bound.empty:
         parts += ["### Greedy best friends (Fig. 1)", table(records(data.bound, rappel.BOUND_COLUMNS), rappel.BOUND_COLUMNS)]
     if not data.scribe.empty:

@@ -10,7 +10,7 @@ rows are aggregated by Spark before they reach the driver."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -40,9 +40,12 @@ PAPER_FIG10 = (
 PAPER_FIG11 = "rejoin requests per node fall exponentially with tree height; median control traffic under 2 msg/s"
 RECOVERY = 1.25  # after the return, the median and p95 within 25% of their values before the failure
 PAPER_COVERAGE, COVERAGE_SLACK = 0.91, 0.10  # Fig. 9: perfect coverage "near" the paper's within 10 points
+MANY_FEEDS = 9  # Fig. 9: "each node that subscribes to 9 or more feeds has a minimum of 6 [alpha] feeds covered"
+PAPER_ALPHA4 = 0.73  # Fig. 9: alpha 4 gives full coverage to 73% of multi-feed subscribers
 DEPTH_NODES, FALLING = 5, -0.8  # Fig. 11a: depths of at least 5 nodes; Spearman's rho at most -0.8
 RUN_COLUMNS = (
-    S.RUN_ID, S.INSTANCE, S.NODES, SETTINGS, "rounds", "full_coverage_share", "overlap_above_1_share",
+    S.RUN_ID, S.INSTANCE, S.NODES, SETTINGS, "rounds", "full_coverage_share", "multi_feed_full_share",
+    "many_feeds_alpha_covered_share", "overlap_above_1_share",
     "overlap_median", "latency_median", "latency_p95", "stretch_median", "noise", "control_per_second_median",
     "control_per_second_p95",
 )
@@ -52,6 +55,7 @@ SCRIBE_COLUMNS = (
     S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN,
 )
 BOUND_COLUMNS = (S.INSTANCE, S.K, S.MIN_FEEDS, S.SAMPLE, S.SEED, "nodes", "friends", "full_coverage_share")
+COVERAGE_COLUMNS = (S.RUN_ID, S.FEEDS, "nodes", "full_coverage_share", "covered_mean")  # feeds: MANY_FEEDS means "or more"
 
 
 @dataclass
@@ -62,6 +66,7 @@ class RappelData:
     rejoins: pd.DataFrame  # run_id, depth, nodes, rejoins_per_hour (single-feed runs)
     scribe: pd.DataFrame  # SCRIBE_COLUMNS: routing runs on a Rappel run's feeds
     bound: pd.DataFrame  # BOUND_COLUMNS: friend_bound summaries
+    coverage: pd.DataFrame = field(default_factory=lambda: _empty(COVERAGE_COLUMNS))  # COVERAGE_COLUMNS (Fig. 9a)
 
     @property
     def empty(self) -> bool:
@@ -96,12 +101,27 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
         return RappelData(_empty(RUN_COLUMNS), _empty((S.RUN_ID, S.ROUND)), _empty(TRAFFIC_COLUMNS),
                           _empty((S.RUN_ID, S.DEPTH, "nodes", "rejoins_per_hour")), scribe, bound)
     rounds = lakehouse.read(S.RAPPEL_ROUNDS).filter(F.col(S.RUN_ID).isin(ids)).drop(S.COMPUTED_AT).toPandas()
-    nodes = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).groupBy(S.RUN_ID).agg(
-        (F.sum(((F.col(S.COVERED) == F.col(S.FEEDS)) & (F.col(S.FEEDS) > 0)).cast("long"))
-         / F.sum((F.col(S.FEEDS) > 0).cast("long"))).alias("full_coverage_share"),
+    alphas = lakehouse.spark.createDataFrame(
+        [(run_id, int(json.loads(params)["request"]["alpha"])) for run_id, params in zip(ids, listed[S.PARAMS])],
+        f"{S.RUN_ID} string, _alpha int")
+    full, feeds_ = F.col(S.COVERED) == F.col(S.FEEDS), F.col(S.FEEDS)
+    nodes = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).join(alphas, S.RUN_ID).groupBy(S.RUN_ID).agg(
+        (F.sum((full & (feeds_ > 0)).cast("long")) / F.sum((feeds_ > 0).cast("long"))).alias("full_coverage_share"),
+        (F.sum((full & (feeds_ > 1)).cast("long")) / F.sum((feeds_ > 1).cast("long"))).alias("multi_feed_full_share"),
+        (F.sum(((feeds_ >= MANY_FEEDS) & (F.col(S.COVERED) >= F.col("_alpha"))).cast("long"))
+         / F.sum((feeds_ >= MANY_FEEDS).cast("long"))).alias("many_feeds_alpha_covered_share"),
         F.avg((F.col(S.OVERLAP_RATIO) > 1).cast("double")).alias("overlap_above_1_share"),
         F.percentile(S.OVERLAP_RATIO, F.lit(0.5)).alias("overlap_median"),
     ).toPandas()  # one row per run
+    coverage = (
+        lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids) & (F.col(S.FEEDS) > 0))
+        .withColumn("_full", (F.col(S.COVERED) == F.col(S.FEEDS)).cast("double"))
+        .withColumn(S.FEEDS, F.least(F.col(S.FEEDS), F.lit(MANY_FEEDS)))
+        .groupBy(S.RUN_ID, S.FEEDS).agg(
+            F.count(F.lit(1)).alias("nodes"), F.avg("_full").alias("full_coverage_share"),
+            F.avg(S.COVERED).alias("covered_mean"))
+        .orderBy(S.RUN_ID, S.FEEDS).toPandas()  # runs x at most MANY_FEEDS rows
+    )
     traffic = lakehouse.read(S.RAPPEL_TRAFFIC).filter(F.col(S.RUN_ID).isin(ids))
     per_node = traffic.groupBy(S.RUN_ID, S.NODE_ID).agg(
         F.sum(S.DATA_MESSAGES).alias("_data"),
@@ -133,7 +153,8 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
     summary = summary.merge(measured, on=S.RUN_ID, how="left")
     summary[SETTINGS] = [settings_of(p) for p in summary[S.PARAMS]]
     return RappelData(summary[list(RUN_COLUMNS) + [S.PARAMS]].sort_values(S.RUN_ID).reset_index(drop=True),
-                      rounds.merge(listed[[S.RUN_ID, S.PARAMS]], on=S.RUN_ID), traffic_rows, rejoins, scribe, bound)
+                      rounds.merge(listed[[S.RUN_ID, S.PARAMS]], on=S.RUN_ID), traffic_rows, rejoins, scribe, bound,
+                      coverage[list(COVERAGE_COLUMNS)])
 
 
 def _rejoins(lakehouse: Lakehouse, per_node: DataFrame, listed: pd.DataFrame) -> pd.DataFrame:
@@ -229,6 +250,19 @@ def checks(data: RappelData) -> list[str]:
             f"covered by a friend (within {COVERAGE_SLACK:.0%} of the paper's {PAPER_COVERAGE:.0%}: {_words(near)}), "
             f"{run.overlap_above_1_share:.1%} of nodes have neighbour overlap above 1 (paper: {PAPER_FIG9})."
         )
+        alpha = int(request["alpha"])
+        if pd.notna(run.many_feeds_alpha_covered_share):
+            every = run.many_feeds_alpha_covered_share == 1.0
+            lines.append(
+                f"Fig. 9a, {run.run_id}: {run.many_feeds_alpha_covered_share:.1%} of the nodes of >= {MANY_FEEDS} feeds "
+                f"have >= {alpha} (alpha) of them covered; every one: {_words(every)} (paper: every one)."
+            )
+        if alpha == 4 and pd.notna(run.multi_feed_full_share):
+            near4 = abs(run.multi_feed_full_share - PAPER_ALPHA4) <= COVERAGE_SLACK
+            lines.append(
+                f"Fig. 9, {run.run_id}: alpha 4 gives full coverage to {run.multi_feed_full_share:.1%} of multi-feed "
+                f"subscribers (within {COVERAGE_SLACK:.0%} of the paper's {PAPER_ALPHA4:.0%}: {_words(near4)})."
+            )
         lines.append(f"Noise, {run.run_id}: {int(run.noise)} updates reached a non-subscriber (zero by construction): "
                      f"{_words(run.noise == 0)}.")
         if pd.notna(run.control_per_second_median):

@@ -1,4 +1,4 @@
-"""The Rappel figures (ComNet'09 Figs. 1, 7, 10b, 11a), drawn like the rest of the report
+"""The Rappel figures (ComNet'09 Figs. 1, 7, 9a, 10b, 11a), drawn like the rest of the report
 (`pipelines.report.figures`): a small pandas frame in, a `Figure` out, None when empty."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from matplotlib.ticker import PercentFormatter
 from overlay import schema as S
 from pipelines.rappel import ROUNDS_PER_HOUR
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
-from pipelines.report.rappel import BOUND_COLUMNS
+from pipelines.report.rappel import BOUND_COLUMNS, MANY_FEEDS
 
 MAX_PANELS = 9
 
@@ -33,6 +33,29 @@ def friend_bound(rows: pd.DataFrame) -> Figure | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small")
     figure.suptitle("Coverage by the greedy best friends (ComNet'09 Fig. 1)")
+    return figure
+
+
+def coverage(rows: pd.DataFrame) -> Figure | None:
+    """Fig. 9a in summary: per run, the share of nodes whose every feed a friend shares, by the
+    number of feeds they subscribe to (the last point: that many or more)."""
+    if rows.empty:
+        return None
+    figure, (ax,) = _grid(1, width=6.0)
+    for i, (run_id, line) in enumerate(rows.groupby(S.RUN_ID)):
+        line = line.sort_values(S.FEEDS)
+        ax.plot(line[S.FEEDS], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
+                linestyle=LINESTYLES[i % len(LINESTYLES)], label=run_id)
+    ax.axhline(0.91, color="grey", linewidth=0.8, linestyle=":", label="paper: 91% of all nodes")
+    ticks = sorted(rows[S.FEEDS].unique())
+    ax.set_xticks(ticks, [f"{t}+" if t == MANY_FEEDS else str(t) for t in ticks])
+    ax.set_xlabel("feeds subscribed")
+    ax.set_ylabel("nodes with every feed covered by a friend")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
+    figure.suptitle("Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
     return figure
 
 
