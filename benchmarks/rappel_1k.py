@@ -33,6 +33,24 @@ INSTANCE = "rappel-1k"
 CHURN = "sessions:240/30"  # 25% of the nodes online leave per hour; 30 min offline on average
 
 
+def oracle_inputs(lakehouse: str, instance: str, run_id: str, model_seed: int = 1):
+    """What the oracle needs of a stored Rappel run: nodes, each node's feeds, the coordinates
+    (x, y) in node order and each feed's publisher."""
+    pairs = current_subscriptions(lakehouse, instance)
+    instances = table(lakehouse, "instances")
+    row = instances[instances.instance == instance].iloc[0]
+    nodes = int(row.nodes)
+    subs = {v: set() for v in range(nodes)}
+    for v, t in pairs:
+        subs[int(v)].add(int(t))
+    coords = table(lakehouse, "node_coordinates")
+    coords = coords[(coords.instance == instance) & (coords.ingest_id == row.ingest_id) & (coords.model_seed == model_seed)]
+    coords = coords.sort_values("node_id")
+    publishers = table(lakehouse, "feed_publishers")
+    publishers = [int(p) for p in publishers[publishers.run_id == run_id].sort_values("topic_id").publisher]
+    return nodes, subs, list(zip(coords.x_ms, coords.y_ms)), publishers
+
+
 def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
     from pipelines.rappel import RappelRequest, parse_churn
 
@@ -63,23 +81,12 @@ def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
     ])
     if not oracle:
         return
-    pairs = current_subscriptions(lakehouse, INSTANCE)
-    nodes = max(v for v, _ in pairs) + 1
-    subs = {v: set() for v in range(nodes)}
-    for v, t in pairs:
-        subs[int(v)].add(int(t))
-    instances = table(lakehouse, "instances")
-    ingest_id = instances.loc[instances.instance == INSTANCE, "ingest_id"].iloc[0]
-    coords = table(lakehouse, "node_coordinates")
-    coords = coords[(coords.instance == INSTANCE) & (coords.ingest_id == ingest_id) & (coords.model_seed == 1)]
-    coords = coords.sort_values("node_id")
-    publishers = table(lakehouse, "feed_publishers")
-    publishers = [int(p) for p in publishers[publishers.run_id == run_id].sort_values("topic_id").publisher]
+    nodes, subs, coords, publishers = oracle_inputs(lakehouse, INSTANCE, run_id)
     request = RappelRequest(INSTANCE, hours=hours, churn=parse_churn(CHURN))
     presence = request.presence(frozenset(publishers))
     clock = time.monotonic()
     stored = dict(zip(rounds["round"], rounds.deliveries))
-    for r, fo, trees in coupled_run(nodes, subs, list(zip(coords.x_ms, coords.y_ms)), publishers, request.rounds,
+    for r, fo, trees in coupled_run(nodes, subs, coords, publishers, request.rounds,
                                     presence_down=lambda r: presence.down(range(nodes), r)):
         assert len(trees.deliveries) == stored[r], f"round {r}: oracle {len(trees.deliveries)}, stored {stored[r]}"
     oracle_round = (time.monotonic() - clock) / request.rounds

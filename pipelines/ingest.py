@@ -91,12 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
     files.add_argument(
         "--feed-seeds", type=positive_int,
-        help="social, directed: a feed sample (Rappel's LiveJournal workload) from this many random seed journals; "
+        help="social: a feed sample (Rappel's LiveJournal workload; a friendship is two follows) from this many random seed journals; "
              "the universe is their followers",
     )
     files.add_argument(
         "--feed-publishers", type=positive_int,
-        help="social, directed: the feed sample's publishers, the journals most followed from the universe",
+        help="social: the feed sample's publishers, the journals most followed from the universe",
     )
     parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
 

@@ -150,8 +150,46 @@ def test_a_feed_sample_is_the_papers_livejournal_cut(spark, write_text):
                                     unsampled=len(edges) - len(kept))
 
 
+def test_a_feed_sample_of_an_undirected_graph_takes_each_friendship_as_two_follows(spark, write_text):
+    """Friendships as follows both ways, cut the same way (plain reading); a line is kept when
+    either of its follows is, and the instance has the kept follows only."""
+    import random
+
+    rng = random.Random(11)
+    lines = [(a, b) for a, b in {(rng.randrange(30), rng.randrange(30)) for _ in range(90)} if a != b]
+    path = write_text("friends.txt", "".join(f"{a} {b}\n" for a, b in lines))
+    seeds, publishers, seed = 3, 4, 5
+    frames = social_instance(spark, SocialSpec(path=path, directed=False, seed=seed, feed_seeds=seeds,
+                                               feed_publishers=publishers))
+
+    friendships = {(min(a, b), max(a, b)) for a, b in lines}
+    follows = sorted({(a, b) for a, b in friendships} | {(b, a) for a, b in friendships})
+    journals = sorted({b for _, b in follows})
+    rank = {r["u"]: r["rank"] for r in spark.sql(
+        f"SELECT u, xxhash64({seed}, 'feed-seed', CAST(u AS BIGINT)) AS rank "
+        f"FROM VALUES {', '.join(f'({j})' for j in journals)} AS t(u)").collect()}
+    seed_journals = set(sorted(journals, key=lambda j: (rank[j], j))[:seeds])
+    universe = {a for a, b in follows if b in seed_journals}
+    followers = {}
+    for a, b in follows:
+        if a in universe:
+            followers[b] = followers.get(b, 0) + 1
+    chosen = set(sorted(followers, key=lambda j: (-followers[j], j))[:publishers])
+    kept = [(a, b) for a, b in follows if a in universe and b in chosen]
+
+    assert_df_equality(
+        keyed_subscriptions(frames), pairs(spark, [(str(a), str(b)) for a, b in kept]),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    assert [r[S.KEY] for r in frames.topic_keys.orderBy(S.ID).collect()] == [str(b) for b in sorted(chosen)]
+    kept_lines = {(min(a, b), max(a, b)) for a, b in kept}
+    duplicates = len(lines) - len(friendships)  # "a b" after "b a"
+    assert frames.tally == RowTally(read=len(lines), accepted=len(kept_lines), rejected=0, duplicates=duplicates,
+                                    unsampled=len(friendships) - len(kept_lines))
+    assert any((b, a) not in kept for a, b in kept)  # some friendships kept one way only
+
+
 @pytest.mark.parametrize("options, message", [
-    ({"directed": False, "feed_seeds": 2, "feed_publishers": 3}, "needs a directed graph"),
     ({"directed": True, "feed_seeds": 2}, "needs both --feed-seeds and --feed-publishers"),
     ({"directed": True, "feed_seeds": 2, "feed_publishers": 3, "sample_bfs": 10}, "choose one sample"),
 ])

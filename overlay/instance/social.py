@@ -7,7 +7,8 @@ Direction: in a directed file, a line `a b` means "a follows b", so a subscribes
 Rows: each edge line is accepted, rejected (see `edgelist`), a duplicate of an earlier line (the
 same ordered pair when directed, the same unordered pair when undirected), or, when sampled,
 unsampled: outside a BFS sample (an endpoint lies outside it), or outside a feed sample
-(`overlay.instance.feeds`: Rappel's LiveJournal workload, directed graphs only).
+(`overlay.instance.feeds`: Rappel's LiveJournal workload; an undirected friendship is two follows,
+and its line is kept when either follow is: the instance then has the kept follows only).
 
 Ids: the users of the accepted edges, numbered 0.. in numeric order of their original ids; a
 user's node id and topic id are the same number, and both key tables hold the original id. A
@@ -59,8 +60,6 @@ class SocialSpec:
         if (self.feed_seeds is None) != (self.feed_publishers is None):
             raise InputError("a feed sample needs both --feed-seeds and --feed-publishers")
         if self.feed_sampled:
-            if not self.directed:
-                raise InputError("a feed sample needs a directed graph (followers subscribe to journals)")
             if self.sample_bfs is not None:
                 raise InputError("choose one sample: --sample-bfs or --feed-seeds/--feed-publishers")
             if min(self.feed_seeds, self.feed_publishers) <= 0:
@@ -111,10 +110,17 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
             unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step
         )
         edges = _mark_unsampled(edges, sample)
+    kept = None
     if spec.feed_sampled:
-        unique = edges.filter(F.col(STATUS) == ACCEPTED)
-        kept = feed_sample(unique, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed)
-        flagged = edges.join(kept.withColumn("_kept", F.lit(True)), on=[SUBSCRIBER, PUBLISHER], how="left")
+        follows = edges.filter(F.col(STATUS) == ACCEPTED).select(SUBSCRIBER, PUBLISHER)
+        if not spec.directed:  # a friendship: each follows the other
+            follows = follows.union(follows.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER)))
+        kept = feed_sample(follows, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed)
+        kept = kept.localCheckpoint(eager=True)
+        lines = kept if spec.directed else kept.select(
+            F.least(SUBSCRIBER, PUBLISHER).alias(SUBSCRIBER), F.greatest(SUBSCRIBER, PUBLISHER).alias(PUBLISHER)
+        ).distinct()
+        flagged = edges.join(lines.withColumn("_kept", F.lit(True)), on=[SUBSCRIBER, PUBLISHER], how="left")
         status = F.when((F.col(STATUS) == ACCEPTED) & F.col("_kept").isNull(), UNSAMPLED).otherwise(F.col(STATUS))
         edges = flagged.withColumn(STATUS, status).drop("_kept")
     edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
@@ -145,12 +151,14 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     ids = with_dense_id(users, [NODE], S.ID)
     keys = ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
     topic_ids, topic_keys = ids, keys
-    if spec.feed_sampled:
-        topic_ids = with_dense_id(accepted.select(F.col(PUBLISHER).alias(NODE)).distinct(), [NODE], S.ID)
+    if kept is not None:
+        topic_ids = with_dense_id(kept.select(F.col(PUBLISHER).alias(NODE)).distinct(), [NODE], S.ID)
         topic_keys = topic_ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
 
     pairs = accepted.select(SUBSCRIBER, PUBLISHER)
-    if not spec.directed:
+    if kept is not None:
+        pairs = kept  # the kept follows (of an undirected line, perhaps one of its two)
+    elif not spec.directed:
         pairs = pairs.union(pairs.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER)))
     return InstanceFrames(
         source="social",
