@@ -105,11 +105,14 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
         [(run_id, int(json.loads(params)["request"]["alpha"])) for run_id, params in zip(ids, listed[S.PARAMS])],
         f"{S.RUN_ID} string, _alpha int")
     full, feeds_ = F.col(S.COVERED) == F.col(S.FEEDS), F.col(S.FEEDS)
+
+    def share(hit, among):  # of the nodes `among`, those `hit`; null when there are none
+        return F.try_divide(F.sum((hit & among).cast("double")), F.sum(among.cast("double")))
+
     nodes = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).join(alphas, S.RUN_ID).groupBy(S.RUN_ID).agg(
-        (F.sum((full & (feeds_ > 0)).cast("long")) / F.sum((feeds_ > 0).cast("long"))).alias("full_coverage_share"),
-        (F.sum((full & (feeds_ > 1)).cast("long")) / F.sum((feeds_ > 1).cast("long"))).alias("multi_feed_full_share"),
-        (F.sum(((feeds_ >= MANY_FEEDS) & (F.col(S.COVERED) >= F.col("_alpha"))).cast("long"))
-         / F.sum((feeds_ >= MANY_FEEDS).cast("long"))).alias("many_feeds_alpha_covered_share"),
+        share(full, feeds_ > 0).alias("full_coverage_share"),
+        share(full, feeds_ > 1).alias("multi_feed_full_share"),
+        share(F.col(S.COVERED) >= F.col("_alpha"), feeds_ >= MANY_FEEDS).alias("many_feeds_alpha_covered_share"),
         F.avg((F.col(S.OVERLAP_RATIO) > 1).cast("double")).alias("overlap_above_1_share"),
         F.percentile(S.OVERLAP_RATIO, F.lit(0.5)).alias("overlap_median"),
     ).toPandas()  # one row per run
