@@ -504,6 +504,18 @@ class Lakehouse:
         )
         return int(metrics.first()["num_inserted_rows"]) == 1
 
+    def insert_missing(self, table: S.TableSpec, frame: DataFrame, keys: tuple[str, ...]) -> int:
+        """Add the rows of `frame` whose `keys` the table lacks (one MERGE: writers racing on the
+        same rows add them once). Returns the rows added."""
+        self.ensure(table)
+        condition = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        metrics = _with_retries(
+            lambda: DeltaTable.forPath(self.spark, self.path(table)).alias("t")
+            .merge(frame.alias("s"), condition).whenNotMatchedInsertAll().execute(),
+            f"insert into {table.name}",
+        )
+        return int(metrics.first()["num_inserted_rows"])
+
     def update_run_if_owned(self, run_id: str, owner: str | None, **values: object) -> bool:
         """Set some columns of one overlay run row if its `attempt` is still `owner` (None: a row
         without an attempt); True when it was.

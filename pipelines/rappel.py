@@ -159,9 +159,10 @@ def node_coordinates(spark: SparkSession, lakehouse: Lakehouse, instance: str, i
     stored = lakehouse.read(S.NODE_COORDINATES).filter(
         (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id) & (F.col(S.MODEL_SEED) == model_seed)
     ).limit(1).count()
-    if not stored:
+    if not stored:  # a MERGE on the keys: two runs storing them at once store them once
         rows = [(instance, ingest_id, model_seed, v, float(x), float(y)) for v, (x, y) in enumerate(coordinates.tolist())]
-        lakehouse.append_rows(S.NODE_COORDINATES, local_frame(spark, rows, S.NODE_COORDINATES.schema))
+        lakehouse.insert_missing(S.NODE_COORDINATES, local_frame(spark, rows, S.NODE_COORDINATES.schema),
+                                 (S.INSTANCE, S.INGEST_ID, S.MODEL_SEED, S.NODE_ID))
     return coordinates
 
 

@@ -159,3 +159,23 @@ def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse)
     assert not errors
     for table in S.ALL_TABLES:
         assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
+
+
+@pytest.mark.ci  # two concurrent MERGEs, about 15 s
+def test_racing_writers_of_the_same_coordinates_store_them_once(spark, lakehouse):
+    """node_coordinates' check-then-store: two runs storing the same rows at once (the check saw
+    nothing for both) add them once; a later call adds only what is missing."""
+    from overlay.frames import local_frame
+
+    def rows(nodes):
+        return local_frame(spark, [("i", "v1", 1, v, float(v), -float(v)) for v in nodes], S.NODE_COORDINATES.schema)
+
+    keys = (S.INSTANCE, S.INGEST_ID, S.MODEL_SEED, S.NODE_ID)
+    lakehouse.ensure(S.NODE_COORDINATES)
+    added = {}
+    errors = run_at_once({name: lambda n=name: added.__setitem__(n, lakehouse.insert_missing(
+        S.NODE_COORDINATES, rows(range(5)), keys)) for name in ("first", "second")})
+    assert not errors and sorted(added.values()) == [0, 5]
+    assert lakehouse.insert_missing(S.NODE_COORDINATES, rows(range(3, 8)), keys) == 3
+    stored = sorted((r[S.NODE_ID], r[S.X_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect())
+    assert stored == [(v, float(v)) for v in range(8)]

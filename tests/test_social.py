@@ -113,6 +113,24 @@ def test_facebook_whole_matches_a_plain_reading(spark):
     assert frames.node_keys.count() == len({n for e in unique for n in e}) == 4039
 
 
+def plain_feed_cut(spark, follows, seeds: int, publishers: int, seed: int):
+    """The paper's cut read plainly from (follower, journal) pairs: seed journals by the
+    documented rank, the universe of their followers, the most followed journals from inside it;
+    returns the chosen journals and the kept follows."""
+    journals = sorted({b for _, b in follows})
+    rank = {r["u"]: r["rank"] for r in spark.sql(
+        f"SELECT u, xxhash64({seed}, 'feed-seed', CAST(u AS BIGINT)) AS rank "
+        f"FROM VALUES {', '.join(f'({j})' for j in journals)} AS t(u)").collect()}
+    seed_journals = set(sorted(journals, key=lambda j: (rank[j], j))[:seeds])
+    universe = {a for a, b in follows if b in seed_journals}
+    followers = {}
+    for a, b in follows:
+        if a in universe:
+            followers[b] = followers.get(b, 0) + 1
+    chosen = set(sorted(followers, key=lambda j: (-followers[j], j))[:publishers])
+    return chosen, [(a, b) for a, b in follows if a in universe and b in chosen]
+
+
 def test_a_feed_sample_is_the_papers_livejournal_cut(spark, write_text):
     """ComNet'09's workload from a directed graph (overlay.instance.feeds), against a plain
     reading: seed journals by the documented rank, the universe of their followers, the most
@@ -127,18 +145,7 @@ def test_a_feed_sample_is_the_papers_livejournal_cut(spark, write_text):
     frames = social_instance(spark, SocialSpec(path=path, directed=True, seed=seed, feed_seeds=seeds,
                                                feed_publishers=publishers))
 
-    journals = sorted({b for _, b in edges})
-    rank = {r["u"]: r["rank"] for r in spark.sql(
-        f"SELECT u, xxhash64({seed}, 'feed-seed', CAST(u AS BIGINT)) AS rank "
-        f"FROM VALUES {', '.join(f'({j})' for j in journals)} AS t(u)").collect()}
-    seed_journals = set(sorted(journals, key=lambda j: (rank[j], j))[:seeds])
-    universe = {a for a, b in edges if b in seed_journals}
-    followers = {}
-    for a, b in edges:
-        if a in universe:
-            followers[b] = followers.get(b, 0) + 1
-    chosen = set(sorted(followers, key=lambda j: (-followers[j], j))[:publishers])
-    kept = [(a, b) for a, b in edges if a in universe and b in chosen]
+    chosen, kept = plain_feed_cut(spark, edges, seeds, publishers, seed)
 
     assert_df_equality(
         keyed_subscriptions(frames), pairs(spark, [(str(a), str(b)) for a, b in kept]),
@@ -164,18 +171,7 @@ def test_a_feed_sample_of_an_undirected_graph_takes_each_friendship_as_two_follo
 
     friendships = {(min(a, b), max(a, b)) for a, b in lines}
     follows = sorted({(a, b) for a, b in friendships} | {(b, a) for a, b in friendships})
-    journals = sorted({b for _, b in follows})
-    rank = {r["u"]: r["rank"] for r in spark.sql(
-        f"SELECT u, xxhash64({seed}, 'feed-seed', CAST(u AS BIGINT)) AS rank "
-        f"FROM VALUES {', '.join(f'({j})' for j in journals)} AS t(u)").collect()}
-    seed_journals = set(sorted(journals, key=lambda j: (rank[j], j))[:seeds])
-    universe = {a for a, b in follows if b in seed_journals}
-    followers = {}
-    for a, b in follows:
-        if a in universe:
-            followers[b] = followers.get(b, 0) + 1
-    chosen = set(sorted(followers, key=lambda j: (-followers[j], j))[:publishers])
-    kept = [(a, b) for a, b in follows if a in universe and b in chosen]
+    chosen, kept = plain_feed_cut(spark, follows, seeds, publishers, seed)
 
     assert_df_equality(
         keyed_subscriptions(frames), pairs(spark, [(str(a), str(b)) for a, b in kept]),
