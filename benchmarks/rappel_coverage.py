@@ -11,12 +11,16 @@ stored Rappel run's inputs (instance, coordinates, publishers, settings).
 2. **The protocol over time.** The tests' whole-network oracle (`tests/rappel_trees_oracle.py`,
    which equals the Spark run round by round) replays the run's settings for `--hours`,
    printing the coverage every 10 simulated minutes: protocol time, not Spark time.
+3. **A what-if of discovery** (`--tree-hours H`, outside the paper's text): the same replay for
+   H hours where, after every round, each node also hears of its parent and children in every
+   tree (as it hears of the nodes its join walks met), so tree neighbours become candidates.
 
 "Full" is the share of subscribers (nodes of >= 1 feed) whose every feed a friend shares, as the
 report's Fig. 9 line; "covered" the share of all subscriptions a friend shares.
 
 Usage:
   .venv/bin/python benchmarks/rappel_coverage.py --lakehouse DIR --run-id RUN [--hours 2] [--heights 10,20]
+      [--tree-hours 0.5]
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ def main() -> None:
     parser.add_argument("--run-id", required=True, help="a stored Rappel run (its instance, inputs and settings)")
     parser.add_argument("--hours", type=float, default=2.0, help="the oracle's replay (default 2; 0: none)")
     parser.add_argument("--heights", default="10,20", help="what-if mean access heights in ms (default 10,20)")
+    parser.add_argument("--tree-hours", type=float, default=0.0,
+                        help="what-if replay with tree neighbours as candidates, this long (default 0: none)")
     args = parser.parse_args()
 
     runs = table(args.lakehouse, "overlay_runs")
@@ -115,21 +121,37 @@ def main() -> None:
     print(f"global-knowledge greedy ({time.monotonic() - clock:.0f} s): full coverage overall and by feeds subscribed")
     print_markdown(rows)
 
-    if args.hours <= 0:
-        return
+    inputs = (nodes, subs, coords, publishers, member)
+    if args.hours > 0:
+        print(f"the protocol (the oracle replaying {args.run_id}'s settings for {args.hours:g} h):")
+        print_markdown(replay(run.instance, request, inputs, args.hours, tree_neighbours=False))
+    if args.tree_hours > 0:
+        print(f"what-if: tree neighbours heard of every round ({args.tree_hours:g} h):")
+        print_markdown(replay(run.instance, request, inputs, args.tree_hours, tree_neighbours=True))
+
+
+def replay(instance: str, request: dict, inputs, hours: float, tree_neighbours: bool) -> list[dict]:
+    """The oracle on the run's settings for `hours`: the coverage every 20 rounds."""
     from pipelines.rappel import RappelRequest
 
+    nodes, subs, coords, publishers, member = inputs
     keep = {k: v for k, v in request.items() if k in RappelRequest.__dataclass_fields__}
     keep["failure"] = tuple(keep["failure"]) if keep.get("failure") else None
     keep["churn"] = tuple(keep["churn"]) if keep.get("churn") else None
-    replay = RappelRequest(**{**keep, "instance": run.instance, "hours": args.hours})
-    presence = replay.presence(frozenset(publishers))
+    settings = RappelRequest(**{**keep, "instance": instance, "hours": hours})
+    presence = settings.presence(frozenset(publishers))
     clock, timeline = time.monotonic(), []
-    for r, fo, _ in coupled_run(nodes, subs, coords, publishers, replay.rounds, seed=replay.seed, alpha=alpha,
-                                mode=replay.mode, utility=replay.utility, beta=replay.beta,
-                                presence_down=lambda r: presence.down(range(nodes), r),
-                                proper=presence.leaves_properly):
-        if r % 20 == 0 or r == replay.rounds:
+    for r, fo, trees in coupled_run(nodes, subs, coords, publishers, settings.rounds, seed=settings.seed,
+                                    alpha=settings.alpha, mode=settings.mode, utility=settings.utility,
+                                    beta=settings.beta, presence_down=lambda r: presence.down(range(nodes), r),
+                                    proper=presence.leaves_properly):
+        if tree_neighbours:  # heard of at the next round, as the walks' met nodes
+            for tree in trees.trees:
+                for x, m in tree.members.items():
+                    if m.online and m.parent is not None:
+                        fo.met[x].append(m.parent)
+                        fo.met[m.parent].append(x)
+        if r % 20 == 0 or r == settings.rounds:
             held = np.zeros_like(member)
             for v in range(nodes):
                 for j in fo.friends[v]:
@@ -137,8 +159,7 @@ def main() -> None:
             held &= member
             timeline.append({"minutes": r // 2, **summary(f"protocol at {r // 2} min", member, held),
                              "seconds": f"{time.monotonic() - clock:.0f}"})
-    print(f"the protocol (the oracle replaying {args.run_id}'s settings for {args.hours:g} h):")
-    print_markdown(timeline)
+    return timeline
 
 
 if __name__ == "__main__":
