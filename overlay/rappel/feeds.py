@@ -29,9 +29,9 @@ root excepted); otherwise it has none.
   leaver forgets everything and is offline. (The paper's leaver keeps forwarding until its
   children have moved, or 30 s; here they move at once, so nothing is missed, and the 30 s
   never matter.) Without children, or without an online parent that has it as a child, it fails
-  instead. Traffic (`join`): the
-  leaver sends one to its parent (take the heir), one to each other child (rejoin at the heir)
-  and one when it goes; the parent one to the heir; every child that moved one (moved);
+  instead. Traffic (`join`): the leaver sends one to its parent (take the heir), one to each
+  other child (rejoin at the heir) and one when it goes; the parent one to the heir; every child
+  that moved one (moved);
 * an offline member that is up comes online: the publisher becomes the root (its `since` is s);
   a subscriber starts its join plan at s.
 
