@@ -68,6 +68,8 @@ def utility_greedy(member: np.ndarray, seconds: np.ndarray | None, alpha: int) -
             gain = (weight * (jaccard[i] + member[:, uncovered].sum(axis=1) / sizes[i])
                     - as_float @ sole / sizes[i])
             gain[friends + [i]] = -np.inf
+            if gain.max() == -np.inf:  # everyone else is a friend already
+                break
             chosen = int(np.argmax(gain))
             friends.append(chosen)
             holders += member[chosen]

@@ -83,6 +83,8 @@ def settings_of(params: str) -> str:
         words.append(f"{share:.0%} fail at {start:g} h" + (f", back at {end:g} h" if end is not None else ""))
     if request.get("churn"):
         words.append(f"sessions {request['churn'][0]:g}/{request['churn'][1]:g} min")
+    if request.get("proper_leaves"):
+        words.append(f"{request['proper_leaves']:.0%} proper leaves")
     return ", ".join(words)
 
 
@@ -112,7 +114,8 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
     nodes = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).join(alphas, S.RUN_ID).groupBy(S.RUN_ID).agg(
         share(full, feeds_ > 0).alias("full_coverage_share"),
         share(full, feeds_ > 1).alias("multi_feed_full_share"),
-        share(F.col(S.COVERED) >= F.col("_alpha"), feeds_ >= MANY_FEEDS).alias("many_feeds_alpha_covered_share"),
+        share(F.col(S.COVERED) >= F.least(F.col("_alpha"), feeds_), feeds_ >= MANY_FEEDS)
+        .alias("many_feeds_alpha_covered_share"),
         F.avg((F.col(S.OVERLAP_RATIO) > 1).cast("double")).alias("overlap_above_1_share"),
         F.percentile(S.OVERLAP_RATIO, F.lit(0.5)).alias("overlap_median"),
     ).toPandas()  # one row per run

@@ -12,7 +12,7 @@ from matplotlib.ticker import PercentFormatter
 from overlay import schema as S
 from pipelines.rappel import ROUNDS_PER_HOUR
 from pipelines.report.figures import LINESTYLES, MARKERS, _grid
-from pipelines.report.rappel import BOUND_COLUMNS, MANY_FEEDS
+from pipelines.report.rappel import BOUND_COLUMNS, MANY_FEEDS, PAPER_COVERAGE
 
 MAX_PANELS = 9
 
@@ -46,7 +46,7 @@ def coverage(rows: pd.DataFrame) -> Figure | None:
         line = line.sort_values(S.FEEDS)
         ax.plot(line[S.FEEDS], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
                 linestyle=LINESTYLES[i % len(LINESTYLES)], label=run_id)
-    ax.axhline(0.91, color="grey", linewidth=0.8, linestyle=":", label="paper: 91% of all nodes")
+    ax.axhline(PAPER_COVERAGE, color="grey", linewidth=0.8, linestyle=":", label=f"paper: {PAPER_COVERAGE:.0%} of all nodes")
     ticks = sorted(rows[S.FEEDS].unique())
     ax.set_xticks(ticks, [f"{t}+" if t == MANY_FEEDS else str(t) for t in ticks])
     ax.set_xlabel("feeds subscribed")
