@@ -17,22 +17,32 @@ from pipelines.report.rappel import BOUND_COLUMNS, MANY_FEEDS, PAPER_COVERAGE
 MAX_PANELS = 9
 
 
-def friend_bound(rows: pd.DataFrame) -> Figure | None:
-    """Fig. 1: the share of sampled nodes whose j greedy best friends cover all their feeds."""
-    if rows.empty:
-        return None
+def _coverage_lines(lines, x: str, paper: float, paper_label: str, xlabel: str, ylabel: str, title: str):
+    """One panel of full-coverage shares: `lines` (label, frame with `x` and full_coverage_share),
+    the paper's level as a dotted line. Returns the figure and its axes (for the ticks)."""
     figure, (ax,) = _grid(1, width=6.0)
-    for i, (key, line) in enumerate(rows.groupby(list(BOUND_COLUMNS[:5]))):
-        ax.plot(line["friends"], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
-                linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"{key[0]} (>= {key[2]} feeds, seed {key[4]})")
-    ax.axhline(0.95, color="grey", linewidth=0.8, linestyle=":", label="paper: over 95% at k = 6")
-    ax.set_xlabel("greedy best friends k")
-    ax.set_ylabel("nodes with every feed covered")
+    for i, (label, line) in enumerate(lines):
+        line = line.sort_values(x)
+        ax.plot(line[x], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
+                linestyle=LINESTYLES[i % len(LINESTYLES)], label=label)
+    ax.axhline(paper, color="grey", linewidth=0.8, linestyle=":", label=paper_label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small")
-    figure.suptitle("Coverage by the greedy best friends (ComNet'09 Fig. 1)")
+    figure.suptitle(title)
+    return figure, ax
+
+
+def friend_bound(rows: pd.DataFrame) -> Figure | None:
+    """Fig. 1: the share of sampled nodes whose j greedy best friends cover all their feeds."""
+    if rows.empty:
+        return None
+    lines = [(f"{key[0]} (>= {key[2]} feeds, seed {key[4]})", line) for key, line in rows.groupby(list(BOUND_COLUMNS[:5]))]
+    figure, _ = _coverage_lines(lines, "friends", 0.95, "paper: over 95% at k = 6", "greedy best friends k",
+                                "nodes with every feed covered", "Coverage by the greedy best friends (ComNet'09 Fig. 1)")
     return figure
 
 
@@ -41,21 +51,12 @@ def coverage(rows: pd.DataFrame) -> Figure | None:
     number of feeds they subscribe to (the last point: that many or more)."""
     if rows.empty:
         return None
-    figure, (ax,) = _grid(1, width=6.0)
-    for i, (run_id, line) in enumerate(rows.groupby(S.RUN_ID)):
-        line = line.sort_values(S.FEEDS)
-        ax.plot(line[S.FEEDS], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
-                linestyle=LINESTYLES[i % len(LINESTYLES)], label=run_id)
-    ax.axhline(PAPER_COVERAGE, color="grey", linewidth=0.8, linestyle=":", label=f"paper: {PAPER_COVERAGE:.0%} of all nodes")
+    figure, ax = _coverage_lines(list(rows.groupby(S.RUN_ID)), S.FEEDS, PAPER_COVERAGE,
+                                 f"paper: {PAPER_COVERAGE:.0%} of all nodes", "feeds subscribed",
+                                 "nodes with every feed covered by a friend",
+                                 "Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
     ticks = sorted(rows[S.FEEDS].unique())
     ax.set_xticks(ticks, [f"{t}+" if t == MANY_FEEDS else str(t) for t in ticks])
-    ax.set_xlabel("feeds subscribed")
-    ax.set_ylabel("nodes with every feed covered by a friend")
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_ylim(0, 1.05)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
-    figure.suptitle("Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
     return figure
 
 
