@@ -492,17 +492,8 @@ class Lakehouse:
 
     def insert_run(self, record: dict, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID) -> bool:
         """Add a run row unless that run id exists. True when this call added it."""
-        self.ensure(table)
         row = local_frame(self.spark, [tuple(record.get(c) for c in table.columns)], table.schema)
-        metrics = _with_retries(
-            lambda: DeltaTable.forPath(self.spark, self.path(table))
-            .alias("t")
-            .merge(row.alias("s"), f"t.{key} = s.{key}")
-            .whenNotMatchedInsertAll()
-            .execute(),
-            f"insert run {record[key]}",
-        )
-        return int(metrics.first()["num_inserted_rows"]) == 1
+        return self.insert_missing(table, row, (key,)) == 1
 
     def insert_missing(self, table: S.TableSpec, frame: DataFrame, keys: tuple[str, ...]) -> int:
         """Add the rows of `frame` whose `keys` the table lacks (one MERGE: writers racing on the
