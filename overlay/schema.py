@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -998,6 +999,48 @@ RAPPEL_NODES = TableSpec(
     ),
 )
 
+TREE = "tree"
+RAPPEL_STATE_ARRAYS = (
+    ("friends", LongType()), ("fans", LongType()), ("fan_seen", IntegerType()), ("cand", LongType()),
+    ("cand_votes", IntegerType()), ("cand_audited", IntegerType()), ("cand_heard", IntegerType()), ("met", LongType()),
+)
+
+RAPPEL_STATES = TableSpec(
+    name="rappel_states",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        *((name, ArrayType(kind), False) for name, kind in RAPPEL_STATE_ARRAYS),
+        (COVERED, IntegerType(), False),
+        (FEEDS, IntegerType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Every node's friendship state after a Rappel round, every few rounds and at the end (a stopped run "
+        "resumes from its last one): friends, fans with the round each was last heard from (fan_seen), "
+        "candidates with votes, audited flag and round last heard, and the nodes its join walks met (heard "
+        "of first in the next round); covered and feeds: its friend coverage in that round."
+    ),
+)
+
+RAPPEL_TREE_STATES = TableSpec(
+    name="rappel_tree_states",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (ROUND, IntegerType(), False),
+        (TOPIC_ID, LongType(), False),
+        (TREE, BinaryType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "Each feed's whole dissemination tree after a Rappel round, every few rounds and at the end, written "
+        "after `rappel_states` of the round (a stopped run resumes from the last round found here): the "
+        "pickled `overlay.rappel.feeds.FeedTree` (members, parents, children, pending joins and plans, "
+        "update caches), readable by the code that wrote it."
+    ),
+)
+
 MIN_FEEDS, SAMPLE, COVERED_AFTER = "min_feeds", "sample", "covered_after"
 
 FRIEND_BOUND = TableSpec(
@@ -1025,7 +1068,7 @@ FRIEND_BOUND = TableSpec(
 )
 
 RAPPEL_TABLES = (NODE_COORDINATES, FEED_PUBLISHERS, FEED_TREES, RAPPEL_ROUNDS, RAPPEL_DELIVERIES, RAPPEL_TRAFFIC,
-                 RAPPEL_NODES)
+                 RAPPEL_NODES, RAPPEL_STATES, RAPPEL_TREE_STATES)
 RAPPEL_RUN_TABLES = RAPPEL_TABLES[1:]  # those keyed by run_id
 
 ROUTING_TABLES = (

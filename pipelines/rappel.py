@@ -10,9 +10,11 @@ node)). Publishers never fail.
 
 Storage: the run row is claimed first (status `running`); every `snapshot_every` rounds (and at
 the last) the rounds since the last commit are stored: `rappel_rounds`, `rappel_deliveries`,
-`rappel_traffic`, and the trees' layout (`feed_trees`). A stopped Rappel run does not resume:
-the same command starts it again from round 1 (its stored rows are deleted first; the run is a
-function of its seed). At the end the friendships go to `overlay_edges` (undirected), each
+`rappel_traffic`, the trees' layout (`feed_trees`), then the snapshot the next round starts
+from (`rappel_states`, then `rappel_tree_states`). A stopped run (a crash, kill -9) is resumed
+by the same command from its last snapshot: rows of later rounds are debris and are deleted
+first, and since the run is a function of its seed the resumed run is the uninterrupted one.
+At the end the friendships go to `overlay_edges` (undirected), each
 node's coverage and neighbour overlap to `rappel_nodes`, the run is evaluated like any design and
 marked complete."""
 
@@ -45,7 +47,7 @@ from pipelines.design import check_owner
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import simulated_run
+from pipelines.simulate import last_snapshot, simulated_run
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,7 @@ PROTOCOL = "rappel"
 ROUNDS_PER_HOUR = 3600 // (5 * TICKS_PER_ROUND)
 SNAPSHOT_EVERY = 20  # rounds (10 min)
 ROUND_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED_TREES)
+SNAPSHOT_TABLES = (S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)  # in the order they are written
 ROUND_COLUMNS = (
     S.ROUND, S.NODES_UP, S.FRIENDS_AVG, S.COVERED_SHARE, S.FULL_COVERAGE_NODES, S.DELIVERIES, S.LATENCY_MEDIAN,
     S.LATENCY_P95, S.STRETCH_MEDIAN, S.NOISE, S.DATA_MESSAGES, S.CONTROL_MESSAGES, S.SECONDS,
@@ -221,7 +224,7 @@ def run_rappel(
     spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest, run_id: str | None = None,
     snapshot_every: int = SNAPSHOT_EVERY, progress: bool = True, diameters: bool = True, replace: bool = False,
 ) -> dict:
-    """Simulate one Rappel run (from round 1); returns the complete run row as a dict."""
+    """Simulate (or finish simulating) one Rappel run; returns the complete run row as a dict."""
     return simulated_run(spark, lakehouse, request, _simulate, run_id, snapshot_every, progress, diameters, replace,
                          unit="round", nothing="no feed to follow")
 
@@ -233,14 +236,23 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions, nodes)
-    for table in (*ROUND_TABLES, S.FEED_PUBLISHERS, S.RAPPEL_NODES):
-        lakehouse.delete_run_rows(table, run_id)
+    resumed = last_snapshot(lakehouse, run_id, S.RAPPEL_TREE_STATES, S.ROUND)
+    if resumed is None:
+        for table in (*ROUND_TABLES, *SNAPSHOT_TABLES, S.FEED_PUBLISHERS, S.RAPPEL_NODES):
+            lakehouse.delete_run_rows(table, run_id)
+    else:
+        for table in (*ROUND_TABLES, *SNAPSHOT_TABLES):
+            lakehouse.delete_run_rows(table, run_id, F.col(S.ROUND) > resumed)
+        lakehouse.delete_run_rows(S.RAPPEL_NODES, run_id)
+        log.info("simulate %s: resuming after round %d", run_id, resumed)
     coordinates = node_coordinates(spark, lakehouse, request.instance, ingest_id, request.model_seed, nodes)
     publishers, chosen_by = feed_publishers(lakehouse, request.instance, ingest_id, csr, request.seed,
                                             instance[S.SOURCE] == "social")
-    sizes = np.bincount(csr.topics, minlength=len(publishers))
-    rows = [(run_id, t, int(p), int(sizes[t]), how) for t, (p, how) in enumerate(zip(publishers, chosen_by))]
-    lakehouse.append_run_rows(S.FEED_PUBLISHERS, run_id, local_frame(spark, rows, S.FEED_PUBLISHERS.schema).drop(S.RUN_ID))
+    if resumed is None:
+        sizes = np.bincount(csr.topics, minlength=len(publishers))
+        rows = [(run_id, t, int(p), int(sizes[t]), how) for t, (p, how) in enumerate(zip(publishers, chosen_by))]
+        lakehouse.append_run_rows(S.FEED_PUBLISHERS, run_id,
+                                  local_frame(spark, rows, S.FEED_PUBLISHERS.schema).drop(S.RUN_ID))
     presence = request.presence(frozenset(publishers.tolist()))
     simulation = RappelSimulation(spark, csr, coordinates, publishers, request.params(), presence, task_slots(spark))
     pending = _Pending(spark, subscriptions)
@@ -251,13 +263,20 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         if result.round % snapshot_every == 0 or result.round == last:
             check_owner(lakehouse, run_id, attempt)
             stored = pending.commit(lakehouse, run_id)[-1]
+            _snapshot(lakehouse, run_id, simulation, result)
             return {"up": stored[S.NODES_UP], "covered": _share(stored[S.COVERED_SHARE]),
                     "latency": _ms(stored[S.LATENCY_MEDIAN]), "p95": _ms(stored[S.LATENCY_P95])}
         return {}
 
-    with Progress(run_id, total=last, unit="round", enabled=progress, logger=log) as bar:
-        state, trees = simulation.start()
-        friendship, step = simulation.run(state, trees, 1, last, on_round=on_round, on_step=bar.on_step)
+    first = 1 if resumed is None else resumed + 1
+    with Progress(run_id, total=max(0, last - first + 1), unit="round", enabled=progress, logger=log) as bar:
+        if resumed is None:
+            state, trees = simulation.start()
+        else:
+            state, trees, friendship = simulation.resume(*_stored_snapshot(lakehouse, run_id, resumed))
+            step = trees
+        if first <= last:
+            friendship, step = simulation.run(state, trees, first, last, on_round=on_round, on_step=bar.on_step)
         check_owner(lakehouse, run_id, attempt)
         links = friendship.select(F.col(S.NODE_ID).alias("a"), F.explode("friends").alias("b")).select(
             F.least("a", "b").alias(S.U), F.greatest("a", "b").alias(S.V)).distinct().withColumn(S.ROUND, F.lit(last))
@@ -265,6 +284,24 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         final = measures.tree_layout(step, last)
         lakehouse.write_run_rows(S.RAPPEL_NODES, run_id, measures.node_summary(friendship, final))
         bar.step("stored the friendships as the run's links", stored=S.OVERLAY_EDGES.name)
+
+
+def _snapshot(lakehouse: Lakehouse, run_id: str, simulation: RappelSimulation, result: RoundResult) -> None:
+    """Round r's snapshot, the states first: a snapshot counts once its trees are stored."""
+    state, trees = simulation.snapshot(result)
+    lakehouse.append_run_rows(S.RAPPEL_STATES, run_id, state.withColumn(S.ROUND, F.lit(result.round)))
+    lakehouse.append_run_rows(S.RAPPEL_TREE_STATES, run_id, trees.select(
+        F.lit(result.round).alias(S.ROUND), F.col("feed").alias(S.TOPIC_ID), F.col("tree").alias(S.TREE)))
+
+
+def _stored_snapshot(lakehouse: Lakehouse, run_id: str, round_: int) -> tuple[DataFrame, DataFrame]:
+    """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: two jobs)."""
+    def rows(table: S.TableSpec) -> DataFrame:
+        return lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) == round_))
+
+    state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
+    trees = rows(S.RAPPEL_TREE_STATES).select(F.col(S.TOPIC_ID).alias("feed"), S.TREE).localCheckpoint(eager=True)
+    return state, trees
 
 
 def _share(value: float | None) -> str:

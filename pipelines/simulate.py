@@ -114,11 +114,12 @@ class SimulateRequest:
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
-def last_snapshot(lakehouse: Lakehouse, run_id: str) -> int | None:
-    """The cycle of a simulation's last stored state, None when there is none."""
-    if not lakehouse.exists(S.GOSSIP_STATES):
+def last_snapshot(lakehouse: Lakehouse, run_id: str, table: S.TableSpec = S.GOSSIP_STATES,
+                  column: str = S.CYCLE) -> int | None:
+    """The cycle (round) of a simulation's last stored state in `table`, None when there is none."""
+    if not lakehouse.exists(table):
         return None
-    return lakehouse.read(S.GOSSIP_STATES).filter(F.col(S.RUN_ID) == run_id).agg(F.max(S.CYCLE)).first()[0]
+    return lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id).agg(F.max(column)).first()[0]
 
 
 def stored_state(lakehouse: Lakehouse, run_id: str, cycle: int) -> DataFrame:

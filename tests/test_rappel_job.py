@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from conftest import store_instance
@@ -13,6 +14,7 @@ from rappel_trees_oracle import coupled_run
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
+from pipelines import rappel
 from pipelines.rappel import RappelRequest, parse_churn, parse_failure, run_rappel
 from tests import routing_oracle
 
@@ -112,6 +114,48 @@ def test_a_rappel_runs_traffic_adds_up(simulated):
     rounds = stored(lakehouse, S.RAPPEL_ROUNDS, run_id).agg(F.sum(S.DATA_MESSAGES), F.sum(S.DELIVERIES)).first()
     assert totals[0] == rounds[0] == rounds[1]  # one update message per delivery
     assert totals[1] > 0
+
+
+RESUMED_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED_TREES, S.FEED_PUBLISHERS,
+                  S.RAPPEL_NODES, S.OVERLAY_EDGES, S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)
+
+
+@pytest.mark.ci  # the same run stopped twice and finished (about 20 more rounds, 2 min)
+def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, simulated, lakehouse, monkeypatch):
+    straight, run, _ = simulated
+    store_instance(spark, lakehouse, "rappel-50", SyntheticSpec("zipf", NODES, 8, 1, 4, seed=5))
+    real_add = rappel._Pending.add
+
+    def crash_at_round_10(self, result):
+        if result.round == 10:
+            raise RuntimeError("power cut")
+        return real_add(self, result)
+
+    monkeypatch.setattr(rappel._Pending, "add", crash_at_round_10)
+    with pytest.raises(RuntimeError, match="power cut"):
+        run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
+    run_id = REQUEST.default_run_id()
+    assert lakehouse.run_row(run_id)[S.STATUS] == S.FAILED
+    assert stored(lakehouse, S.RAPPEL_ROUNDS, run_id).agg(F.max(S.ROUND)).first()[0] == 7
+    monkeypatch.setattr(rappel._Pending, "add", real_add)
+
+    def crash_before_the_links(*args):
+        raise RuntimeError("power cut after the last snapshot")
+
+    monkeypatch.setattr(rappel, "numbered_links", crash_before_the_links)
+    with pytest.raises(RuntimeError, match="after the last snapshot"):
+        run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
+    assert stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).agg(F.max(S.ROUND)).first()[0] == REQUEST.rounds
+    monkeypatch.undo()
+    # The third attempt simulates nothing: the links and node measures come from round 18's snapshot.
+    assert run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)[S.STATUS] == S.COMPLETE
+    for table in RESUMED_TABLES:
+        got, want = (stored(house, table, rid).drop(S.RUN_ID, S.SECONDS, S.COMPUTED_AT)
+                     for house, rid in ((lakehouse, run_id), (straight, run[S.RUN_ID])))
+        assert got.count() == want.count() > 0, table.name
+        assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
+    snapshots = sorted(r[0] for r in stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).select(S.ROUND).distinct().collect())
+    assert snapshots == [7, 14, 18]
 
 
 def test_rappel_requests_refuse_bad_settings():

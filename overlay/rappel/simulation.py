@@ -14,7 +14,11 @@ Round r (30 s) is two Spark jobs:
 Trees of different feeds never meet, so this is the paper's system exactly as long as each feed
 sees its members' friends as they stand after the friendship round (our reading: the two halves
 of a round take turns; in the paper they interleave within the 30 s). Both steps' results are
-checkpointed, so lineage never grows with the rounds."""
+checkpointed, so lineage never grows with the rounds.
+
+A snapshot (`snapshot`) is what round r + 1 starts from: every node's friendship state with the
+nodes it met in round r, and every feed's tree as its pickle; `resume` turns one back into the
+inputs of `run`, so a run resumed from round r's snapshot is the uninterrupted run."""
 
 from __future__ import annotations
 
@@ -43,6 +47,8 @@ STEP_COLUMNS = (
 )
 _STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
 _BLANK = {name: None for name, _ in STEP_COLUMNS}
+# The friendship results a snapshot keeps besides the state: what the final tables need.
+SNAPSHOT_MEASURES = ("covered", "feeds")
 
 
 class RappelTrees:
@@ -136,13 +142,33 @@ class RappelSimulation:
         ordered = inputs.repartition(self.partitions, "feed").sortWithinPartitions("feed", "kind", "node_id")
         return ordered.mapInArrow(run, ddl(STEP_COLUMNS))
 
-    def heard(self, friendship: DataFrame, step: DataFrame) -> DataFrame:
-        """The friendship state for the next round: each node's `met`, the nodes its walks met."""
+    def heard(self, friendship: DataFrame, step: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
+        """The friendship state for the next round: each node's `met`, the nodes its walks met
+        (and the columns `keep` of `friendship`)."""
         met = (step.where(F.col("kind") == MET).select("node_id", F.explode("ids").alias("q"))
                .groupBy("node_id").agg(F.sort_array(F.collect_list("q")).alias("met")))
         names = [name for name, _ in STATE_COLUMNS]
-        return (friendship.select(*[n for n in names if n != "met"]).join(met, "node_id", "left")
-                .withColumn("met", F.coalesce("met", F.array().cast("array<bigint>"))).select(*names))
+        return (friendship.select(*[n for n in names if n != "met"], *keep).join(met, "node_id", "left")
+                .withColumn("met", F.coalesce("met", F.array().cast("array<bigint>"))).select(*names, *keep))
+
+    def snapshot(self, result: RoundResult) -> tuple[DataFrame, DataFrame]:
+        """Round r's snapshot (lazy): the next round's friendship state with the round's
+        `SNAPSHOT_MEASURES`, and each feed's tree (`feed`, `tree`)."""
+        state = self.heard(result.friendship, result.step, keep=SNAPSHOT_MEASURES)
+        return state, result.step.where(F.col("kind") == TREE).select("feed", "tree")
+
+    @staticmethod
+    def resume(state: DataFrame, trees: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+        """A snapshot back as `run` takes it: the friendship state, the trees as step rows, and
+        the friendship results a run ending at the snapshot's round would have returned (only
+        the columns the run's final tables read: `STATE_COLUMNS` and `SNAPSHOT_MEASURES`)."""
+        names = [name for name, _ in STATE_COLUMNS]
+        step = trees.select(*[
+            F.col(name).cast(kind).alias(name) if name in ("feed", "tree")
+            else (F.lit(TREE) if name == "kind" else F.lit(None)).cast(kind).alias(name)
+            for name, kind in STEP_COLUMNS
+        ])
+        return state.select(*names), step, state.select(*names, *SNAPSHOT_MEASURES)
 
     def run(self, state: DataFrame, trees: DataFrame, first: int, last: int,
             on_round: Callable[[RoundResult], dict | None] | None = None,
