@@ -3,6 +3,9 @@
 Scribe routed on the run's inputs (Fig. 10) against the routing oracle; Fig. 1's friend bound."""
 
 import math
+import re
+import runpy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,6 +159,19 @@ def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, si
         assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
     snapshots = sorted(r[0] for r in stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).select(S.ROUND).distinct().collect())
     assert snapshots == [7, 14, 18]
+
+
+@pytest.mark.ci  # the same run (about 20 s)
+def test_the_rappel_notebook_shows_a_run_and_a_nodes_snapshots(simulated, monkeypatch, capsys, tmp_path):
+    lakehouse, run, _ = simulated
+    for name, value in {"LAKEHOUSE": lakehouse.root, "RUN_ID": run[S.RUN_ID], "NODE": "3", "FIGURES": str(tmp_path)}.items():
+        monkeypatch.setenv(f"OVERLAY_LAB_{name}", value)
+    runpy.run_path(str(Path(__file__).resolve().parent.parent / "notebooks" / "rappel_run.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert f"Rounds of {run[S.RUN_ID]}" in out and "Feeds after round 18" in out and "figure saved" in out
+    assert (tmp_path / "update_latency_over_time.png").is_file()
+    node = out[out.index(f"## Node 3 in {run[S.RUN_ID]}"):]
+    assert [int(r) for r in re.findall(r"^\|(\d+)\s*\|", node, flags=re.M)] == [7, 14, 18]  # the snapshots
 
 
 def test_rappel_requests_refuse_bad_settings():
