@@ -19,10 +19,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from pipelines.report import gossip, gossip_figures
 
-run_id = params["run_id"] or (
-    lakehouse.read(S.GOSSIP_CYCLES).groupBy(S.RUN_ID).agg(F.max(S.COMPUTED_AT).alias("_at"))
-    .orderBy(F.col("_at").desc()).first()[S.RUN_ID]
-)
+run_id = notebook.run_or_latest(lakehouse, params["run_id"], S.GOSSIP_CYCLES)
 cycles = lakehouse.read(S.GOSSIP_CYCLES).filter(F.col(S.RUN_ID) == run_id).orderBy(S.CYCLE)
 notebook.show(globals(), cycles.drop(S.RUN_ID, S.COMPUTED_AT), f"Cycles of {run_id}")
 

@@ -20,10 +20,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from pipelines.report import rappel_figures
 
-run_id = params["run_id"] or (
-    lakehouse.read(S.RAPPEL_ROUNDS).groupBy(S.RUN_ID).agg(F.max(S.COMPUTED_AT).alias("_at"))
-    .orderBy(F.col("_at").desc()).first()[S.RUN_ID]
-)
+run_id = notebook.run_or_latest(lakehouse, params["run_id"], S.RAPPEL_ROUNDS)
 rounds = lakehouse.read(S.RAPPEL_ROUNDS).filter(F.col(S.RUN_ID) == run_id).orderBy(S.ROUND)
 notebook.show(globals(), rounds.drop(S.RUN_ID, S.COMPUTED_AT), f"Rounds of {run_id}")
 
