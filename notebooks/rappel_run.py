@@ -33,7 +33,7 @@ notebook.show(globals(), rappel_figures.latency(timeline), "Update latency over 
 # COMMAND ----------
 
 # MAGIC %md
-# MAGIC ## The trees at the last snapshot
+# MAGIC ## The trees at the last stored round
 
 # COMMAND ----------
 

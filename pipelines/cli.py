@@ -305,7 +305,8 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     simulator.add_argument(
         "--snapshot-every", type=ingest.positive_int, metavar="CYCLES",
         help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}; "
-        f"Rappel: commit the rounds' measures every {rappel.SNAPSHOT_EVERY} rounds); a crash loses at most that many cycles",
+        f"Rappel: the rounds' measures, every node's friendship state and every feed's tree, every {rappel.SNAPSHOT_EVERY} "
+        "rounds); a crash loses at most that many cycles: the same command resumes from the last snapshot",
     )
     rappel_options = simulator.add_argument_group("rappel")
     rappel_options.add_argument("--hours", type=float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)")

@@ -42,7 +42,7 @@ from overlay.rappel.feeds import TICKS_PER_ROUND
 from overlay.rappel.friendship import UTILITIES, RappelParams
 from overlay.rappel.interest import MODES
 from overlay.rappel.presence import Presence
-from overlay.rappel.simulation import RappelSimulation, RoundResult
+from overlay.rappel.simulation import RappelSimulation, RoundResult, readable
 from pipelines.design import check_owner
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
@@ -263,6 +263,7 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         if result.round % snapshot_every == 0 or result.round == last:
             check_owner(lakehouse, run_id, attempt)
             stored = pending.commit(lakehouse, run_id)[-1]
+            check_owner(lakehouse, run_id, attempt)  # a run taken over meanwhile must not add a second snapshot
             _snapshot(lakehouse, run_id, simulation, result)
             return {"up": stored[S.NODES_UP], "covered": _share(stored[S.COVERED_SHARE]),
                     "latency": _ms(stored[S.LATENCY_MEDIAN]), "p95": _ms(stored[S.LATENCY_P95])}
@@ -295,12 +296,16 @@ def _snapshot(lakehouse: Lakehouse, run_id: str, simulation: RappelSimulation, r
 
 
 def _stored_snapshot(lakehouse: Lakehouse, run_id: str, round_: int) -> tuple[DataFrame, DataFrame]:
-    """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: two jobs)."""
+    """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: three jobs),
+    refused when its trees do not have this code's layout."""
     def rows(table: S.TableSpec) -> DataFrame:
         return lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) == round_))
 
-    state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
     trees = rows(S.RAPPEL_TREE_STATES).select(F.col(S.TOPIC_ID).alias("feed"), S.TREE).localCheckpoint(eager=True)
+    if not readable(trees.first()[S.TREE]):  # one tree, to the driver: the snapshot's layout
+        raise InputError(f"run '{run_id}': the trees of its round-{round_} snapshot were stored by another version of "
+                         "overlay.rappel.feeds: simulate it again from round 1 with --replace")
+    state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
     return state, trees
 
 

@@ -15,8 +15,10 @@ from pyspark.sql import functions as F
 from conftest import store_instance
 from rappel_trees_oracle import coupled_run
 from overlay import schema as S
+from overlay.design.baselines import numbered_links
 from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
+from overlay.rappel.simulation import RappelSimulation
 from pipelines import rappel
 from pipelines.rappel import RappelRequest, parse_churn, parse_failure, run_rappel
 from tests import routing_oracle
@@ -123,24 +125,36 @@ RESUMED_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED
                   S.RAPPEL_NODES, S.OVERLAY_EDGES, S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)
 
 
-@pytest.mark.ci  # the same run stopped twice and finished (about 20 more rounds, 2 min)
+@pytest.mark.ci  # the same run stopped twice and finished (about 25 more rounds, 2-3 min)
 def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, simulated, lakehouse, monkeypatch):
     straight, run, _ = simulated
     store_instance(spark, lakehouse, "rappel-50", SyntheticSpec("zipf", NODES, 8, 1, 4, seed=5))
-    real_add = rappel._Pending.add
-
-    def crash_at_round_10(self, result):
-        if result.round == 10:
-            raise RuntimeError("power cut")
-        return real_add(self, result)
-
-    monkeypatch.setattr(rappel._Pending, "add", crash_at_round_10)
-    with pytest.raises(RuntimeError, match="power cut"):
-        run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
     run_id = REQUEST.default_run_id()
+    spans = []  # the rounds each attempt simulates
+    real_run = RappelSimulation.run
+
+    def recorded_run(self, state, trees, first, last, **kwargs):
+        spans.append((first, last))
+        return real_run(self, state, trees, first, last, **kwargs)
+
+    monkeypatch.setattr(RappelSimulation, "run", recorded_run)
+    real_append = lakehouse.append_run_rows
+    trees_stored = []
+
+    def crash_before_the_second_trees(table, rid, frame):
+        if table == S.RAPPEL_TREE_STATES:
+            trees_stored.append(rid)
+            if len(trees_stored) == 2:  # round 14: its states are stored, its trees not
+                raise RuntimeError("power cut inside a snapshot")
+        real_append(table, rid, frame)
+
+    monkeypatch.setattr(lakehouse, "append_run_rows", crash_before_the_second_trees)
+    with pytest.raises(RuntimeError, match="inside a snapshot"):
+        run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
     assert lakehouse.run_row(run_id)[S.STATUS] == S.FAILED
-    assert stored(lakehouse, S.RAPPEL_ROUNDS, run_id).agg(F.max(S.ROUND)).first()[0] == 7
-    monkeypatch.setattr(rappel._Pending, "add", real_add)
+    assert stored(lakehouse, S.RAPPEL_ROUNDS, run_id).agg(F.max(S.ROUND)).first()[0] == 14  # debris past round 7
+    assert stored(lakehouse, S.RAPPEL_STATES, run_id).agg(F.max(S.ROUND)).first()[0] == 14
+    monkeypatch.setattr(lakehouse, "append_run_rows", real_append)
 
     def crash_before_the_links(*args):
         raise RuntimeError("power cut after the last snapshot")
@@ -149,9 +163,10 @@ def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, si
     with pytest.raises(RuntimeError, match="after the last snapshot"):
         run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)
     assert stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).agg(F.max(S.ROUND)).first()[0] == REQUEST.rounds
-    monkeypatch.undo()
+    monkeypatch.setattr(rappel, "numbered_links", numbered_links)
     # The third attempt simulates nothing: the links and node measures come from round 18's snapshot.
     assert run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)[S.STATUS] == S.COMPLETE
+    assert spans == [(1, 18), (8, 18)]
     for table in RESUMED_TABLES:
         got, want = (stored(house, table, rid).drop(S.RUN_ID, S.SECONDS, S.COMPUTED_AT)
                      for house, rid in ((lakehouse, run_id), (straight, run[S.RUN_ID])))

@@ -26,7 +26,7 @@ import itertools
 import pickle
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from pyspark.sql import DataFrame
@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 
 from overlay.gossip.cycles import arrow_schema, built, ddl, rows_of, shared_builder, to_batches
 from overlay.progress import OnStep, report
-from overlay.rappel.feeds import Feeds, FeedTree
+from overlay.rappel.feeds import Feeds, FeedTree, Member
 from overlay.rappel.friendship import STATE_COLUMNS, Interests, RappelParams, friendship_engine
 from overlay.rappel.presence import Presence
 
@@ -49,6 +49,21 @@ _STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
 _BLANK = {name: None for name, _ in STEP_COLUMNS}
 # The friendship results a snapshot keeps besides the state: what the final tables need.
 SNAPSHOT_MEASURES = ("covered", "feeds")
+
+
+def readable(blob: bytes) -> bool:
+    """Whether a stored tree (its pickle) has this code's layout of `FeedTree` and `Member`: a
+    snapshot written by another version must not be resumed as if it were this one's."""
+    try:
+        tree = pickle.loads(blob)
+    except Exception:  # a class or module that is gone: unpickling raises whatever it meets
+        return False
+
+    def names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    return (isinstance(tree, FeedTree) and set(vars(tree)) == names(FeedTree)
+            and all(isinstance(m, Member) and set(vars(m)) == names(Member) for m in tree.members.values()))
 
 
 class RappelTrees:
