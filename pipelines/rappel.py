@@ -238,12 +238,11 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
     csr = Subscriptions.collect(subscriptions, nodes)
     resumed = last_snapshot(lakehouse, run_id, S.RAPPEL_TREE_STATES, S.ROUND)
     if resumed is None:
-        for table in (*ROUND_TABLES, *SNAPSHOT_TABLES, S.FEED_PUBLISHERS, S.RAPPEL_NODES):
+        for table in (*ROUND_TABLES, *SNAPSHOT_TABLES, S.FEED_PUBLISHERS):
             lakehouse.delete_run_rows(table, run_id)
-    else:
+    else:  # rappel_nodes and the links are replaced at the end either way
         for table in (*ROUND_TABLES, *SNAPSHOT_TABLES):
             lakehouse.delete_run_rows(table, run_id, F.col(S.ROUND) > resumed)
-        lakehouse.delete_run_rows(S.RAPPEL_NODES, run_id)
         log.info("simulate %s: resuming after round %d", run_id, resumed)
     coordinates = node_coordinates(spark, lakehouse, request.instance, ingest_id, request.model_seed, nodes)
     publishers, chosen_by = feed_publishers(lakehouse, request.instance, ingest_id, csr, request.seed,
@@ -263,7 +262,6 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         if result.round % snapshot_every == 0 or result.round == last:
             check_owner(lakehouse, run_id, attempt)
             stored = pending.commit(lakehouse, run_id)[-1]
-            check_owner(lakehouse, run_id, attempt)  # a run taken over meanwhile must not add a second snapshot
             _snapshot(lakehouse, run_id, simulation, result)
             return {"up": stored[S.NODES_UP], "covered": _share(stored[S.COVERED_SHARE]),
                     "latency": _ms(stored[S.LATENCY_MEDIAN]), "p95": _ms(stored[S.LATENCY_P95])}
