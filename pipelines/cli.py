@@ -37,7 +37,7 @@ from pipelines.spark import get_spark, stack_report
 from pipelines.workflow import bundle
 from pipelines.workflow.complete import outputs_complete
 from pipelines.workflow.runner import StepActions, WorkflowFailed, run_workflow
-from pipelines.workflow.spec import Step, Workflow, load_workflow
+from pipelines.workflow.spec import Step, Workflow, bundle_grid, load_workflow
 
 log = logging.getLogger(__name__)
 
@@ -439,6 +439,10 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
             help="override a workflow parameter (repeatable)",
         )
         runner.add_argument("--force", action="store_true", help="run every step, complete or not")
+        if name == "workflow":
+            runner.add_argument(
+                "--grid", help="the set of sweep values to run, of those the file's `grids` names (default: its first)",
+            )
     bundler = commands.add_parser(
         "bundle", parents=[after], help="render the Databricks bundle's job from its workflow file (or --check it)",
     )
@@ -578,7 +582,8 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return request
     if args.command in ("workflow", "main"):
         path = resources.find_workflow(args.file) if args.command == "workflow" else DEFAULT_WORKFLOW
-        return plan_workflow(load_workflow(path).with_parameters(dict(args.param)), settings)
+        grid = args.grid if args.command == "workflow" else None
+        return plan_workflow(load_workflow(path, grid).with_parameters(dict(args.param)), settings)
     if args.command == "info":
         return settings.jars.maven_repositories
     if args.command == "register":
@@ -778,7 +783,7 @@ def print_summary(plan: WorkflowPlan) -> None:
 def run_bundle(args: argparse.Namespace) -> int:
     """Write (or --check) the Databricks job resource rendered from a workflow file."""
     path = resources.find_workflow(args.workflow).resolve()
-    workflow = load_workflow(path)
+    workflow = load_workflow(path, bundle_grid(path))
     out = Path(args.out) if args.out else resources.bundle_root() / "resources" / f"{workflow.name}.job.yml"
     source = resources.source_name(path)
     text = bundle.render(workflow, source)

@@ -63,6 +63,46 @@ def test_bad_workflows_are_clear_errors(steps, fragment):
     assert fragment in str(error.value)
 
 
+def test_grids_set_how_far_a_sweep_goes():
+    grids = {"laptop": {"nodes": [1000, 2000], "seed": [1]}, "cluster": {"nodes": [1000, 5000, 10000], "seed": [1, 2]}}
+    steps = [
+        {"name": "ingest_${nodes}_${seed}", "matrix": {"nodes": "grid", "seed": "grid"},
+         "run": ["ingest", "--nodes", "${nodes}", "--seed", "${seed}"]},
+        {"name": "design_${algorithm}_${nodes}", "matrix": {"algorithm": ["gpm"], "nodes": "grid"},
+         "after": ["ingest_${nodes}_1"], "run": ["design", "--nodes", "${nodes}"]},
+    ]
+    laptop = workflow(steps, grids=grids)
+    assert laptop.grid == "laptop" and laptop.grids == ("laptop", "cluster")
+    assert [s.name for s in laptop.steps] == ["ingest_1000_1", "ingest_2000_1", "design_gpm_1000", "design_gpm_2000"]
+    cluster = workflow(steps, grids=grids, databricks={"grid": "cluster"})
+    assert cluster.grid == "laptop"  # the bundle's grid is chosen by whoever renders it
+    cluster = parse_workflow({"name": "w", "description": "d", "grids": grids, "steps": steps}, "w.yaml", "cluster")
+    assert [s.name for s in cluster.steps][:6] == [
+        "ingest_1000_1", "ingest_1000_2", "ingest_5000_1", "ingest_5000_2", "ingest_10000_1", "ingest_10000_2",
+    ]
+    assert cluster.step("design_gpm_10000").after == ("ingest_10000_1",)
+    assert cluster.with_parameters({}).grid == "cluster"
+
+
+@pytest.mark.parametrize(
+    "extra, grid, fragment",
+    [
+        ({}, "cluster", "--grid cluster: this workflow defines no grids"),
+        ({"grids": {"laptop": {"nodes": [1]}}}, "cluster", "no grid 'cluster'; this workflow has laptop"),
+        ({"grids": {"a": {"nodes": [1]}, "b": {"seed": [1]}}}, None, "every grid must give the same matrix keys"),
+        ({"grids": {"a": {"seed": [1]}}}, None, "takes 'nodes' from the grid, which does not give (it gives seed)"),
+        ({"grids": {"a": {"nodes": []}}}, None, "grid 'a' gives 'nodes' no values"),
+        ({"grids": {"a": {"nodes": [1]}}, "databricks": {"grid": "b"}}, None, "databricks.grid names b"),
+    ],
+    ids=["no-grids", "unknown-grid", "different-keys", "missing-key", "empty", "bundle-grid"],
+)
+def test_bad_grids_are_clear_errors(extra, grid, fragment):
+    steps = [{"name": "i_${nodes}", "matrix": {"nodes": "grid"}, "run": ["report", "--out", "${nodes}"]}]
+    with pytest.raises(ConfigError, match="w.yaml") as error:
+        parse_workflow({"name": "w", "description": "d", "steps": steps, **extra}, "w.yaml", grid)
+    assert fragment in str(error.value)
+
+
 def test_unknown_parameter_override_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="unknown parameter"):
         workflow([{"name": "a", "run": ["report", "--out", "x"]}], {"out": "x"}).with_parameters({"oot": "y"})
@@ -120,3 +160,13 @@ def test_runner_skips_complete_steps_and_stops_at_a_failure():
     with pytest.raises(WorkflowFailed, match="step 'one' failed \\(exit code 1\\)"):
         run_workflow(w, StepActions(complete=lambda s: "done", run=lambda s: ran.append(s.name) or 1), force=True, say=said.append)
     assert ran == ["one"]
+
+
+def test_a_matrix_of_mappings_sets_placeholders_together():
+    w = workflow([{
+        "name": "ingest_${low}_${seed}", "matrix": {"subs": [{"low": 10, "high": 90}, {"low": 50, "high": 130}], "seed": [1]},
+        "run": ["ingest", "--min-subs", "${low}", "--max-subs", "${high}"],
+    }])
+    assert [(s.name, s.argv[2], s.argv[4]) for s in w.steps] == [("ingest_10_1", "10", "90"), ("ingest_50_1", "50", "130")]
+    with pytest.raises(ConfigError, match="its name does not use"):
+        workflow([{"name": "i", "matrix": {"subs": [{"low": 1, "high": 2}]}, "run": ["report"]}])

@@ -36,7 +36,7 @@ from overlay.summaries import (
 )
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
-from pipelines.report import figures, gossip, gossip_figures, ktco, rappel, rappel_figures
+from pipelines.report import figures, gossip, gossip_figures, icdcs16, icdcs16_figures, ktco, rappel, rappel_figures
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
 
@@ -66,6 +66,7 @@ class ReportData:
     resilience: pd.DataFrame  # failure trials summarised (`ktco.resilience_summary`)
     gossip: gossip.GossipData  # Feverfew's figures and tables (`gossip.gather`)
     rappel: rappel.RappelData  # Rappel's figures and checks (`rappel.gather`)
+    icdcs16: icdcs16.Icdcs16Data  # ICDCS'16 Table I and Figs. 4-9 over seeds (`icdcs16.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -155,6 +156,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     return ReportData(
         listed, quality, degrees, routing, load, comparisons,
         ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped, rappelled,
+        icdcs16.gather(quality, listed),
     )
 
 
@@ -203,6 +205,11 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
     drawn["rappel_latency.png"] = (rappel_figures.latency(data.rappel.rounds), "Rappel's update latency over time (ComNet'09 Fig. 7)")
     drawn["rappel_traffic.png"] = (rappel_figures.traffic(data.rappel.traffic), "Data traffic against subscriptions, Rappel and Scribe (ComNet'09 Fig. 10b)")
     drawn["rappel_rejoins.png"] = (rappel_figures.rejoins(data.rappel.rejoins), "Rejoin load by depth (ComNet'09 Fig. 11a)")
+    for spec in icdcs16.SWEEPS:
+        drawn[icdcs16.FIGURE_FILES[spec.figure]] = (
+            icdcs16_figures.sweep(data.icdcs16.sweeps[spec.figure], spec, icdcs16.paper_marks(spec)),
+            f"ICDCS'16 {spec.figure}: {spec.title}",
+        )
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import gossip, ktco, rappel
+from pipelines.report import gossip, icdcs16, ktco, rappel
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -110,6 +110,8 @@ def render(data: ReportData, lakehouse: str) -> str:
         ),
         table(routing_rows(data), ROUTING_COLUMNS),
     ]
+    if not data.icdcs16.empty:
+        parts += icdcs16_section(data.icdcs16)
     if not data.sweeps.empty:
         parts += [
             "## Fault-tolerant overlays (kTCO)",
@@ -144,6 +146,31 @@ def render(data: ReportData, lakehouse: str) -> str:
     else:
         parts.append("_No figures: the lakehouse has no complete design or routing runs yet._")
     return "\n\n".join(parts) + "\n"
+
+
+def icdcs16_section(data: icdcs16.Icdcs16Data) -> list[str]:
+    """ICDCS'16's checks, Table I beside the paper's, and each sweep's points over seeds."""
+    parts = [
+        "## Partial TCOs under budgets (ICDCS'16)",
+        (
+            "TcoSuppR per workload, algorithm and budget: the mean over seeds (BFS seeds of a sample, instance "
+            "seeds of a synthetic workload, the same number seeding the random baselines), the lowest and highest "
+            "seed, the standard deviation and the seeds. The paper's numbers are from its text and Table I."
+        ),
+        "\n".join(f"- {line}" for line in data.checks()),
+    ]
+    if not data.table.empty:
+        columns, rows = icdcs16.table1_rows(data.table)
+        parts += [
+            "### Table I (budget ratio 0.2)",
+            "Each cell: mean [lowest-highest] (seeds) / the paper's value for the column the sample reproduces.",
+            table(rows, columns),
+        ]
+    for spec in icdcs16.SWEEPS:
+        points = data.sweeps[spec.figure]
+        if not points.empty:
+            parts += [f"### {spec.figure}: {spec.title}", table(records(points, icdcs16.POINT_COLUMNS), icdcs16.POINT_COLUMNS)]
+    return parts
 
 
 def gossip_section(data: gossip.GossipData) -> list[str]:

@@ -50,7 +50,8 @@ def run_workflow(
 ) -> list[StepOutcome]:
     """Run every step whose outputs are not complete (all of them with `force`), in order."""
     total = len(workflow.steps)
-    say(f"workflow {workflow.name} ({workflow.source}): {total} steps")
+    grid = f", grid {workflow.grid}" if workflow.grid else ""
+    say(f"workflow {workflow.name} ({workflow.source}): {total} steps{grid}")
     outcomes: list[StepOutcome] = []
     clock = time.monotonic()
     for index, step in enumerate(workflow.steps, start=1):

@@ -15,6 +15,23 @@ steps:
     after: [ingest]                                   # a step's name, or a matrix step's template
     run: [design, --instance, "${instance}", --algorithm, "${algorithm}", --budget-ratio, "${ratio}"]
 ```
+
+An experiment's sweep can differ by where it runs: `grids` names sets of matrix values (the
+first is the default; `workflow --grid NAME` picks another, `databricks.grid` the bundle's), and a
+matrix key whose value is the word `grid` takes its values from the chosen one:
+
+```yaml
+grids:
+  laptop: {nodes: [1000, 4000]}                       # what runs here in a sitting
+  cluster: {nodes: [1000, 2000, 4000, 6000, 8000, 10000]}
+steps:
+  - name: ingest_${nodes}
+    matrix: {nodes: grid}
+```
+
+A matrix value may also be a mapping, whose keys are placeholders set together:
+`matrix: {subs: [{low: 10, high: 90}, {low: 50, high: 130}]}` gives two steps, each with its
+`${low}` and `${high}` (the step's name uses at least one of them).
 """
 
 from __future__ import annotations
@@ -23,6 +40,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -53,21 +71,24 @@ class Schedule(_Strict):
 
 
 class DatabricksSpec(_Strict):
-    """How the bundle's job differs from a local run: parameter defaults on the cluster."""
+    """How the bundle's job differs from a local run: parameter defaults on the cluster, and the
+    grid its matrix steps expand over."""
 
     parameters: dict[str, str] = Field(default_factory=dict)
+    grid: str | None = None
 
 
 class StepSpec(_Strict):
     name: str
     run: list[Scalar] = Field(min_length=1)
     after: list[str] = Field(default_factory=list)  # may use the step's own matrix keys
-    matrix: dict[str, list[Scalar]] = Field(default_factory=dict)
+    # A key's values are scalars, or mappings whose keys are placeholders set together (a range's ends).
+    matrix: dict[str, list[Scalar] | list[dict[str, Scalar]] | Literal["grid"]] = Field(default_factory=dict)
     description: str | None = None
 
     @field_validator("matrix")
     @classmethod
-    def _non_empty(cls, matrix: dict[str, list[Scalar]]) -> dict[str, list[Scalar]]:
+    def _non_empty(cls, matrix: dict[str, list[Scalar] | str]) -> dict[str, list[Scalar] | str]:
         for key, values in matrix.items():
             if not values:
                 raise ValueError(f"matrix '{key}' has no values")
@@ -80,6 +101,7 @@ class WorkflowSpec(_Strict):
     schedule: Schedule | None = None
     parameters: dict[str, Scalar] = Field(default_factory=dict)
     databricks: DatabricksSpec = Field(default_factory=DatabricksSpec)
+    grids: dict[str, dict[str, list[Scalar] | list[dict[str, Scalar]]]] = Field(default_factory=dict)
     steps: list[StepSpec] = Field(min_length=1)
 
 
@@ -113,6 +135,8 @@ class Workflow:
     steps: tuple[Step, ...]  # in an order that runs every step after its dependencies
     source: str
     job_defaults: dict[str, str]  # parameter defaults of the Databricks job
+    grid: str | None = None  # the grid the matrix steps were expanded over
+    grids: tuple[str, ...] = ()  # every grid the file defines, the default first
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -126,7 +150,7 @@ class Workflow:
             )
         return Workflow(
             self.name, self.description, self.schedule, {**self.parameters, **overrides}, self.steps, self.source,
-            self.job_defaults,
+            self.job_defaults, self.grid, self.grids,
         )
 
 
@@ -139,17 +163,62 @@ def _substitute(text: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
-def _expand(spec: StepSpec, source: str) -> list[Step]:
-    keys = list(spec.matrix)
-    missing = [k for k in keys if f"${{{k}}}" not in spec.name]
+def _grid(spec: WorkflowSpec, name: str | None, source: str) -> dict[str, list[Scalar]]:
+    """The matrix values of the grid `name` (the first grid when None); every grid must give the
+    same keys, so a grid changes how far a sweep goes, never which steps exist."""
+    if not spec.grids:
+        if name is not None:
+            raise ConfigError(f"{source}: --grid {name}: this workflow defines no grids")
+        return {}
+    keys = [sorted(values) for values in spec.grids.values()]
+    if any(k != keys[0] for k in keys):
+        raise ConfigError(f"{source}: every grid must give the same matrix keys ({', '.join(keys[0])})")
+    for grid, values in spec.grids.items():
+        empty = [k for k, v in values.items() if not v]
+        if empty:
+            raise ConfigError(f"{source}: grid '{grid}' gives '{empty[0]}' no values")
+    chosen = next(iter(spec.grids)) if name is None else name
+    if chosen not in spec.grids:
+        raise ConfigError(f"{source}: no grid '{chosen}'; this workflow has {', '.join(spec.grids)}")
+    return spec.grids[chosen]
+
+
+def _matrix(spec: StepSpec, grid: dict[str, list[Scalar]], source: str) -> dict[str, list[Scalar]]:
+    """The step's matrix with `grid` values filled in from the chosen grid."""
+    matrix = {}
+    for key, values in spec.matrix.items():
+        if values == "grid":
+            if key not in grid:
+                raise ConfigError(
+                    f"{source}: step '{spec.name}' takes '{key}' from the grid, which "
+                    + ("this workflow does not define" if not grid else f"does not give (it gives {', '.join(grid)})")
+                )
+            values = grid[key]
+        matrix[key] = values
+    return matrix
+
+
+def _names(key: str, values: list) -> list[str]:
+    """The placeholders a matrix key sets: itself, or the keys of its mappings."""
+    return sorted({k for v in values for k in v}) if isinstance(values[0], dict) else [key]
+
+
+def _expand(spec: StepSpec, source: str, grid: dict[str, list[Scalar]]) -> list[Step]:
+    matrix = _matrix(spec, grid, source)
+    keys = list(matrix)
+    missing = [
+        _names(k, matrix[k])[0] for k in keys if not any(f"${{{n}}}" in spec.name for n in _names(k, matrix[k]))
+    ]
     if missing:
         raise ConfigError(
             f"{source}: step '{spec.name}' has a matrix over {', '.join(missing)} but its name does not "
             f"use ${{{missing[0]}}}: every expanded step needs a distinct name"
         )
     steps = []
-    for combination in itertools.product(*(spec.matrix[k] for k in keys)):
-        values = {k: _text(v) for k, v in zip(keys, combination)}
+    for combination in itertools.product(*(matrix[k] for k in keys)):
+        values = {}
+        for k, v in zip(keys, combination):
+            values.update({n: _text(x) for n, x in v.items()} if isinstance(v, dict) else {k: _text(v)})
         name = re.sub(r"[^A-Za-z0-9_-]", "_", _substitute(spec.name, values))
         argv = tuple(_substitute(_text(a), values) for a in spec.run)
         after = tuple(re.sub(r"[^A-Za-z0-9_${}-]", "_", _substitute(a, values)) for a in spec.after)
@@ -186,7 +255,8 @@ def _order(steps: list[Step], groups: dict[str, list[str]], source: str) -> tupl
     return tuple(ordered)
 
 
-def parse_workflow(data: object, source: str) -> Workflow:
+def parse_workflow(data: object, source: str, grid: str | None = None) -> Workflow:
+    """The workflow in `data`, its matrix steps expanded over `grid` (None: the first grid)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with name, description and steps")
     try:
@@ -194,10 +264,11 @@ def parse_workflow(data: object, source: str) -> Workflow:
     except ValidationError as error:
         problems = [f"'{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in error.errors()]
         raise ConfigError(f"invalid workflow {source}:\n  - " + "\n  - ".join(problems)) from None
+    chosen = _grid(spec, grid, source)
     steps: list[Step] = []
     groups: dict[str, list[str]] = {}
     for step_spec in spec.steps:
-        expanded = _expand(step_spec, source)
+        expanded = _expand(step_spec, source, chosen)
         if step_spec.matrix:
             groups[step_spec.name] = [s.name for s in expanded]
         steps.extend(expanded)
@@ -219,11 +290,21 @@ def parse_workflow(data: object, source: str) -> Workflow:
     unknown = sorted(set(spec.databricks.parameters) - set(parameters))
     if unknown:
         raise ConfigError(f"{source}: databricks.parameters names {unknown[0]}, which is not a parameter")
+    if spec.databricks.grid is not None and spec.databricks.grid not in spec.grids:
+        raise ConfigError(f"{source}: databricks.grid names {spec.databricks.grid}, which is not a grid")
+    names = tuple(spec.grids)
     return Workflow(
         spec.name, spec.description, spec.schedule, parameters, _order(steps, groups, source), source,
-        dict(spec.databricks.parameters),
+        dict(spec.databricks.parameters), (grid or names[0]) if names else None, names,
     )
 
 
-def load_workflow(path: str | Path) -> Workflow:
-    return parse_workflow(read_yaml(Path(path), "workflow file"), str(path))
+def load_workflow(path: str | Path, grid: str | None = None) -> Workflow:
+    return parse_workflow(read_yaml(Path(path), "workflow file"), str(path), grid)
+
+
+def bundle_grid(path: str | Path) -> str | None:
+    """The grid a workflow's Databricks job expands over: `databricks.grid`, else the default."""
+    data = read_yaml(Path(path), "workflow file")
+    databricks = data.get("databricks") if isinstance(data, dict) else None
+    return databricks.get("grid") if isinstance(databricks, dict) else None

@@ -1,0 +1,412 @@
+"""The report's ICDCS'16 part: Table I and Figs. 4-9 from the runs, as mean and spread over seeds,
+with the paper's numbers beside ours where its text gives them.
+
+A run's *workload* is its instance's settings without the seed: a BFS sample of a graph at a size
+(`FB 1K`), or a synthetic distribution at |V|, |T| and a subscription range. Runs of the same
+algorithm and budget on workloads that differ only in the seed are one *point*: the instance
+seed of a synthetic workload or the BFS seed of a sample, with the same number as the algorithm
+seed of the random baselines. A *sweep* (one of the paper's figures) selects its points by the
+settings the paper fixes and draws TcoSuppR against the one it varies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+
+import pandas as pd
+
+from overlay import schema as S
+from overlay.summaries import BUDGET, BUDGET_RATIO
+
+ALGORITHMS = ("gpa", "gpm", "spidercast-m", "random-a", "random-m")
+NAMES = {"gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-a": "RandomA", "random-m": "RandomM"}
+GRAPHS = {  # a graph file's stem -> its short name
+    "facebook_combined": "FB", "twitter_bofa_careers": "TW", "soc-douban": "Douban", "soc-Slashdot0902": "Slashdot",
+}
+# The paper column a sampled workload reproduces; Douban and Slashdot stand in for FB 10K (the
+# shipped Facebook graph has 4,039 nodes).
+PAPER_COLUMNS = {
+    ("FB", 1000): "FB1K", ("FB", 10000): "FB10K", ("TW", 1000): "TW1K", ("TW", 10000): "TW10K",
+    ("Douban", 10000): "FB10K", ("Slashdot", 10000): "FB10K",
+}
+TABLE1_RATIO = 0.2
+TABLE1 = {  # ICDCS'16 Table I: TcoSuppR at beta = 0.2
+    "gpa": {"FB1K": 1.0, "FB10K": 1.0, "TW1K": 1.0, "TW10K": 1.0},
+    "gpm": {"FB1K": 0.951, "FB10K": 0.974, "TW1K": 0.983, "TW10K": 0.998},
+    "spidercast-m": {"FB1K": 0.904, "FB10K": 0.915, "TW1K": 0.867, "TW10K": 0.986},
+    "random-m": {"FB1K": 0.367, "FB10K": 0.06, "TW1K": 0.425, "TW10K": 0.669},
+}
+FIG6_GPM_AT_10K = {"expo": 0.835, "zipf": 0.92, "unif": 0.383}  # sec. V-E
+FIG6_GAP = {"expo": 0.439, "zipf": 0.227, "unif": 0.301}  # mean GPM - RandomM over |V|, sec. V-E
+FIG7_GAP = {"expo": 0.267, "zipf": 0.220, "unif": 0.147}  # mean GPM - RandomM over |T|, sec. V-F
+FIG45_GPM_OVER_SPIDERCAST = {"FB1K": 0.034, "TW1K": 0.048}  # mean over beta, sec. V-C
+
+WORKLOAD = "workload"
+KIND = "kind"  # social or synthetic
+GRAPH = "graph"
+DIST = "dist"
+MIN_SUBS, MAX_SUBS, MID_SUBS = "min_subs", "max_subs", "mid_subs"
+SEED = "seed"
+D = "d"  # the max-degree budget asked for (d = ...), when not a ratio
+PAPER_COLUMN = "paper_column"  # FB1K, FB10K, TW1K, TW10K: the Table I column a sample reproduces
+STAND_INS = ("Douban", "Slashdot")
+PANEL = "panel"
+X = "x"
+MEAN, LOW, HIGH, STD, SEEDS = "mean", "low", "high", "std", "seeds"
+POINT_COLUMNS = (PANEL, X, S.ALGORITHM, MEAN, LOW, HIGH, STD, SEEDS, "links")
+
+
+def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | None:
+    """An instance's workload settings and seed (None when not a workload the paper uses: a whole
+    graph, a feed cut, imported subscriptions)."""
+    p = json.loads(params)
+    if source == "synthetic":
+        return {
+            KIND: "synthetic", DIST: p["dist"], S.NODES: int(p["nodes"]), S.TOPICS: int(p["topics"]),
+            MIN_SUBS: int(p["min_subs"]), MAX_SUBS: int(p["max_subs"]), SEED: int(p["seed"]),
+            WORKLOAD: f"{p['dist']} |V| = {p['nodes']}, |T| = {p['topics']}, {p['min_subs']}-{p['max_subs']}",
+        }
+    if source == "social" and p.get("sample_bfs") and not p.get("feed_seeds"):
+        stem = PurePath(p["path"]).name.split(".")[0]
+        graph = GRAPHS.get(stem, stem)
+        size = int(p["sample_bfs"])
+        label = f"{size // 1000}K" if size % 1000 == 0 else f"{size:,}"
+        return {
+            KIND: "social", GRAPH: graph, S.NODES: nodes, S.TOPICS: topics, SEED: int(p["seed"]),
+            "size": size, WORKLOAD: f"{graph} {label}",
+        }
+    return None
+
+
+def _max_degree(budget: str) -> float | None:
+    match = re.fullmatch(r"d = (\d+)", budget or "")
+    return float(match.group(1)) if match else None
+
+
+def runs(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame:
+    """One row per current run of an ICDCS'16 algorithm on a workload: its settings, seed, budget
+    (ratio or d) and TcoSuppR."""
+    rows = []
+    for instance, params, source, nodes, topics in zip(
+        instances[S.INSTANCE], instances[S.PARAMS], instances[S.SOURCE], instances[S.NODES], instances[S.TOPICS],
+    ):
+        workload = workload_of(params, source, nodes, topics)
+        if workload is not None:
+            rows.append({S.INSTANCE: instance, **workload})
+    columns = [S.INSTANCE, WORKLOAD, KIND, GRAPH, DIST, S.NODES, S.TOPICS, MIN_SUBS, MAX_SUBS, SEED, "size"]
+    workloads = pd.DataFrame(rows).reindex(columns=columns)
+    chosen = quality[quality[S.ALGORITHM].isin(ALGORITHMS)]
+    chosen = chosen[[S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, S.EDGES, S.MAX_DEGREE, S.TCO_SUPPORT]]
+    chosen = chosen.rename(columns={S.MAX_DEGREE: "links_max_degree"})
+    merged = chosen.merge(workloads.drop(columns=[S.NODES, S.TOPICS]), on=S.INSTANCE).merge(
+        instances[[S.INSTANCE, S.NODES, S.TOPICS]], on=S.INSTANCE,
+    )
+    merged[D] = [_max_degree(b) for b in merged[BUDGET]]
+    merged[MID_SUBS] = (merged[MIN_SUBS] + merged[MAX_SUBS]) / 2
+    merged[PAPER_COLUMN] = [
+        PAPER_COLUMNS.get((g, int(n))) if k == "social" else None
+        for g, n, k in zip(merged[GRAPH], merged["size"].fillna(0), merged[KIND])
+    ]
+    return merged
+
+
+def spread(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per `keys`: TcoSuppR's mean, lowest, highest and standard deviation over the seeds (each
+    seed counted once: its latest-named run), the seeds, and the mean links."""
+    if rows.empty:
+        return pd.DataFrame(columns=[*keys, MEAN, LOW, HIGH, STD, SEEDS, "links"])
+    latest = rows.sort_values(S.RUN_ID).groupby([*keys, SEED], dropna=False).tail(1)
+    grouped = latest.groupby(keys, dropna=False)
+    out = grouped.agg(
+        mean=(S.TCO_SUPPORT, "mean"), low=(S.TCO_SUPPORT, "min"), high=(S.TCO_SUPPORT, "max"),
+        std=(S.TCO_SUPPORT, "std"), links=(S.EDGES, "mean"),
+    ).reset_index()
+    seeds = grouped[SEED].apply(lambda s: ",".join(str(int(v)) for v in sorted(s))).reset_index(drop=True)
+    out[SEEDS] = seeds
+    return out
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One of the paper's figures: which runs it takes (the settings it fixes), what it varies (x)
+    and what a panel is."""
+
+    figure: str
+    title: str
+    x: str
+    xlabel: str
+    panel: str
+    select: Callable[[pd.DataFrame], pd.Series]
+
+    def points(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """The sweep's points: per panel, x and algorithm, the spread over seeds."""
+        if rows.empty:
+            return pd.DataFrame(columns=POINT_COLUMNS)
+        chosen = rows[self.select(rows)]
+        if chosen.empty:
+            return pd.DataFrame(columns=POINT_COLUMNS)
+        chosen = chosen.assign(**{PANEL: chosen[self.panel], X: chosen[self.x]})
+        points = spread(chosen, [PANEL, X, S.ALGORITHM])
+        return points[list(POINT_COLUMNS)].sort_values([PANEL, S.ALGORITHM, X]).reset_index(drop=True)
+
+
+def _synthetic(rows: pd.DataFrame, nodes=None, topics=None, subs=(20, 600), d=None, ratio=False) -> pd.Series:
+    keep = rows[KIND] == "synthetic"
+    if nodes is not None:
+        keep &= rows[S.NODES] == nodes
+    if topics is not None:
+        keep &= rows[S.TOPICS] == topics
+    if subs is not None:
+        keep &= (rows[MIN_SUBS] == subs[0]) & (rows[MAX_SUBS] == subs[1])
+    if d is not None:
+        keep &= rows[D] == d
+    if ratio:
+        keep &= rows[BUDGET_RATIO].notna()
+    return keep
+
+
+SWEEPS = (
+    Sweep(
+        "Figs. 4-5", "TcoSuppR against the budget ratio, BFS samples of social graphs (Fig. 4: FB 1K, Fig. 5: TW 1K)",
+        BUDGET_RATIO, "budget ratio beta (m = beta |E_MinMaxODA|, d = beta max degree)", WORKLOAD,
+        lambda r: (r[KIND] == "social") & r[BUDGET_RATIO].notna(),
+    ),
+    Sweep(
+        "Fig. 6", "TcoSuppR against |V| (|T| = 1,000, 20-600 topics per node, d = 4, m = 2|V|)",
+        S.NODES, "|V|", DIST, lambda r: _synthetic(r, topics=1000, d=4),
+    ),
+    Sweep(
+        "Fig. 7", "TcoSuppR against |T| (|V| = 2,000, 20-600 topics per node, d = 3, m = 3,000)",
+        S.TOPICS, "|T|", DIST, lambda r: _synthetic(r, nodes=2000, d=3),
+    ),
+    Sweep(
+        "Fig. 8", "TcoSuppR against the middle subscription size (|V| = 2,000, |T| = 1,000, ranges of width 80, d = 4)",
+        MID_SUBS, "middle subscription size (min + max) / 2", DIST,
+        lambda r: _synthetic(r, nodes=2000, topics=1000, subs=None, d=4) & (r[MAX_SUBS] - r[MIN_SUBS] == 80),
+    ),
+    Sweep(
+        "Fig. 9", "TcoSuppR against the budget ratio (|V| = |T| = 1,000, 20-600 topics per node)",
+        BUDGET_RATIO, "budget ratio beta", DIST, lambda r: _synthetic(r, nodes=1000, topics=1000, ratio=True),
+    ),
+)
+
+
+def paper_marks(sweep: Sweep) -> list[tuple[str, float, str, float]]:
+    """(panel, x, algorithm, TcoSuppR) values the paper's text gives for a sweep's figure."""
+    if sweep.figure == "Figs. 4-5":
+        marks = [
+            (workload, TABLE1_RATIO, algorithm, values[column])
+            for workload, column in (("FB 1K", "FB1K"), ("TW 1K", "TW1K"))
+            for algorithm, values in TABLE1.items()
+        ]
+        return [*marks, ("FB 1K", 0.15, "gpm", 0.943)]
+    if sweep.figure == "Fig. 6":
+        return [(dist, 10000, "gpm", value) for dist, value in FIG6_GPM_AT_10K.items()]
+    return []
+
+
+def table1(rows: pd.DataFrame) -> pd.DataFrame:
+    """Table I: per algorithm (rows) and sampled workload (columns) at beta = 0.2, our mean with
+    its range over seeds, and the paper's value for the column the workload reproduces."""
+    chosen = rows[(rows[KIND] == "social") & ((rows[BUDGET_RATIO] - TABLE1_RATIO).abs() < 1e-9)]
+    if chosen.empty:
+        return pd.DataFrame()
+    points = spread(chosen, [WORKLOAD, GRAPH, "size", PAPER_COLUMN, S.ALGORITHM])
+    points["paper"] = [
+        TABLE1.get(a, {}).get(c) if isinstance(c, str) else None for a, c in zip(points[S.ALGORITHM], points[PAPER_COLUMN])
+    ]
+    return points.sort_values(["size", GRAPH, S.ALGORITHM], key=_order).reset_index(drop=True)
+
+
+def _order(column: pd.Series) -> pd.Series:
+    if column.name == S.ALGORITHM:
+        return column.map(lambda a: ALGORITHMS.index(a) if a in ALGORITHMS else len(ALGORITHMS))
+    return column
+
+
+def table1_rows(points: pd.DataFrame) -> tuple[list[str], list[dict]]:
+    """Table I as markdown-ready rows: one per algorithm, a cell per workload ('mean [low-high]
+    (n seeds) / paper')."""
+    workloads = list(dict.fromkeys(points[WORKLOAD]))
+    header = []
+    for workload in workloads:
+        first = points[points[WORKLOAD] == workload].iloc[0]
+        column = first[PAPER_COLUMN] if isinstance(first[PAPER_COLUMN], str) else None
+        stand_in = " stand-in" if first[GRAPH] in STAND_INS else ""
+        header.append(f"{workload} ({column}{stand_in})" if column else workload)
+    rows = []
+    for algorithm in sorted(points[S.ALGORITHM].unique(), key=lambda a: ALGORITHMS.index(a)):
+        row = {"algorithm": NAMES[algorithm]}
+        for workload, title in zip(workloads, header):
+            cell = points[(points[WORKLOAD] == workload) & (points[S.ALGORITHM] == algorithm)]
+            if cell.empty:
+                row[title] = None
+                continue
+            c = cell.iloc[0]
+            n = len(c[SEEDS].split(","))
+            ours = f"{c[MEAN]:.3f} [{c[LOW]:.3f}-{c[HIGH]:.3f}] ({n})"
+            row[title] = ours + ("" if pd.isna(c["paper"]) else f" / {c['paper']:.3f}")
+        rows.append(row)
+    return ["algorithm", *header], rows
+
+
+def _gap(points: pd.DataFrame, panel: str, a: str, b: str) -> pd.Series:
+    """Per x of a panel: mean TcoSuppR of `a` minus `b` (x where both ran)."""
+    sub = points[points[PANEL] == panel].pivot_table(index=X, columns=S.ALGORITHM, values=MEAN)
+    if a not in sub or b not in sub:
+        return pd.Series(dtype=float)
+    return (sub[a] - sub[b]).dropna()
+
+
+RANK = ("gpa", "gpm", "spidercast-m", "random-m")  # the paper's order: GPA > GPM > SpiderCastM > RandomM
+
+
+def _ranked(points: pd.DataFrame, panel: str) -> str | None:
+    """Whether the means follow the paper's order (each at least the next, RandomM strictly
+    below) at every x where all four ran."""
+    sub = points[points[PANEL] == panel].pivot_table(index=X, columns=S.ALGORITHM, values=MEAN)
+    if any(a not in sub for a in RANK):
+        return None
+    sub = sub[list(RANK)].dropna()
+    if sub.empty:
+        return None
+
+    def ordered(r: pd.Series) -> bool:
+        return all(r[a] >= r[b] - 1e-9 for a, b in zip(RANK[:-2], RANK[1:-1])) and r[RANK[-2]] > r[RANK[-1]]
+
+    failing = [f"{x:g}" for x, r in sub.iterrows() if not ordered(r)]
+    names = " >= ".join(NAMES[a] for a in RANK[:-1]) + f" > {NAMES[RANK[-1]]}"
+    verdict = f"does not hold (not at {', '.join(failing)})" if failing else "holds"
+    return f"{names} at every point ({len(sub)}): {verdict}"
+
+
+def _trend(values: pd.Series) -> str:
+    if len(values) < 2:
+        return "one point"
+    steps = values.diff().dropna()
+    if (steps >= 0).all():
+        return "rises"
+    if (steps <= 0).all():
+        return "falls"
+    return "rises and falls"
+
+
+def checks(rows: pd.DataFrame, table: pd.DataFrame, sweeps: dict[str, pd.DataFrame]) -> list[str]:
+    """The paper's claims beside ours, as sentences ('holds' or 'does not hold'), for the points
+    that exist. `rows`: `runs`; `table`: `table1`; `sweeps`: each sweep's points by figure."""
+    lines = []
+    columns = dict(zip(rows[WORKLOAD], rows[PAPER_COLUMN])) if not rows.empty else {}
+    if not table.empty:
+        for workload, cells in table.groupby(WORKLOAD, sort=False):
+            points = cells.assign(**{PANEL: workload, X: TABLE1_RATIO})
+            ranked = _ranked(points, workload)
+            if ranked:
+                lines.append(f"Table I, {workload}: {ranked}.")
+        by_column = table.dropna(subset=[PAPER_COLUMN]).drop_duplicates([PAPER_COLUMN, S.ALGORITHM])
+        gpm = by_column[by_column[S.ALGORITHM] == "gpm"].set_index(PAPER_COLUMN)
+        random_m = by_column[by_column[S.ALGORITHM] == "random-m"].set_index(PAPER_COLUMN)
+        if {"FB1K", "FB10K"} <= set(gpm.index):
+            small, large = gpm.loc["FB1K"], gpm.loc["FB10K"]
+            lines.append(
+                f"Table I: GPM's TcoSuppR from {small[WORKLOAD]} to {large[WORKLOAD]}: {small[MEAN]:.3f} to "
+                f"{large[MEAN]:.3f} ({'grows' if large[MEAN] > small[MEAN] else 'does not grow'}; paper FB 1K to "
+                f"FB 10K: 0.951 to 0.974)."
+            )
+            if {"FB1K", "FB10K"} <= set(random_m.index):
+                before = small[MEAN] - random_m.loc["FB1K"][MEAN]
+                after = large[MEAN] - random_m.loc["FB10K"][MEAN]
+                lines.append(
+                    f"Table I: GPM - RandomM from {small[WORKLOAD]} to {large[WORKLOAD]}: {before:.3f} to {after:.3f} "
+                    f"({'widens' if after > before else 'does not widen'}; paper: 0.585 to 0.914)."
+                )
+    budget = sweeps.get("Figs. 4-5", pd.DataFrame())
+    for workload in sorted(budget[PANEL].unique()) if not budget.empty else []:
+        ranked = _ranked(budget, workload)
+        if ranked:
+            lines.append(f"Figs. 4-5, {workload}: {ranked}.")
+        gap = _gap(budget, workload, "gpm", "spidercast-m")
+        column = columns.get(workload)
+        if len(gap) and column in FIG45_GPM_OVER_SPIDERCAST:
+            lines.append(
+                f"Figs. 4-5, {workload}: GPM - SpiderCastM {gap.mean():.3f} on average over {len(gap)} ratios "
+                f"(paper {column}: {FIG45_GPM_OVER_SPIDERCAST[column]:.3f})."
+            )
+    nodes = sweeps.get("Fig. 6", pd.DataFrame())
+    for dist in sorted(nodes[PANEL].unique()) if not nodes.empty else []:
+        gpm = nodes[(nodes[PANEL] == dist) & (nodes[S.ALGORITHM] == "gpm")].set_index(X)[MEAN]
+        gap = _gap(nodes, dist, "gpm", "random-m")
+        parts = [f"Fig. 6, {dist}: GPM's TcoSuppR {_trend(gpm)} with |V| ({', '.join(f'{v:.3f}' for v in gpm)})"]
+        if len(gpm) and gpm.index.max() == 10000 and dist in FIG6_GPM_AT_10K:
+            parts.append(f"{gpm.loc[10000]:.3f} at 10,000 (paper {FIG6_GPM_AT_10K[dist]:.3f})")
+        if len(gap) and dist in FIG6_GAP:
+            parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG6_GAP[dist]:.3f})")
+        ranked = _ranked(nodes, dist)
+        lines.append("; ".join(parts) + (f"; {ranked}" if ranked else "") + ".")
+    topics = sweeps.get("Fig. 7", pd.DataFrame())
+    for dist in sorted(topics[PANEL].unique()) if not topics.empty else []:
+        rows = topics[topics[PANEL] == dist]
+        trends = {NAMES[a]: _trend(g.set_index(X)[MEAN]) for a, g in rows.groupby(S.ALGORITHM)}
+        falls = all(t == "falls" for t in trends.values())
+        gpm = rows[rows[S.ALGORITHM] == "gpm"].set_index(X)[MEAN]
+        gap = _gap(topics, dist, "gpm", "random-m")
+        parts = [
+            f"Fig. 7, {dist}: TcoSuppR falls with |T| for every algorithm: {'holds' if falls else 'does not hold'} "
+            f"({', '.join(f'{k} {v}' for k, v in trends.items())})"
+        ]
+        if len(gpm) > 1:
+            parts.append(f"GPM {gpm.iloc[0]:.3f} to {gpm.iloc[-1]:.3f}" + (
+                " (paper, Zipf: -0.39%)" if dist == "zipf" else " (paper, one distribution: 0.653 to 0.244)"
+            ))
+        if len(gap) and dist in FIG7_GAP:
+            parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG7_GAP[dist]:.3f})")
+        lines.append("; ".join(parts) + ".")
+    sizes = sweeps.get("Fig. 8", pd.DataFrame())
+    for dist in sorted(sizes[PANEL].unique()) if not sizes.empty else []:
+        gpm = sizes[(sizes[PANEL] == dist) & (sizes[S.ALGORITHM] == "gpm")].set_index(X)[MEAN]
+        gap = _gap(sizes, dist, "gpm", "random-m")
+        expected = "falls" if dist == "zipf" else "rises"
+        lines.append(
+            f"Fig. 8, {dist}: GPM's TcoSuppR {_trend(gpm)} with the subscription size (paper: {expected}); "
+            f"GPM - RandomM {_trend(gap).replace('rises', 'widens').replace('falls', 'shrinks')} "
+            f"({', '.join(f'{v:.3f}' for v in gap)}; paper: shrinks)."
+        )
+    ratios = sweeps.get("Fig. 9", pd.DataFrame())
+    for dist in sorted(ratios[PANEL].unique()) if not ratios.empty else []:
+        ranked = _ranked(ratios, dist)
+        if ranked:
+            lines.append(f"Fig. 9, {dist}: {ranked}.")
+    return lines
+
+
+FIGURE_FILES = {  # figure -> the report's PNG
+    "Figs. 4-5": "icdcs16_fig4_5.png", "Fig. 6": "icdcs16_fig6.png", "Fig. 7": "icdcs16_fig7.png",
+    "Fig. 8": "icdcs16_fig8.png", "Fig. 9": "icdcs16_fig9.png",
+}
+
+
+@dataclass
+class Icdcs16Data:
+    """What the report shows of ICDCS'16: the runs on its workloads, Table I, each sweep's points."""
+
+    rows: pd.DataFrame
+    table: pd.DataFrame
+    sweeps: dict[str, pd.DataFrame]
+
+    @property
+    def empty(self) -> bool:
+        return self.table.empty and all(points.empty for points in self.sweeps.values())
+
+    def checks(self) -> list[str]:
+        return checks(self.rows, self.table, self.sweeps)
+
+
+def gather(quality: pd.DataFrame, instances: pd.DataFrame) -> Icdcs16Data:
+    """`quality`: one row per current run (`run_quality`); `instances`: the instances listed."""
+    rows = runs(quality, instances) if not quality.empty and not instances.empty else pd.DataFrame()
+    if rows.empty:
+        return Icdcs16Data(rows, pd.DataFrame(), {s.figure: pd.DataFrame(columns=POINT_COLUMNS) for s in SWEEPS})
+    return Icdcs16Data(rows, table1(rows), {s.figure: s.points(rows) for s in SWEEPS})
