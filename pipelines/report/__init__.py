@@ -36,7 +36,9 @@ from overlay.summaries import (
 )
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
-from pipelines.report import figures, gossip, gossip_figures, icdcs16, icdcs16_figures, ktco, rappel, rappel_figures
+from pipelines.report import (
+    beaconvey, beaconvey_figures, figures, gossip, gossip_figures, icdcs16, icdcs16_figures, ktco, rappel, rappel_figures,
+)
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
 
@@ -67,6 +69,7 @@ class ReportData:
     gossip: gossip.GossipData  # Feverfew's figures and tables (`gossip.gather`)
     rappel: rappel.RappelData  # Rappel's figures and checks (`rappel.gather`)
     icdcs16: icdcs16.Icdcs16Data  # ICDCS'16 Table I and Figs. 4-9 over seeds (`icdcs16.gather`)
+    beaconvey: beaconvey.BeaConveyData  # BeaConvey Tables 3-5 and Figs. 4-7 over seeds (`beaconvey.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -156,7 +159,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     return ReportData(
         listed, quality, degrees, routing, load, comparisons,
         ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped, rappelled,
-        icdcs16.gather(quality, listed),
+        icdcs16.gather(quality, listed), beaconvey.gather(comparisons, listed),
     )
 
 
@@ -209,6 +212,11 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         drawn[icdcs16.FIGURE_FILES[spec.figure]] = (
             icdcs16_figures.sweep(data.icdcs16.sweeps[spec.figure], spec, icdcs16.paper_marks(spec)),
             f"ICDCS'16 {spec.figure}: {spec.title}",
+        )
+    for name in beaconvey.FIGURES:
+        drawn[f"beaconvey_{name.lower().replace('. ', '')}.png"] = (
+            beaconvey_figures.ratios(beaconvey.figure_points(data.beaconvey.sweeps, name), name),
+            f"BeaConvey {name}: {beaconvey_figures.caption(name)}",
         )
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):

@@ -11,22 +11,20 @@ settings the paper fixes and draws TcoSuppR against the one it varies.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePath
 
 import pandas as pd
 
 from overlay import schema as S
 from overlay.summaries import BUDGET, BUDGET_RATIO
+from pipelines.report.workloads import (
+    DIST, GRAPH, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEED, SEEDS, SIZE, STD, WORKLOAD, spread, workload_table,
+)
 
 ALGORITHMS = ("gpa", "gpm", "spidercast-m", "random-a", "random-m")
 NAMES = {"gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-a": "RandomA", "random-m": "RandomM"}
-GRAPHS = {  # a graph file's stem -> its short name
-    "facebook_combined": "FB", "twitter_bofa_careers": "TW", "soc-douban": "Douban", "soc-Slashdot0902": "Slashdot",
-}
 # The paper column a sampled workload reproduces; Douban and Slashdot stand in for FB 10K (the
 # shipped Facebook graph has 4,039 nodes).
 PAPER_COLUMNS = {
@@ -45,41 +43,13 @@ FIG6_GAP = {"expo": 0.439, "zipf": 0.227, "unif": 0.301}  # mean GPM - RandomM o
 FIG7_GAP = {"expo": 0.267, "zipf": 0.220, "unif": 0.147}  # mean GPM - RandomM over |T|, sec. V-F
 FIG45_GPM_OVER_SPIDERCAST = {"FB1K": 0.034, "TW1K": 0.048}  # mean over beta, sec. V-C
 
-WORKLOAD = "workload"
-KIND = "kind"  # social or synthetic
-GRAPH = "graph"
-DIST = "dist"
-MIN_SUBS, MAX_SUBS, MID_SUBS = "min_subs", "max_subs", "mid_subs"
-SEED = "seed"
+MID_SUBS = "mid_subs"
 D = "d"  # the max-degree budget asked for (d = ...), when not a ratio
 PAPER_COLUMN = "paper_column"  # FB1K, FB10K, TW1K, TW10K: the Table I column a sample reproduces
 STAND_INS = ("Douban", "Slashdot")
 PANEL = "panel"
 X = "x"
-MEAN, LOW, HIGH, STD, SEEDS = "mean", "low", "high", "std", "seeds"
 POINT_COLUMNS = (PANEL, X, S.ALGORITHM, MEAN, LOW, HIGH, STD, SEEDS, "links")
-
-
-def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | None:
-    """An instance's workload settings and seed (None when not a workload the paper uses: a whole
-    graph, a feed cut, imported subscriptions)."""
-    p = json.loads(params)
-    if source == "synthetic":
-        return {
-            KIND: "synthetic", DIST: p["dist"], S.NODES: int(p["nodes"]), S.TOPICS: int(p["topics"]),
-            MIN_SUBS: int(p["min_subs"]), MAX_SUBS: int(p["max_subs"]), SEED: int(p["seed"]),
-            WORKLOAD: f"{p['dist']} |V| = {p['nodes']}, |T| = {p['topics']}, {p['min_subs']}-{p['max_subs']}",
-        }
-    if source == "social" and p.get("sample_bfs") and not p.get("feed_seeds"):
-        stem = PurePath(p["path"]).name.split(".")[0]
-        graph = GRAPHS.get(stem, stem)
-        size = int(p["sample_bfs"])
-        label = f"{size // 1000}K" if size % 1000 == 0 else f"{size:,}"
-        return {
-            KIND: "social", GRAPH: graph, S.NODES: nodes, S.TOPICS: topics, SEED: int(p["seed"]),
-            "size": size, WORKLOAD: f"{graph} {label}",
-        }
-    return None
 
 
 def _max_degree(budget: str) -> float | None:
@@ -90,15 +60,7 @@ def _max_degree(budget: str) -> float | None:
 def runs(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame:
     """One row per current run of an ICDCS'16 algorithm on a workload: its settings, seed, budget
     (ratio or d) and TcoSuppR."""
-    rows = []
-    for instance, params, source, nodes, topics in zip(
-        instances[S.INSTANCE], instances[S.PARAMS], instances[S.SOURCE], instances[S.NODES], instances[S.TOPICS],
-    ):
-        workload = workload_of(params, source, nodes, topics)
-        if workload is not None:
-            rows.append({S.INSTANCE: instance, **workload})
-    columns = [S.INSTANCE, WORKLOAD, KIND, GRAPH, DIST, S.NODES, S.TOPICS, MIN_SUBS, MAX_SUBS, SEED, "size"]
-    workloads = pd.DataFrame(rows).reindex(columns=columns)
+    workloads = workload_table(instances)
     chosen = quality[quality[S.ALGORITHM].isin(ALGORITHMS)]
     chosen = chosen[[S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, S.EDGES, S.MAX_DEGREE, S.TCO_SUPPORT]]
     chosen = chosen.rename(columns={S.MAX_DEGREE: "links_max_degree"})
@@ -109,25 +71,9 @@ def runs(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame:
     merged[MID_SUBS] = (merged[MIN_SUBS] + merged[MAX_SUBS]) / 2
     merged[PAPER_COLUMN] = [
         PAPER_COLUMNS.get((g, int(n))) if k == "social" else None
-        for g, n, k in zip(merged[GRAPH], merged["size"].fillna(0), merged[KIND])
+        for g, n, k in zip(merged[GRAPH], merged[SIZE].fillna(0), merged[KIND])
     ]
     return merged
-
-
-def spread(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per `keys`: TcoSuppR's mean, lowest, highest and standard deviation over the seeds (each
-    seed counted once: its latest-named run), the seeds, and the mean links."""
-    if rows.empty:
-        return pd.DataFrame(columns=[*keys, MEAN, LOW, HIGH, STD, SEEDS, "links"])
-    latest = rows.sort_values(S.RUN_ID).groupby([*keys, SEED], dropna=False).tail(1)
-    grouped = latest.groupby(keys, dropna=False)
-    out = grouped.agg(
-        mean=(S.TCO_SUPPORT, "mean"), low=(S.TCO_SUPPORT, "min"), high=(S.TCO_SUPPORT, "max"),
-        std=(S.TCO_SUPPORT, "std"), links=(S.EDGES, "mean"),
-    ).reset_index()
-    seeds = grouped[SEED].apply(lambda s: ",".join(str(int(v)) for v in sorted(s))).reset_index(drop=True)
-    out[SEEDS] = seeds
-    return out
 
 
 @dataclass(frozen=True)
@@ -150,7 +96,7 @@ class Sweep:
         if chosen.empty:
             return pd.DataFrame(columns=POINT_COLUMNS)
         chosen = chosen.assign(**{PANEL: chosen[self.panel], X: chosen[self.x]})
-        points = spread(chosen, [PANEL, X, S.ALGORITHM])
+        points = spread(chosen, [PANEL, X, S.ALGORITHM], S.TCO_SUPPORT)
         return points[list(POINT_COLUMNS)].sort_values([PANEL, S.ALGORITHM, X]).reset_index(drop=True)
 
 
@@ -215,11 +161,11 @@ def table1(rows: pd.DataFrame) -> pd.DataFrame:
     chosen = rows[(rows[KIND] == "social") & ((rows[BUDGET_RATIO] - TABLE1_RATIO).abs() < 1e-9)]
     if chosen.empty:
         return pd.DataFrame()
-    points = spread(chosen, [WORKLOAD, GRAPH, "size", PAPER_COLUMN, S.ALGORITHM])
+    points = spread(chosen, [WORKLOAD, GRAPH, SIZE, PAPER_COLUMN, S.ALGORITHM], S.TCO_SUPPORT)
     points["paper"] = [
         TABLE1.get(a, {}).get(c) if isinstance(c, str) else None for a, c in zip(points[S.ALGORITHM], points[PAPER_COLUMN])
     ]
-    return points.sort_values(["size", GRAPH, S.ALGORITHM], key=_order).reset_index(drop=True)
+    return points.sort_values([SIZE, GRAPH, S.ALGORITHM], key=_order).reset_index(drop=True)
 
 
 def _order(column: pd.Series) -> pd.Series:

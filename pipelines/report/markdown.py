@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import gossip, icdcs16, ktco, rappel
+from pipelines.report import beaconvey, gossip, icdcs16, ktco, rappel
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -137,6 +137,8 @@ def render(data: ReportData, lakehouse: str) -> str:
         parts += gossip_section(data.gossip)
     if not data.rappel.empty:
         parts += rappel_section(data.rappel)
+    if not data.beaconvey.empty:
+        parts += beaconvey_section(data.beaconvey)
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
     if data.files:
@@ -170,6 +172,23 @@ def icdcs16_section(data: icdcs16.Icdcs16Data) -> list[str]:
         points = data.sweeps[spec.figure]
         if not points.empty:
             parts += [f"### {spec.figure}: {spec.title}", table(records(points, icdcs16.POINT_COLUMNS), icdcs16.POINT_COLUMNS)]
+    return parts
+
+
+def beaconvey_section(data: beaconvey.BeaConveyData) -> list[str]:
+    """BeaConvey's checks, Tables 3-5 per workload over seeds, and the points of Figs. 4-7."""
+    parts = [
+        "## Small-world overlays and routing over seeds (BeaConvey)",
+        (
+            "Ratios against Scribe(-) on the same workload: the mean over the seeds' comparisons, with the lowest "
+            "and highest seed in brackets; the paper's ratio beside (Tables 3-5 have FB1K, FB10K, TW1K, TW10K)."
+        ),
+        "\n".join(f"- {line}" for line in beaconvey.checks(data)),
+    ]
+    for workload, rows in beaconvey.table_rows(data.tables).items():
+        parts += [f"### Tables 3-5: {workload}", table(rows, list(rows[0]))]
+    if not data.sweeps.empty:
+        parts += ["### Figs. 4-7: points", table(records(data.sweeps, beaconvey.SWEEP_COLUMNS), beaconvey.SWEEP_COLUMNS)]
     return parts
 
 

@@ -1,0 +1,58 @@
+"""The report's BeaConvey part over seeds from hand-made comparison rows: Tables 3-5 as mean and
+range per workload, the points of Figs. 4-7 and the checks against the paper's text (no Spark)."""
+
+import json
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from overlay import schema as S
+from pipelines.report import beaconvey, beaconvey_figures
+
+
+def zipf(name, topics, seed):
+    params = {"dist": "zipf", "nodes": 1023, "topics": topics, "min_subs": 20, "max_subs": 20, "seed": seed}
+    return {S.INSTANCE: name, S.SOURCE: "synthetic", S.PARAMS: json.dumps(params), S.NODES: 1023, S.TOPICS: topics}
+
+
+def row(instance, seed, system, overhead, path, paper=(None, None)):
+    overlay, protocol = {
+        "BeaConvey(SL, Pie)": ("SL", "pie"), "BeaConvey(S, Pie)": ("S", "pie"), "Scribe(-)": ("-", "scribe"),
+        "BeaConvey(SL, Po)": ("SL", "po"), "BeaConvey(SL, Pa1)": ("SL", "pa1"),
+    }[system]
+    return {
+        S.COMPARISON_ID: f"{instance}.p500.s{seed}.chord", S.INSTANCE: instance, S.SYSTEM: system,
+        S.OVERLAY_TYPE: overlay, S.PROTOCOL: protocol, S.ROUTING_RUN_ID: f"{instance}.{system}", S.TCO_SUPPORT: 1.0,
+        S.ROUTING_OVERHEAD: 100, S.AVG_PATH_LENGTH: 5.0 * path, S.MAX_PATH_LENGTH: 9, S.OVERHEAD_RATIO: overhead,
+        S.PATH_RATIO: path, S.PAPER_COLUMN: None, S.PAPER_OVERHEAD_RATIO: paper[0], S.PAPER_PATH_RATIO: paper[1],
+        S.COMPUTED_AT: datetime(2026, 11, 28),
+    }
+
+
+def test_seeds_make_one_table_per_workload_and_figure_points_by_topics():
+    instances = pd.DataFrame([zipf(f"z{t}-s{s}", t, s) for t in (1000, 10000) for s in (1, 2)])
+    rows = []
+    for topics, base in ((1000, 0.5), (10000, 0.7)):
+        for seed, shift in ((1, 0.0), (2, 0.1)):
+            name = f"z{topics}-s{seed}"
+            rows += [
+                row(name, seed, "BeaConvey(SL, Pie)", base + shift, 0.6), row(name, seed, "Scribe(-)", 1.0, 1.0),
+                row(name, seed, "BeaConvey(S, Pie)", base + 0.2, 0.7),
+                row(name, seed, "BeaConvey(SL, Po)", base - 0.1, 0.9), row(name, seed, "BeaConvey(SL, Pa1)", base + 0.1, 0.6),
+            ]
+    data = beaconvey.gather(pd.DataFrame(rows), instances)
+    table = data.tables[data.tables["workload"] == "zipf |V| = 1023, |T| = 1000, 20-20"].set_index(S.SYSTEM)
+    assert table.loc["BeaConvey(SL, Pie)", S.OVERHEAD_RATIO] == pytest.approx(0.55)
+    assert (table.loc["BeaConvey(SL, Pie)", "overhead_low"], table.loc["BeaConvey(SL, Pie)", "overhead_high"]) == (0.5, 0.6)
+    assert table.loc["BeaConvey(SL, Pie)", "seeds"] == "1,2"
+    points = beaconvey.figure_points(data.sweeps, "Fig. 4")
+    sl = points[points[S.SYSTEM] == "BeaConvey(SL, Pie)"]
+    assert sl[[S.TOPICS, "mean"]].values.tolist() == [[1000, pytest.approx(0.55)], [10000, pytest.approx(0.75)]]
+    lines = beaconvey.checks(data)
+    assert "Fig. 4 (Zipf): BeaConvey(SL, Pie)'s overhead 0.650 of Scribe(-)'s on average over |T| = 1,000, 10,000 (paper: 0.594)." in lines
+    assert any(line.startswith("Table 5, zipf |V| = 1023, |T| = 1000, 20-20: overhead Po < Pie < Pa1 on SL: holds") for line in lines)
+    assert any("BeaConvey(SL, Pie) has the least overhead of the SL/S/L/- systems: holds" in line for line in lines)
+    figure = beaconvey_figures.ratios(points, "Fig. 4")
+    assert [ax.get_title() for ax in figure.axes] == ["(a) BeaConvey", "(b) Scribe", "(c) iScribe"]
+    assert beaconvey_figures.ratios(beaconvey.figure_points(data.sweeps, "Fig. 6"), "Fig. 6") is None
