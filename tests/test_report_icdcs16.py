@@ -111,3 +111,11 @@ def test_sweep_checks_and_figure():
     assert ax.get_title() == "expo"
     assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["GPM", "RandomM", "paper (text)"]
     assert icdcs16_figures.sweep(data.sweeps["Fig. 7"], spec, []) is None
+
+
+def test_no_runs_on_workloads_leave_every_part_empty():
+    instances = pd.DataFrame([synthetic("tiny", "zipf", 24, 10, 1, 5, 1)])
+    quality = pd.DataFrame([run("tiny", "gpm", 0.5, ratio=0.5)])
+    data = icdcs16.gather(quality, instances)
+    assert data.empty and data.checks() == [] and data.swept_instances() == set()
+    assert icdcs16.gather(quality.iloc[:0], instances).empty

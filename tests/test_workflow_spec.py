@@ -15,7 +15,7 @@ from pipelines.workflow.runner import (
     WorkflowFailed,
     run_workflow,
 )
-from pipelines.workflow.spec import load_workflow, parse_workflow
+from pipelines.workflow.spec import bundle_grid, load_workflow, parse_workflow
 from tests.test_bundle import WORKFLOWS
 
 
@@ -170,3 +170,12 @@ def test_a_matrix_of_mappings_sets_placeholders_together():
     assert [(s.name, s.argv[2], s.argv[4]) for s in w.steps] == [("ingest_10_1", "10", "90"), ("ingest_50_1", "50", "130")]
     with pytest.raises(ConfigError, match="its name does not use"):
         workflow([{"name": "i", "matrix": {"subs": [{"low": 1, "high": 2}]}, "run": ["report"]}])
+
+
+def test_shipped_sweeps_run_a_laptop_grid_here_and_a_cluster_grid_in_the_bundle():
+    path = next(p for p in WORKFLOWS if p.stem == "icdcs16_fig6")
+    assert bundle_grid(path) == "cluster"
+    laptop, cluster = load_workflow(path), load_workflow(path, bundle_grid(path))
+    designs = [s for s in cluster.steps if s.command == "design"]
+    assert (laptop.grid, len([s for s in laptop.steps if s.command == "design"])) == ("laptop", 4 * 3 * 3 * 3)
+    assert len(designs) == 4 * 3 * 6 * 5 and "10000" in designs[-1].argv[2]

@@ -349,6 +349,13 @@ class Icdcs16Data:
     def checks(self) -> list[str]:
         return checks(self.rows, self.table, self.sweeps)
 
+    def swept_instances(self) -> set[str]:
+        """Instances whose runs a sweep figure draws (so other figures may leave them out)."""
+        if self.rows.empty:
+            return set()
+        chosen = pd.concat([self.rows[spec.select(self.rows)] for spec in SWEEPS])
+        return set(chosen[S.INSTANCE])
+
 
 def gather(quality: pd.DataFrame, instances: pd.DataFrame) -> Icdcs16Data:
     """`quality`: one row per current run (`run_quality`); `instances`: the instances listed."""
