@@ -20,7 +20,7 @@ import pandas as pd
 from overlay import schema as S
 from overlay.summaries import BUDGET, BUDGET_RATIO
 from pipelines.report.workloads import (
-    DIST, GRAPH, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEED, SEEDS, SIZE, STD, WORKLOAD, spread, workload_table,
+    DIST, GRAPH, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEEDS, SIZE, STD, WORKLOAD, spread, workload_table,
 )
 
 ALGORITHMS = ("gpa", "gpm", "spidercast-m", "random-a", "random-m")
