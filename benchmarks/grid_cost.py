@@ -4,7 +4,8 @@ For each workflow file, every `design` and `compare` step of the target grid (`-
 `cluster`) gets seconds:
 
 * *measured* when the lakehouse holds its complete runs (a design's `overlay_runs.seconds`; a
-  comparison's four small-world designs plus its routing runs' `routing_runs.seconds`);
+  comparison's four small-world designs plus its routing runs' `routing_runs.seconds`: every
+  such run on the instance, so one comparison per instance is assumed);
 * otherwise *fitted*: seconds = c * subscriptions^b, fitted per command and algorithm (log-log
   least squares) on the measured steps of that workflow, where a synthetic instance's
   subscriptions are |V| x (min + max) / 2 and a sample's are its measured count. One measured
@@ -59,8 +60,8 @@ def measured(lakehouse: str) -> tuple[dict[str, float], dict[str, float], dict[s
     return designs, dict(compares), dict(zip(instances.instance, instances.subscriptions))
 
 
-def step_keys(plan) -> list[tuple[str, str, str]]:
-    """(command, model key, run id or instance) of every design and compare step."""
+def step_keys(plan) -> list[tuple[str, str, str, str]]:
+    """(command, model key, run id or instance, instance) of every design and compare step."""
     out = []
     for planned in plan.steps.values():
         args = planned.args
@@ -94,12 +95,16 @@ def expected_subscriptions(plans, stored: dict[str, int]) -> dict[str, float]:
     return out
 
 
+MIN_LOG_RANGE = 0.2  # sizes spanning less than a factor e^0.2 cannot fit an exponent
+
+
 def fit(points: list[tuple[float, float]]) -> tuple[float, float, str]:
-    """seconds = c * s^b on (subscriptions, seconds) points."""
+    """seconds = c * s^b on (subscriptions, seconds) points; with too narrow a range of sizes,
+    b = 1 (linear in the size) through the mean."""
     s = np.log([p[0] for p in points])
     t = np.log([p[1] for p in points])
-    if len(set(np.round(s, 6))) < 2:
-        return float(np.exp(t.mean() - s.mean())), 1.0, "linear (one size measured)"
+    if s.max() - s.min() < MIN_LOG_RANGE:
+        return float(np.exp(t.mean() - s.mean())), 1.0, f"linear, sizes too close to fit ({len(points)} runs)"
     b, a = np.polyfit(s, t, 1)
     return float(np.exp(a)), float(b), f"b = {b:.2f} ({len(points)} runs)"
 

@@ -30,29 +30,44 @@ def row(instance, seed, system, overhead, path, paper=(None, None)):
     }
 
 
-def test_seeds_make_one_table_per_workload_and_figure_points_by_topics():
-    instances = pd.DataFrame([zipf(f"z{t}-s{s}", t, s) for t in (1000, 10000) for s in (1, 2)])
+def tw(name, size, seed):
+    params = {"path": "/x/twitter_bofa_careers.edges.gz", "sample_bfs": size, "seed": seed, "directed": True, "reverse": True}
+    return {S.INSTANCE: name, S.SOURCE: "social", S.PARAMS: json.dumps(params), S.NODES: size, S.TOPICS: size}
+
+
+def test_seeds_make_one_table_per_sample_and_figure_points_by_topics():
+    instances = pd.DataFrame(
+        [zipf(f"z{t}-s{s}", t, s) for t in (1000, 10000) for s in (1, 2)] + [tw("tw-s1", 1000, 1), tw("tw-s3", 1000, 3)]
+    )
     rows = []
-    for topics, base in ((1000, 0.5), (10000, 0.7)):
-        for seed, shift in ((1, 0.0), (2, 0.1)):
+    for topics, base, seeds in ((1000, 0.5, ((1, 0.0), (2, 0.1))), (10000, 0.7, ((2, 0.1),))):
+        for seed, shift in seeds:
             name = f"z{topics}-s{seed}"
             rows += [
                 row(name, seed, "BeaConvey(SL, Pie)", base + shift, 0.6), row(name, seed, "Scribe(-)", 1.0, 1.0),
                 row(name, seed, "BeaConvey(S, Pie)", base + 0.2, 0.7),
-                row(name, seed, "BeaConvey(SL, Po)", base - 0.1, 0.9), row(name, seed, "BeaConvey(SL, Pa1)", base + 0.1, 0.6),
             ]
+    for name, seed, shift in (("tw-s1", 1, 0.0), ("tw-s3", 3, 0.2)):
+        rows += [
+            row(name, seed, "BeaConvey(SL, Pie)", 0.3 + shift, 0.6, paper=(0.573, 0.902)),
+            row(name, seed, "BeaConvey(S, Pie)", 0.35, 0.7), row(name, seed, "Scribe(-)", 1.0, 1.0),
+            row(name, seed, "BeaConvey(SL, Po)", 0.2, 0.9), row(name, seed, "BeaConvey(SL, Pa1)", 0.45, 0.6),
+        ]
     data = beaconvey.gather(pd.DataFrame(rows), instances)
-    table = data.tables[data.tables["workload"] == "zipf |V| = 1023, |T| = 1000, 20-20"].set_index(S.SYSTEM)
-    assert table.loc["BeaConvey(SL, Pie)", S.OVERHEAD_RATIO] == pytest.approx(0.55)
-    assert (table.loc["BeaConvey(SL, Pie)", "overhead_low"], table.loc["BeaConvey(SL, Pie)", "overhead_high"]) == (0.5, 0.6)
-    assert table.loc["BeaConvey(SL, Pie)", "seeds"] == "1,2"
+    assert set(data.tables["table"]) == {"TW 1K, 500 publications, chord fingers"}  # synthetic: figures only
+    table = data.tables.set_index(S.SYSTEM)
+    assert table.loc["BeaConvey(SL, Pie)", S.OVERHEAD_RATIO] == pytest.approx(0.4)
+    assert (table.loc["BeaConvey(SL, Pie)", "overhead_low"], table.loc["BeaConvey(SL, Pie)", "overhead_high"]) == (0.3, 0.5)
+    assert (table.loc["BeaConvey(SL, Pie)", "seeds"], table.loc["BeaConvey(SL, Pie)", S.PAPER_OVERHEAD_RATIO]) == ("1,3", 0.573)
     points = beaconvey.figure_points(data.sweeps, "Fig. 4")
     sl = points[points[S.SYSTEM] == "BeaConvey(SL, Pie)"]
-    assert sl[[S.TOPICS, "mean"]].values.tolist() == [[1000, pytest.approx(0.55)], [10000, pytest.approx(0.75)]]
+    assert sl[[S.TOPICS, "mean", "seeds"]].values.tolist() == [[1000, pytest.approx(0.55), "1,2"], [10000, pytest.approx(0.8), "2"]]
     lines = beaconvey.checks(data)
-    assert "Fig. 4 (Zipf): BeaConvey(SL, Pie)'s overhead 0.650 of Scribe(-)'s on average over |T| = 1,000, 10,000 (paper: 0.594)." in lines
-    assert any(line.startswith("Table 5, zipf |V| = 1023, |T| = 1000, 20-20: overhead Po < Pie < Pa1 on SL: holds") for line in lines)
-    assert any("BeaConvey(SL, Pie) has the least overhead of the SL/S/L/- systems: holds" in line for line in lines)
+    assert "Fig. 4 (Zipf): BeaConvey(SL, Pie)'s overhead 0.675 of Scribe(-)'s on average over |T| = 1,000, 10,000 (paper: 0.594)." in lines
+    assert "Table 5, TW 1K, 500 publications, chord fingers: overhead Po < Pie < Pa1 on SL: holds (0.200, 0.400, 0.450)." in lines
+    assert any("SL gives BeaConvey (Pie) its least overhead of the four overlay types: does not hold" in line for line in lines)
+    assert any("below Scribe(-)'s and iScribe(-)'s" in line for line in lines) is False  # no iScribe(-) row
     figure = beaconvey_figures.ratios(points, "Fig. 4")
     assert [ax.get_title() for ax in figure.axes] == ["(a) BeaConvey", "(b) Scribe", "(c) iScribe"]
-    assert beaconvey_figures.ratios(beaconvey.figure_points(data.sweeps, "Fig. 6"), "Fig. 6") is None
+    drawn = {c.get_label(): len(c.lines[0].get_xdata()) for c in figure.axes[0].containers}
+    assert drawn == {"BeaConvey(SL, Pie)": 2, "BeaConvey(S, Pie)": 2}

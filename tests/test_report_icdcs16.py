@@ -119,3 +119,23 @@ def test_no_runs_on_workloads_leave_every_part_empty():
     data = icdcs16.gather(quality, instances)
     assert data.empty and data.checks() == [] and data.swept_instances() == set()
     assert icdcs16.gather(quality.iloc[:0], instances).empty
+
+
+def test_figs_4_5_keep_1k_samples_and_a_later_instance_of_a_seed_replaces_an_earlier_one():
+    instances = pd.DataFrame([
+        {**social("fb-1k", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-26")},  # older, same workload and seed
+        {**social("fb-1k-s1", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+        {**social("fb-1k-s2", FB, 1000, 2), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+        {**social("db-10k-s1", DOUBAN, 10000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+    ])
+    runs = [
+        run("fb-1k", "gpm", 0.10, ratio=0.2, seed=1), run("fb-1k-s1", "gpm", 0.90, ratio=0.2, seed=1),
+        run("fb-1k-s2", "gpm", 0.80, ratio=0.2, seed=2), run("fb-1k-s2", "gpm", 0.70, ratio=0.1, seed=2),
+        run("db-10k-s1", "gpm", 0.95, ratio=0.2, seed=1),
+    ]
+    data = icdcs16.gather(*frames(instances, runs))
+    points = data.sweeps["Figs. 4-5"]
+    assert points[[icdcs16.PANEL, icdcs16.X, icdcs16.MEAN, icdcs16.SEEDS]].values.tolist() == [
+        ["FB 1K", 0.1, 0.70, "2"], ["FB 1K", 0.2, pytest.approx(0.85), "1,2"],
+    ]
+    assert data.table[[icdcs16.WORKLOAD, icdcs16.SEEDS]].values.tolist() == [["FB 1K", "1,2"], ["Douban 10K", "1"]]

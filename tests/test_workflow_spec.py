@@ -93,8 +93,11 @@ def test_grids_set_how_far_a_sweep_goes():
         ({"grids": {"a": {"seed": [1]}}}, None, "takes 'nodes' from the grid, which does not give (it gives seed)"),
         ({"grids": {"a": {"nodes": []}}}, None, "grid 'a' gives 'nodes' no values"),
         ({"grids": {"a": {"nodes": [1]}}, "databricks": {"grid": "b"}}, None, "databricks.grid names b"),
+        ({"grids": {"a": {"nodes": [1], "seed": [1]}, "b": {"nodes": [1], "seed": [2]}}}, None,
+         "the grids give 'seed', which no step's matrix takes from the grid"),
+        ({"grids": {"a": {"nodes": [1]}, "b": {"nodes": [1, 1]}}}, None, "w.yaml (grid b): two steps are named 'i_1'"),
     ],
-    ids=["no-grids", "unknown-grid", "different-keys", "missing-key", "empty", "bundle-grid"],
+    ids=["no-grids", "unknown-grid", "different-keys", "missing-key", "empty", "bundle-grid", "unused-key", "other-grid"],
 )
 def test_bad_grids_are_clear_errors(extra, grid, fragment):
     steps = [{"name": "i_${nodes}", "matrix": {"nodes": "grid"}, "run": ["report", "--out", "${nodes}"]}]
@@ -168,8 +171,18 @@ def test_a_matrix_of_mappings_sets_placeholders_together():
         "run": ["ingest", "--min-subs", "${low}", "--max-subs", "${high}"],
     }])
     assert [(s.name, s.argv[2], s.argv[4]) for s in w.steps] == [("ingest_10_1", "10", "90"), ("ingest_50_1", "50", "130")]
-    with pytest.raises(ConfigError, match="its name does not use"):
+    with pytest.raises(ConfigError, match=r"its name does not use \$\{high\} or \$\{low\}"):
         workflow([{"name": "i", "matrix": {"subs": [{"low": 1, "high": 2}]}, "run": ["report"]}])
+    for matrix, parameters, fragment in (
+        ({"subs": [{"low": 1, "high": 2}, {"low": 3}]}, {}, "mappings that do not all set the same placeholders"),
+        ({"subs": [{}]}, {}, "mappings that do not all set the same placeholders"),
+        ({"subs": [{"low": 1}, 5]}, {}, "Input should be a valid dictionary"),
+        ({"subs": [{"low": 1, "seed": 2}], "seed": [1]}, {}, "matrix 'seed' sets ${seed}, as matrix 'subs' does"),
+        ({"subs": [{"low": 1}]}, {"low": 3}, "matrix 'subs' sets ${low}, as a parameter does"),
+    ):
+        with pytest.raises(ConfigError, match="w.yaml") as error:
+            workflow([{"name": "i_${low}", "matrix": matrix, "run": ["report"]}], parameters)
+        assert fragment in str(error.value)
 
 
 def test_shipped_sweeps_run_a_laptop_grid_here_and_a_cluster_grid_in_the_bundle():

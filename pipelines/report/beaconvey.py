@@ -15,24 +15,29 @@ import pandas as pd
 
 from overlay import schema as S
 from pipelines.compare import OVERLAY_TYPES, SYSTEMS, system_name
-from pipelines.report.workloads import DIST, HIGH, LOW, MEAN, SEEDS, WORKLOAD, spread, workload_table
+from pipelines.report.workloads import (
+    DIST, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEEDS, WORKLOAD, one_per_seed, spread, workload_table,
+)
 
 PUBLICATIONS, BASELINE = "publications", "long_baseline"
 METRICS = {  # our column, the paper's column, how the report names it
     S.OVERHEAD_RATIO: (S.PAPER_OVERHEAD_RATIO, "overhead ratio"),
     S.PATH_RATIO: (S.PAPER_PATH_RATIO, "avg path ratio"),
 }
+TABLE = "table"  # a workload with the comparison's publications and long baseline
 TABLE_COLUMNS = (
-    WORKLOAD, S.SYSTEM, S.TCO_SUPPORT, S.OVERHEAD_RATIO, "overhead_low", "overhead_high", S.PAPER_OVERHEAD_RATIO,
+    TABLE, WORKLOAD, S.SYSTEM, S.TCO_SUPPORT, S.OVERHEAD_RATIO, "overhead_low", "overhead_high", S.PAPER_OVERHEAD_RATIO,
     S.PATH_RATIO, "path_low", "path_high", S.PAPER_PATH_RATIO, S.AVG_PATH_LENGTH, SEEDS,
 )
-SWEEP_NODES = 1023  # Figs. 4-7: |V| = 1,023, |T| from 1,000 to 10,000
+SWEEP_NODES, SWEEP_SUBSCRIPTIONS = 1023, 20  # Figs. 4-7: |V| = 1,023, 20 topics each, |T| from 1,000 to 10,000
 FIGURES = {  # figure -> (distribution, metric)
     "Fig. 4": ("zipf", S.OVERHEAD_RATIO), "Fig. 5": ("zipf", S.PATH_RATIO),
     "Fig. 6": ("unif", S.OVERHEAD_RATIO), "Fig. 7": ("unif", S.PATH_RATIO),
 }
 FAMILIES = (("BeaConvey", "pie"), ("Scribe", "scribe"), ("iScribe", "iscribe"))  # a figure's panels (a)-(c)
-SWEEP_COLUMNS = (DIST, S.TOPICS, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL, "metric", MEAN, LOW, HIGH, SEEDS)
+SWEEP_COLUMNS = (
+    DIST, PUBLICATIONS, BASELINE, S.TOPICS, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL, "metric", MEAN, LOW, HIGH, SEEDS,
+)
 
 
 def comparison_settings(comparison_id: str) -> tuple[int, str]:
@@ -67,10 +72,15 @@ def gather(comparisons: pd.DataFrame, instances: pd.DataFrame) -> BeaConveyData:
 
 
 def _tables(rows: pd.DataFrame) -> pd.DataFrame:
+    """Tables 3-5 on the BFS samples (the synthetic workloads are Figs. 4-7's)."""
+    rows = rows[rows[KIND] == "social"]
+    if rows.empty:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
     keys = [WORKLOAD, PUBLICATIONS, BASELINE, S.SYSTEM]
-    overhead = spread(rows, keys, S.OVERHEAD_RATIO, order=S.COMPUTED_AT)
-    path = spread(rows, keys, S.PATH_RATIO, order=S.COMPUTED_AT)
-    others = rows.sort_values(S.COMPUTED_AT).groupby(keys).agg(
+    order = [S.CREATED_AT, S.COMPUTED_AT]
+    overhead = spread(rows, keys, S.OVERHEAD_RATIO, order=order)
+    path = spread(rows, keys, S.PATH_RATIO, order=order)
+    others = one_per_seed(rows, keys, order).groupby(keys).agg(
         tco_support=(S.TCO_SUPPORT, "mean"), avg_path_length=(S.AVG_PATH_LENGTH, "mean"),
         paper_overhead_ratio=(S.PAPER_OVERHEAD_RATIO, "last"), paper_path_ratio=(S.PAPER_PATH_RATIO, "last"),
     ).reset_index()
@@ -79,25 +89,40 @@ def _tables(rows: pd.DataFrame) -> pd.DataFrame:
         on=keys,
     ).merge(others, on=keys)
     table = table.rename(columns={"tco_support": S.TCO_SUPPORT, "avg_path_length": S.AVG_PATH_LENGTH})
+    table[TABLE] = [
+        f"{w}, {p:,} publications, {b} fingers" for w, p, b in zip(table[WORKLOAD], table[PUBLICATIONS], table[BASELINE])
+    ]
     order = {system_name(*s): i for i, s in enumerate(SYSTEMS)}
     table["_order"] = table[S.SYSTEM].map(order)
     return table.sort_values([WORKLOAD, PUBLICATIONS, BASELINE, "_order"])[list(TABLE_COLUMNS)].reset_index(drop=True)
 
 
 def _sweeps(rows: pd.DataFrame) -> pd.DataFrame:
-    chosen = rows[(rows[S.NODES] == SWEEP_NODES) & rows[DIST].isin(("zipf", "unif"))]
+    chosen = rows[
+        (rows[KIND] == "synthetic") & (rows[S.NODES] == SWEEP_NODES) & rows[DIST].isin(("zipf", "unif"))
+        & (rows[MIN_SUBS] == SWEEP_SUBSCRIPTIONS) & (rows[MAX_SUBS] == SWEEP_SUBSCRIPTIONS)
+    ]
     if chosen.empty:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
+    keys = [DIST, PUBLICATIONS, BASELINE, S.TOPICS, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL]
     parts = []
     for metric in METRICS:
-        points = spread(chosen, [DIST, S.TOPICS, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL], metric, order=S.COMPUTED_AT)
+        points = spread(chosen, keys, metric, order=[S.CREATED_AT, S.COMPUTED_AT])
         parts.append(points.assign(metric=metric))
-    return pd.concat(parts)[list(SWEEP_COLUMNS)].sort_values([DIST, "metric", S.SYSTEM, S.TOPICS]).reset_index(drop=True)
+    return pd.concat(parts)[list(SWEEP_COLUMNS)].sort_values(
+        [DIST, "metric", PUBLICATIONS, BASELINE, S.SYSTEM, S.TOPICS],
+    ).reset_index(drop=True)
 
 
 def figure_points(sweeps: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """One figure's points: its distribution and metric, at the publications and long baseline
+    with the most points (a figure draws one workload setting)."""
     dist, metric = FIGURES[figure]
-    return sweeps[(sweeps[DIST] == dist) & (sweeps["metric"] == metric)]
+    points = sweeps[(sweeps[DIST] == dist) & (sweeps["metric"] == metric)]
+    if points.empty:
+        return points
+    setting = points.groupby([PUBLICATIONS, BASELINE]).size().sort_values(kind="stable").index[-1]
+    return points[(points[PUBLICATIONS] == setting[0]) & (points[BASELINE] == setting[1])]
 
 
 def _mean(points: pd.DataFrame, system: str, topics: int | None = None) -> pd.Series:
@@ -113,18 +138,21 @@ PAPER_MARKS = {"Fig. 6": [("BeaConvey(SL, Pie)", 10000, 0.379)]}  # (system, |T|
 def checks(data: BeaConveyData) -> list[str]:
     """The paper's claims beside ours, for the points that exist."""
     lines = []
-    for workload, rows in data.tables.groupby(WORKLOAD):
+    for workload, rows in data.tables.groupby(TABLE):
         by = rows.set_index(S.SYSTEM)
-        pie = [system_name("BeaConvey", o, "pie") for o in OVERLAY_TYPES] + [
-            system_name(f, o, p) for f, p in (("iScribe", "iscribe"), ("Scribe", "scribe")) for o in OVERLAY_TYPES
-        ]
-        pie = [s for s in pie if s in by.index]
-        if "BeaConvey(SL, Pie)" in by.index and len(pie) > 1:
-            least = by.loc[pie, S.OVERHEAD_RATIO].idxmin() == "BeaConvey(SL, Pie)"
+        family = [s for s in (system_name("BeaConvey", o, "pie") for o in OVERLAY_TYPES) if s in by.index]
+        if "BeaConvey(SL, Pie)" in by.index and len(family) > 1:
+            least = by.loc[family, S.OVERHEAD_RATIO].idxmin() == "BeaConvey(SL, Pie)"
             lines.append(
-                f"Tables 3-4, {workload}: BeaConvey(SL, Pie) has the least overhead of the SL/S/L/- systems: "
-                f"{'holds' if least else 'does not hold'} ({by.loc['BeaConvey(SL, Pie)', S.OVERHEAD_RATIO]:.3f} of "
-                f"Scribe(-)'s over seeds {by.loc['BeaConvey(SL, Pie)', SEEDS]})."
+                f"Tables 3-4, {workload}: SL gives BeaConvey (Pie) its least overhead of the four overlay types: "
+                f"{'holds' if least else 'does not hold'} ({', '.join(f'{s} {v:.3f}' for s, v in by.loc[family, S.OVERHEAD_RATIO].items())}; "
+                f"seeds {by.loc['BeaConvey(SL, Pie)', SEEDS]})."
+            )
+        if {"BeaConvey(SL, Pie)", "iScribe(-)"} <= set(by.index):
+            below = by.loc["BeaConvey(SL, Pie)", S.OVERHEAD_RATIO] < min(1.0, by.loc["iScribe(-)", S.OVERHEAD_RATIO])
+            lines.append(
+                f"Tables 3-4, {workload}: BeaConvey(SL, Pie)'s overhead below Scribe(-)'s and iScribe(-)'s: "
+                f"{'holds' if below else 'does not hold'}."
             )
         routings = ["BeaConvey(SL, Po)", "BeaConvey(SL, Pie)", "BeaConvey(SL, Pa1)"]
         if all(s in by.index for s in routings):
@@ -174,9 +202,10 @@ def checks(data: BeaConveyData) -> list[str]:
 
 
 def table_rows(tables: pd.DataFrame) -> dict[str, list[dict]]:
-    """Per workload, Tables 3-5 as markdown-ready rows: 'mean [low-high]' cells."""
+    """Per table (workload, publications, long baseline), Tables 3-5 as markdown-ready rows:
+    'mean [low-high]' cells."""
     out = {}
-    for workload, rows in tables.groupby(WORKLOAD):
+    for workload, rows in tables.groupby(TABLE):
         out[workload] = [
             {
                 "system": r[S.SYSTEM], "TcoSuppR": round(float(r[S.TCO_SUPPORT]), 3) if pd.notna(r[S.TCO_SUPPORT]) else None,

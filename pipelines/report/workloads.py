@@ -15,6 +15,7 @@ from overlay import schema as S
 GRAPHS = {  # a graph file's stem -> its short name
     "facebook_combined": "FB", "twitter_bofa_careers": "TW", "soc-douban": "Douban", "soc-Slashdot0902": "Slashdot",
 }
+ORIENTATIONS = {"FB": (False, False), "TW": (True, True), "Douban": (False, False), "Slashdot": (True, False)}
 WORKLOAD = "workload"
 KIND = "kind"  # social or synthetic
 GRAPH = "graph"
@@ -23,7 +24,7 @@ SIZE = "size"  # a sample's BFS size
 MIN_SUBS, MAX_SUBS = "min_subs", "max_subs"
 SEED = "seed"
 MEAN, LOW, HIGH, STD, SEEDS = "mean", "low", "high", "std", "seeds"
-COLUMNS = (S.INSTANCE, WORKLOAD, KIND, GRAPH, DIST, S.NODES, S.TOPICS, MIN_SUBS, MAX_SUBS, SEED, SIZE)
+COLUMNS = (S.INSTANCE, WORKLOAD, KIND, GRAPH, DIST, S.NODES, S.TOPICS, MIN_SUBS, MAX_SUBS, SEED, SIZE, S.CREATED_AT)
 
 
 def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | None:
@@ -41,6 +42,9 @@ def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | Non
         graph = GRAPHS.get(stem, stem)
         size = int(p["sample_bfs"])
         label = f"{size // 1000}K" if size % 1000 == 0 else f"{size:,}"
+        orientation = (bool(p.get("directed")), bool(p.get("reverse")))
+        if orientation != ORIENTATIONS.get(graph, orientation):  # read otherwise than the graph's own way
+            label += " (directed, reversed)" if orientation[1] else " (directed)" if orientation[0] else " (undirected)"
         return {
             KIND: "social", GRAPH: graph, S.NODES: nodes, S.TOPICS: topics, SEED: int(p["seed"]), SIZE: size,
             WORKLOAD: f"{graph} {label}",
@@ -49,28 +53,37 @@ def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | Non
 
 
 def workload_table(instances: pd.DataFrame) -> pd.DataFrame:
-    """One row per listed instance that is a workload: `COLUMNS`."""
+    """One row per listed instance that is a workload: `COLUMNS` (`created_at` when listed)."""
     rows = []
-    for instance, params, source, nodes, topics in zip(
-        instances[S.INSTANCE], instances[S.PARAMS], instances[S.SOURCE], instances[S.NODES], instances[S.TOPICS],
+    created = instances[S.CREATED_AT] if S.CREATED_AT in instances else [pd.NaT] * len(instances)
+    for instance, params, source, nodes, topics, at in zip(
+        instances[S.INSTANCE], instances[S.PARAMS], instances[S.SOURCE], instances[S.NODES], instances[S.TOPICS], created,
     ):
         workload = workload_of(params, source, nodes, topics)
         if workload is not None:
-            rows.append({S.INSTANCE: instance, **workload})
+            rows.append({S.INSTANCE: instance, **workload, S.CREATED_AT: at})
     return pd.DataFrame(rows).reindex(columns=list(COLUMNS))
 
 
-def spread(rows: pd.DataFrame, keys: list[str], value: str, order: str = S.RUN_ID) -> pd.DataFrame:
+def one_per_seed(rows: pd.DataFrame, keys: list[str], order: list[str]) -> pd.DataFrame:
+    """Per `keys` and seed, the row last in `order` (a later instance of the same workload and
+    seed, or a later run, replaces an earlier one)."""
+    return rows.sort_values(order, na_position="first").groupby([*keys, SEED], dropna=False).tail(1)
+
+
+def spread(rows: pd.DataFrame, keys: list[str], value: str, order: list[str] | None = None) -> pd.DataFrame:
     """Per `keys`: `value`'s mean, lowest, highest and standard deviation over the seeds (each seed
-    counted once: its row last in `order`), the seeds, and the mean links when rows have them."""
+    counted once: `one_per_seed` in `order`, by default the instance's creation then the run id),
+    the seeds, and the mean links when rows have them."""
     extra = ["links"] if S.EDGES in rows else []
     if rows.empty:
         return pd.DataFrame(columns=[*keys, MEAN, LOW, HIGH, STD, SEEDS, *extra])
-    latest = rows.sort_values(order).groupby([*keys, SEED], dropna=False).tail(1)
-    grouped = latest.groupby(keys, dropna=False)
-    columns = {MEAN: (value, "mean"), LOW: (value, "min"), HIGH: (value, "max"), STD: (value, "std")}
+    order = order or [c for c in (S.CREATED_AT, S.RUN_ID) if c in rows]
+    latest = one_per_seed(rows, keys, order)
+    columns = {
+        MEAN: (value, "mean"), LOW: (value, "min"), HIGH: (value, "max"), STD: (value, "std"),
+        SEEDS: (SEED, lambda s: ",".join(str(int(v)) for v in sorted(s))),
+    }
     if extra:
         columns["links"] = (S.EDGES, "mean")
-    out = grouped.agg(**columns).reset_index()
-    out[SEEDS] = grouped[SEED].apply(lambda s: ",".join(str(int(v)) for v in sorted(s))).reset_index(drop=True)
-    return out
+    return latest.groupby(keys, dropna=False).agg(**columns).reset_index()

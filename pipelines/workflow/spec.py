@@ -183,8 +183,9 @@ def _grid(spec: WorkflowSpec, name: str | None, source: str) -> dict[str, list[S
     return spec.grids[chosen]
 
 
-def _matrix(spec: StepSpec, grid: dict[str, list[Scalar]], source: str) -> dict[str, list[Scalar]]:
-    """The step's matrix with `grid` values filled in from the chosen grid."""
+def _matrix(spec: StepSpec, grid: dict[str, list[Scalar]], source: str, parameters: set[str]) -> dict[str, list]:
+    """The step's matrix with `grid` values filled in from the chosen grid; a key's mappings must
+    all set the same placeholders, none of them another key's or a parameter."""
     matrix = {}
     for key, values in spec.matrix.items():
         if values == "grid":
@@ -195,6 +196,20 @@ def _matrix(spec: StepSpec, grid: dict[str, list[Scalar]], source: str) -> dict[
                 )
             values = grid[key]
         matrix[key] = values
+    taken: dict[str, str] = {}
+    for key, values in matrix.items():
+        mappings = [v for v in values if isinstance(v, dict)]
+        if mappings and (len(mappings) < len(values) or not mappings[0]
+                         or any(set(m) != set(mappings[0]) for m in mappings)):
+            raise ConfigError(
+                f"{source}: step '{spec.name}': matrix '{key}' mixes values, or mappings that do not all set the "
+                "same placeholders"
+            )
+        for name in _names(key, values):
+            clash = taken.get(name) or ("a parameter" if name in parameters else None)
+            if clash:
+                raise ConfigError(f"{source}: step '{spec.name}': matrix '{key}' sets ${{{name}}}, as {clash} does")
+            taken[name] = f"matrix '{key}'"
     return matrix
 
 
@@ -203,16 +218,15 @@ def _names(key: str, values: list) -> list[str]:
     return sorted({k for v in values for k in v}) if isinstance(values[0], dict) else [key]
 
 
-def _expand(spec: StepSpec, source: str, grid: dict[str, list[Scalar]]) -> list[Step]:
-    matrix = _matrix(spec, grid, source)
+def _expand(spec: StepSpec, source: str, grid: dict[str, list[Scalar]], parameters: set[str]) -> list[Step]:
+    matrix = _matrix(spec, grid, source, parameters)
     keys = list(matrix)
-    missing = [
-        _names(k, matrix[k])[0] for k in keys if not any(f"${{{n}}}" in spec.name for n in _names(k, matrix[k]))
-    ]
+    missing = [k for k in keys if not any(f"${{{n}}}" in spec.name for n in _names(k, matrix[k]))]
     if missing:
+        uses = " or ".join(f"${{{n}}}" for n in _names(missing[0], matrix[missing[0]]))
         raise ConfigError(
             f"{source}: step '{spec.name}' has a matrix over {', '.join(missing)} but its name does not "
-            f"use ${{{missing[0]}}}: every expanded step needs a distinct name"
+            f"use {uses}: every expanded step needs a distinct name"
         )
     steps = []
     for combination in itertools.product(*(matrix[k] for k in keys)):
@@ -256,7 +270,8 @@ def _order(steps: list[Step], groups: dict[str, list[str]], source: str) -> tupl
 
 
 def parse_workflow(data: object, source: str, grid: str | None = None) -> Workflow:
-    """The workflow in `data`, its matrix steps expanded over `grid` (None: the first grid)."""
+    """The workflow in `data`, its matrix steps expanded over `grid` (None: the first grid). Every
+    grid is expanded and checked, so an error in the cluster's grid shows here too."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with name, description and steps")
     try:
@@ -265,10 +280,34 @@ def parse_workflow(data: object, source: str, grid: str | None = None) -> Workfl
         problems = [f"'{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in error.errors()]
         raise ConfigError(f"invalid workflow {source}:\n  - " + "\n  - ".join(problems)) from None
     chosen = _grid(spec, grid, source)
+    steps, groups = _build(spec, chosen, source)
+    for other in spec.grids:
+        if other != (grid or next(iter(spec.grids))):
+            _build(spec, _grid(spec, other, source), f"{source} (grid {other})")
+    used = {k for step in spec.steps for k, v in step.matrix.items() if v == "grid"}
+    unused = sorted(set(next(iter(spec.grids.values()), {})) - used)
+    if unused:
+        raise ConfigError(f"{source}: the grids give '{unused[0]}', which no step's matrix takes from the grid")
+    parameters = {k: _text(v) for k, v in spec.parameters.items()}
+    unknown = sorted(set(spec.databricks.parameters) - set(parameters))
+    if unknown:
+        raise ConfigError(f"{source}: databricks.parameters names {unknown[0]}, which is not a parameter")
+    if spec.databricks.grid is not None and spec.databricks.grid not in spec.grids:
+        raise ConfigError(f"{source}: databricks.grid names {spec.databricks.grid}, which is not a grid")
+    names = tuple(spec.grids)
+    return Workflow(
+        spec.name, spec.description, spec.schedule, parameters, _order(steps, groups, source), source,
+        dict(spec.databricks.parameters), (grid or names[0]) if names else None, names,
+    )
+
+
+def _build(spec: WorkflowSpec, chosen: dict, source: str) -> tuple[list[Step], dict[str, list[str]]]:
+    """The steps of one grid, checked: names, commands, placeholders, order (`source` names the
+    file, and the grid when it is not the chosen one)."""
     steps: list[Step] = []
     groups: dict[str, list[str]] = {}
     for step_spec in spec.steps:
-        expanded = _expand(step_spec, source, chosen)
+        expanded = _expand(step_spec, source, chosen, set(spec.parameters))
         if step_spec.matrix:
             groups[step_spec.name] = [s.name for s in expanded]
         steps.extend(expanded)
@@ -286,17 +325,8 @@ def parse_workflow(data: object, source: str, grid: str | None = None) -> Workfl
         unknown = sorted(step.placeholders() - set(spec.parameters))
         if unknown:
             raise ConfigError(f"{source}: step '{step.name}' uses ${{{unknown[0]}}}, which is not a parameter")
-    parameters = {k: _text(v) for k, v in spec.parameters.items()}
-    unknown = sorted(set(spec.databricks.parameters) - set(parameters))
-    if unknown:
-        raise ConfigError(f"{source}: databricks.parameters names {unknown[0]}, which is not a parameter")
-    if spec.databricks.grid is not None and spec.databricks.grid not in spec.grids:
-        raise ConfigError(f"{source}: databricks.grid names {spec.databricks.grid}, which is not a grid")
-    names = tuple(spec.grids)
-    return Workflow(
-        spec.name, spec.description, spec.schedule, parameters, _order(steps, groups, source), source,
-        dict(spec.databricks.parameters), (grid or names[0]) if names else None, names,
-    )
+    _order(steps, groups, source)
+    return steps, groups
 
 
 def load_workflow(path: str | Path, grid: str | None = None) -> Workflow:
