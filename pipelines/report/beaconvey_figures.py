@@ -4,6 +4,7 @@ lowest to the highest seed, and the paper's values from its text as open diamond
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -35,7 +36,7 @@ def ratios(points: pd.DataFrame, figure_name: str) -> Figure | None:
             if line.empty:
                 continue
             ax.errorbar(
-                line[S.TOPICS], line[MEAN], yerr=[line[MEAN] - line[LOW], line[HIGH] - line[MEAN]],
+                line[S.TOPICS], line[MEAN], yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
                 marker=MARKERS[i], capsize=3, label=name,
             )
             for system, topics, value in marks:

@@ -221,12 +221,17 @@ def _ranked(points: pd.DataFrame, panel: str) -> str | None:
     if sub.empty:
         return None
 
-    def ordered(r: pd.Series) -> bool:
-        return all(r[a] >= r[b] - 1e-9 for a, b in zip(RANK[:-2], RANK[1:-1])) and r[RANK[-2]] > r[RANK[-1]]
+    def broken(x: float, r: pd.Series) -> str | None:
+        """The first pair out of the paper's order at x, as text."""
+        for i, (a, b) in enumerate(zip(RANK, RANK[1:])):
+            last = i == len(RANK) - 2
+            if (r[a] <= r[b]) if last else (r[a] < r[b] - 1e-9):
+                return f"{x:g}: {NAMES[a]} {r[a]:.3f} {'<=' if last else '<'} {NAMES[b]} {r[b]:.3f}"
+        return None
 
-    failing = [f"{x:g}" for x, r in sub.iterrows() if not ordered(r)]
+    failing = [text for x, r in sub.iterrows() if (text := broken(x, r))]
     names = " >= ".join(NAMES[a] for a in RANK[:-1]) + f" > {NAMES[RANK[-1]]}"
-    verdict = f"does not hold (not at {', '.join(failing)})" if failing else "holds"
+    verdict = f"does not hold (at {'; '.join(failing)})" if failing else "holds"
     return f"{names} at every point ({len(sub)}): {verdict}"
 
 

@@ -4,11 +4,13 @@ distribution, and the paper's values from its text as open diamonds."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from overlay import schema as S
 from pipelines.report.figures import MARKERS, _grid
+from overlay.summaries import BUDGET_RATIO
 from pipelines.report.icdcs16 import ALGORITHMS, HIGH, LOW, MEAN, NAMES, PANEL, X, Sweep
 
 COLOURS = {"gpa": "tab:blue", "gpm": "tab:orange", "spidercast-m": "tab:green", "random-a": "tab:purple", "random-m": "tab:red"}
@@ -25,7 +27,7 @@ def sweep(points: pd.DataFrame, spec: Sweep, marks: list[tuple[str, float, str, 
         for algorithm in [a for a in ALGORITHMS if a in set(rows[S.ALGORITHM])]:
             line = rows[rows[S.ALGORITHM] == algorithm].sort_values(X)
             ax.errorbar(
-                line[X], line[MEAN], yerr=[line[MEAN] - line[LOW], line[HIGH] - line[MEAN]],
+                line[X], line[MEAN], yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
                 marker=MARKERS[ALGORITHMS.index(algorithm)], color=COLOURS[algorithm], capsize=3,
                 label=NAMES[algorithm],
             )
@@ -35,11 +37,13 @@ def sweep(points: pd.DataFrame, spec: Sweep, marks: list[tuple[str, float, str, 
                 [x], [value], linestyle="none", marker="D", markersize=9, markerfacecolor="none",
                 markeredgecolor=COLOURS.get(algorithm, "black"), label="paper (text)" if i == 0 else None,
             )
+        if spec.x == BUDGET_RATIO:  # the paper's ratios run from 0.05 to 0.5
+            ax.set_xlim(0, max(0.55, float(rows[X].max()) * 1.1))
         ax.set_title(panel)
         ax.set_xlabel(spec.xlabel)
         ax.set_ylabel("TcoSuppR (mean; bars: lowest to highest seed)")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="best", fontsize="small")
     figure.suptitle(f"ICDCS'16 {spec.figure}: {spec.title}")
     return figure
