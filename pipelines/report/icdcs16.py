@@ -254,88 +254,105 @@ def _trend(values: pd.Series) -> str:
 def checks(rows: pd.DataFrame, table: pd.DataFrame, sweeps: dict[str, pd.DataFrame]) -> list[str]:
     """The paper's claims beside ours, as sentences ('holds' or 'does not hold'), for the points
     that exist. `rows`: `runs`; `table`: `table1`; `sweeps`: each sweep's points by figure."""
-    lines = []
     columns = dict(zip(rows[WORKLOAD], rows[PAPER_COLUMN])) if not rows.empty else {}
-    if not table.empty:
-        for workload, cells in table.groupby(WORKLOAD, sort=False):
-            points = cells.assign(**{PANEL: workload, X: TABLE1_RATIO})
-            ranked = _ranked(points, workload)
-            if ranked:
-                lines.append(f"Table I, {workload}: {ranked}.")
-        by_column = table.dropna(subset=[PAPER_COLUMN]).drop_duplicates([PAPER_COLUMN, S.ALGORITHM])
-        gpm = by_column[by_column[S.ALGORITHM] == "gpm"].set_index(PAPER_COLUMN)
-        random_m = by_column[by_column[S.ALGORITHM] == "random-m"].set_index(PAPER_COLUMN)
-        if {"FB1K", "FB10K"} <= set(gpm.index):
-            small, large = gpm.loc["FB1K"], gpm.loc["FB10K"]
-            lines.append(
-                f"Table I: GPM's TcoSuppR from {small[WORKLOAD]} to {large[WORKLOAD]}: {small[MEAN]:.3f} to "
-                f"{large[MEAN]:.3f} ({'grows' if large[MEAN] > small[MEAN] else 'does not grow'}; paper FB 1K to "
-                f"FB 10K: 0.951 to 0.974)."
-            )
-            if {"FB1K", "FB10K"} <= set(random_m.index):
-                before = small[MEAN] - random_m.loc["FB1K"][MEAN]
-                after = large[MEAN] - random_m.loc["FB10K"][MEAN]
-                lines.append(
-                    f"Table I: GPM - RandomM from {small[WORKLOAD]} to {large[WORKLOAD]}: {before:.3f} to {after:.3f} "
-                    f"({'widens' if after > before else 'does not widen'}; paper: 0.585 to 0.914)."
-                )
-    budget = sweeps.get("Figs. 4-5", pd.DataFrame())
-    for workload in sorted(budget[PANEL].unique()) if not budget.empty else []:
-        ranked = _ranked(budget, workload)
+    lines = _table1_checks(table) if not table.empty else []
+    for figure, check in FIGURE_CHECKS.items():
+        points = sweeps.get(figure, pd.DataFrame())
+        for panel in sorted(points[PANEL].unique()) if not points.empty else []:
+            lines += check(points, panel, columns)
+    return lines
+
+
+def _table1_checks(table: pd.DataFrame) -> list[str]:
+    lines = []
+    for workload, cells in table.groupby(WORKLOAD, sort=False):
+        ranked = _ranked(cells.assign(**{PANEL: workload, X: TABLE1_RATIO}), workload)
         if ranked:
-            lines.append(f"Figs. 4-5, {workload}: {ranked}.")
-        gap = _gap(budget, workload, "gpm", "spidercast-m")
-        column = columns.get(workload)
-        if len(gap) and column in FIG45_GPM_OVER_SPIDERCAST:
+            lines.append(f"Table I, {workload}: {ranked}.")
+    by_column = table.dropna(subset=[PAPER_COLUMN]).drop_duplicates([PAPER_COLUMN, S.ALGORITHM])
+    gpm = by_column[by_column[S.ALGORITHM] == "gpm"].set_index(PAPER_COLUMN)
+    random_m = by_column[by_column[S.ALGORITHM] == "random-m"].set_index(PAPER_COLUMN)
+    if not {"FB1K", "FB10K"} <= set(gpm.index):
+        return lines
+    small, large = gpm.loc["FB1K"], gpm.loc["FB10K"]
+    lines.append(
+        f"Table I: GPM's TcoSuppR from {small[WORKLOAD]} to {large[WORKLOAD]}: {small[MEAN]:.3f} to "
+        f"{large[MEAN]:.3f} ({'grows' if large[MEAN] > small[MEAN] else 'does not grow'}; paper FB 1K to "
+        "FB 10K: 0.951 to 0.974)."
+    )
+    if {"FB1K", "FB10K"} <= set(random_m.index):
+        before, after = small[MEAN] - random_m.loc["FB1K"][MEAN], large[MEAN] - random_m.loc["FB10K"][MEAN]
+        lines.append(
+            f"Table I: GPM - RandomM from {small[WORKLOAD]} to {large[WORKLOAD]}: {before:.3f} to {after:.3f} "
+            f"({'widens' if after > before else 'does not widen'}; paper: 0.585 to 0.914)."
+        )
+    return lines
+
+
+def _budget_checks(figure: str) -> Callable[[pd.DataFrame, str, dict], list[str]]:
+    """Figs. 4-5 and 9: the paper's order at every ratio, and (Figs. 4-5) GPM's lead on SpiderCastM."""
+
+    def check(points: pd.DataFrame, panel: str, columns: dict) -> list[str]:
+        ranked = _ranked(points, panel)
+        lines = [f"{figure}, {panel}: {ranked}."] if ranked else []
+        gap = _gap(points, panel, "gpm", "spidercast-m")
+        column = columns.get(panel)
+        if figure == "Figs. 4-5" and len(gap) and column in FIG45_GPM_OVER_SPIDERCAST:
             lines.append(
-                f"Figs. 4-5, {workload}: GPM - SpiderCastM {gap.mean():.3f} on average over {len(gap)} ratios "
+                f"{figure}, {panel}: GPM - SpiderCastM {gap.mean():.3f} on average over {len(gap)} ratios "
                 f"(paper {column}: {FIG45_GPM_OVER_SPIDERCAST[column]:.3f})."
             )
-    nodes = sweeps.get("Fig. 6", pd.DataFrame())
-    for dist in sorted(nodes[PANEL].unique()) if not nodes.empty else []:
-        gpm = nodes[(nodes[PANEL] == dist) & (nodes[S.ALGORITHM] == "gpm")].set_index(X)[MEAN]
-        gap = _gap(nodes, dist, "gpm", "random-m")
-        parts = [f"Fig. 6, {dist}: GPM's TcoSuppR {_trend(gpm)} with |V| ({', '.join(f'{v:.3f}' for v in gpm)})"]
-        if len(gpm) and gpm.index.max() == 10000 and dist in FIG6_GPM_AT_10K:
-            parts.append(f"{gpm.loc[10000]:.3f} at 10,000 (paper {FIG6_GPM_AT_10K[dist]:.3f})")
-        if len(gap) and dist in FIG6_GAP:
-            parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG6_GAP[dist]:.3f})")
-        ranked = _ranked(nodes, dist)
-        lines.append("; ".join(parts) + (f"; {ranked}" if ranked else "") + ".")
-    topics = sweeps.get("Fig. 7", pd.DataFrame())
-    for dist in sorted(topics[PANEL].unique()) if not topics.empty else []:
-        rows = topics[topics[PANEL] == dist]
-        trends = {NAMES[a]: _trend(g.set_index(X)[MEAN]) for a, g in rows.groupby(S.ALGORITHM)}
-        falls = all(t == "falls" for t in trends.values())
-        gpm = rows[rows[S.ALGORITHM] == "gpm"].set_index(X)[MEAN]
-        gap = _gap(topics, dist, "gpm", "random-m")
-        parts = [
-            f"Fig. 7, {dist}: TcoSuppR falls with |T| for every algorithm: {'holds' if falls else 'does not hold'} "
-            f"({', '.join(f'{k} {v}' for k, v in trends.items())})"
-        ]
-        if len(gpm) > 1:
-            parts.append(f"GPM {gpm.iloc[0]:.3f} to {gpm.iloc[-1]:.3f}" + (
-                " (paper, Zipf: -0.39%)" if dist == "zipf" else " (paper, one distribution: 0.653 to 0.244)"
-            ))
-        if len(gap) and dist in FIG7_GAP:
-            parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG7_GAP[dist]:.3f})")
-        lines.append("; ".join(parts) + ".")
-    sizes = sweeps.get("Fig. 8", pd.DataFrame())
-    for dist in sorted(sizes[PANEL].unique()) if not sizes.empty else []:
-        gpm = sizes[(sizes[PANEL] == dist) & (sizes[S.ALGORITHM] == "gpm")].set_index(X)[MEAN]
-        gap = _gap(sizes, dist, "gpm", "random-m")
-        expected = "falls" if dist == "zipf" else "rises"
-        lines.append(
-            f"Fig. 8, {dist}: GPM's TcoSuppR {_trend(gpm)} with the subscription size (paper: {expected}); "
-            f"GPM - RandomM {_trend(gap).replace('rises', 'widens').replace('falls', 'shrinks').replace('stays flat', 'stays')} "
-            f"({', '.join(f'{v:.3f}' for v in gap)}; paper: shrinks)."
-        )
-    ratios = sweeps.get("Fig. 9", pd.DataFrame())
-    for dist in sorted(ratios[PANEL].unique()) if not ratios.empty else []:
-        ranked = _ranked(ratios, dist)
-        if ranked:
-            lines.append(f"Fig. 9, {dist}: {ranked}.")
-    return lines
+        return lines
+
+    return check
+
+
+def _gpm(points: pd.DataFrame, panel: str) -> pd.Series:
+    return points[(points[PANEL] == panel) & (points[S.ALGORITHM] == "gpm")].set_index(X)[MEAN]
+
+
+def _nodes_checks(points: pd.DataFrame, dist: str, _columns: dict) -> list[str]:
+    gpm, gap = _gpm(points, dist), _gap(points, dist, "gpm", "random-m")
+    parts = [f"Fig. 6, {dist}: GPM's TcoSuppR {_trend(gpm)} with |V| ({', '.join(f'{v:.3f}' for v in gpm)})"]
+    if len(gpm) and gpm.index.max() == 10000 and dist in FIG6_GPM_AT_10K:
+        parts.append(f"{gpm.loc[10000]:.3f} at 10,000 (paper {FIG6_GPM_AT_10K[dist]:.3f})")
+    if len(gap) and dist in FIG6_GAP:
+        parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG6_GAP[dist]:.3f})")
+    ranked = _ranked(points, dist)
+    return ["; ".join(parts) + (f"; {ranked}" if ranked else "") + "."]
+
+
+def _topics_checks(points: pd.DataFrame, dist: str, _columns: dict) -> list[str]:
+    rows = points[points[PANEL] == dist]
+    trends = {NAMES[a]: _trend(g.set_index(X)[MEAN]) for a, g in rows.groupby(S.ALGORITHM)}
+    falls = all(t == "falls" for t in trends.values())
+    gpm, gap = _gpm(points, dist), _gap(points, dist, "gpm", "random-m")
+    parts = [
+        f"Fig. 7, {dist}: TcoSuppR falls with |T| for every algorithm: {'holds' if falls else 'does not hold'} "
+        f"({', '.join(f'{k} {v}' for k, v in trends.items())})"
+    ]
+    if len(gpm) > 1:
+        paper = " (paper, Zipf: -0.39%)" if dist == "zipf" else " (paper, one distribution: 0.653 to 0.244)"
+        parts.append(f"GPM {gpm.iloc[0]:.3f} to {gpm.iloc[-1]:.3f}{paper}")
+    if len(gap) and dist in FIG7_GAP:
+        parts.append(f"GPM - RandomM {gap.mean():.3f} on average (paper {FIG7_GAP[dist]:.3f})")
+    return ["; ".join(parts) + "."]
+
+
+def _sizes_checks(points: pd.DataFrame, dist: str, _columns: dict) -> list[str]:
+    gpm, gap = _gpm(points, dist), _gap(points, dist, "gpm", "random-m")
+    expected = "falls" if dist == "zipf" else "rises"
+    gap_trend = {"rises": "widens", "falls": "shrinks", "stays flat": "stays"}.get(_trend(gap), _trend(gap))
+    return [
+        f"Fig. 8, {dist}: GPM's TcoSuppR {_trend(gpm)} with the subscription size (paper: {expected}); "
+        f"GPM - RandomM {gap_trend} ({', '.join(f'{v:.3f}' for v in gap)}; paper: shrinks)."
+    ]
+
+
+FIGURE_CHECKS = {
+    "Figs. 4-5": _budget_checks("Figs. 4-5"), "Fig. 6": _nodes_checks, "Fig. 7": _topics_checks,
+    "Fig. 8": _sizes_checks, "Fig. 9": _budget_checks("Fig. 9"),
+}
 
 
 FIGURE_FILES = {  # figure -> the report's PNG
