@@ -39,7 +39,11 @@ def with_budget(runs: DataFrame) -> DataFrame:
         .withColumn(
             BUDGET,
             F.coalesce(
-                F.concat(F.lit("ratio "), F.get_json_object(request, "$.request.budget_ratio")),
+                F.concat(
+                    F.lit("ratio "), F.get_json_object(request, "$.request.budget_ratio"),
+                    F.when(F.get_json_object(request, "$.request.ratio_edges") == "degree", F.lit(", m = d|V|/2"))
+                    .otherwise(F.lit("")),
+                ),
                 F.concat(F.lit("d = "), F.get_json_object(request, "$.request.max_degree")),
                 F.concat(F.lit("m = "), F.get_json_object(request, "$.request.max_edges")),
                 F.when(F.col(S.ALGORITHM) == "swico", F.concat_ws("-", SHORT, LONG)),

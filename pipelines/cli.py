@@ -229,6 +229,11 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         help="beta in (0, 1]: m and d as that share of MinMaxODA's overlay (ICDCS'16 eq. 36), computed or reused",
     )
     designer.add_argument(
+        "--ratio-edges", choices=design.RATIO_EDGES, default="links",
+        help="gpa, random-a with --budget-ratio: m = ratio x MinMaxODA's links (links, eq. 36, default) or "
+        "m = d|V|/2 with d = floor(ratio x its max degree) (degree: GPM's d, as ICDCS'16 Figs. 6-8 set m)",
+    )
+    designer.add_argument(
         "--short", help="swico: the ring, gswico (GSwicoS, default) or random (RandomS)",
     )
     designer.add_argument(
@@ -501,6 +506,7 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
         design.DesignRequest(
             instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
             max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short,
+            ratio_edges=args.ratio_edges,
             long=args.long, mode=args.mode, epsilon=args.epsilon, k=k, node_order=args.node_order,
         )
         for k in (args.k or [None])

@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 PER_TOPIC = ("harary-pt", "cycle-pt")
 ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico", *PER_TOPIC)
 EDGE_BUDGETED = ("gpa", "random-a")
+RATIO_EDGES = ("links", "degree")  # what a budget ratio bounds for EDGE_BUDGETED: see DesignRequest
 DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
 UNBUDGETED = ("gm", "minmaxoda", "swico", "gm2", *PER_TOPIC)
 KTCO = {"gm2": 2, "cycle-pt": 2, "harary-pt": None}  # the k each builds (HararyPT: any k >= 2)
@@ -94,6 +95,10 @@ class DesignRequest:
     epsilon: float | None = None  # relaxed: the slack factor (default DEFAULT_EPSILON)
     k: int | None = None  # kTCO designs: the connectivity built and checked (gm2, cycle-pt: 2)
     node_order: str | None = None  # harary-pt: the global order, ids (default) or random (seeded)
+    # gpa, random-a with a ratio: m = ratio x MinMaxODA's links (eq. 36, "links") or
+    # m = floor(ratio x its max degree) x |V| / 2 ("degree": the d of the degree-budgeted designs, as
+    # ICDCS'16 sets m = d|V|/2 in Figs. 6-8, so that every algorithm gets about the same links)
+    ratio_edges: str = "links"
 
     def __post_init__(self) -> None:
         if self.algorithm in KTCO and self.k is None:
@@ -146,6 +151,13 @@ class DesignRequest:
             raise InputError("--node-order is HararyPT's global order: only with --algorithm harary-pt")
         if self.node_order is not None and self.node_order not in NODE_ORDERS:
             raise InputError(f"--node-order must be one of {', '.join(NODE_ORDERS)}, got '{self.node_order}'")
+        if self.ratio_edges not in RATIO_EDGES:
+            raise InputError(f"--ratio-edges must be one of {', '.join(RATIO_EDGES)}, got '{self.ratio_edges}'")
+        if self.ratio_edges != "links" and (self.budget_ratio is None or self.algorithm not in EDGE_BUDGETED):
+            raise InputError(
+                f"--ratio-edges sets the edge budget a ratio gives {' and '.join(EDGE_BUDGETED)}: "
+                "only with --budget-ratio and one of them"
+            )
         if self.algorithm == "swico" and given:
             raise InputError("swico's degrees are fixed by Property 1 (ceil(log2 |V|) fingers per node): it takes no budget")
         if self.algorithm in UNBUDGETED and given:
@@ -165,7 +177,7 @@ class DesignRequest:
         budget = (
             f"d{self.max_degree}" if self.max_degree is not None
             else f"m{self.max_edges}" if self.max_edges is not None
-            else f"r{self.budget_ratio:g}" if self.budget_ratio is not None
+            else f"r{self.budget_ratio:g}{'d' if self.ratio_edges == 'degree' else ''}" if self.budget_ratio is not None
             else "tco"
         )
         mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
@@ -186,6 +198,8 @@ def _params_json(request: DesignRequest) -> str:
     for name in ("short", "long", "epsilon", "k", "node_order"):  # other runs' params stay as they were
         if fields[name] is None:
             del fields[name]
+    if fields["ratio_edges"] == "links":
+        del fields["ratio_edges"]
     if fields["mode"] == "exact":
         del fields["mode"]
     return json.dumps(fields, sort_keys=True)
@@ -235,9 +249,13 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
     metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == reference[S.RUN_ID]).first()
     max_degree = metrics[S.MAX_DEGREE]
     ratio = request.budget_ratio
+    degree = math.floor(ratio * max_degree + 1e-9)
     budget = Budget(
-        max_degree=math.floor(ratio * max_degree + 1e-9),
-        max_edges=math.floor(ratio * int(reference[S.EDGES] or 0) + 1e-9),
+        max_degree=degree,
+        max_edges=(
+            degree * nodes // 2 if request.ratio_edges == "degree"
+            else math.floor(ratio * int(reference[S.EDGES] or 0) + 1e-9)
+        ),
         reference_run=reference[S.RUN_ID],
     )
     needed = budget.max_edges if request.algorithm in EDGE_BUDGETED else budget.max_degree

@@ -142,6 +142,9 @@ def test_budget_ratio_uses_minmaxoda_once(spark, refreshed):
     ingest_id = lakehouse.instance_row("tiny")[S.INGEST_ID]
     budget = design.resolve_budget(spark, lakehouse, DesignRequest("tiny", "gpa", budget_ratio=0.5), ingest_id, 24, False)
     assert (budget.max_edges, budget.max_degree) == (len(full) // 2, max(degree.values()) // 2)
+    matched = DesignRequest("tiny", "gpa", budget_ratio=0.5, ratio_edges="degree")  # m = d |V| / 2 with GPM's d
+    budget = design.resolve_budget(spark, lakehouse, matched, ingest_id, 24, False)
+    assert (budget.max_edges, budget.max_degree) == (max(degree.values()) // 2 * 24 // 2, max(degree.values()) // 2)
     references = lakehouse.read(S.OVERLAY_RUNS).filter(
         (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.INSTANCE) == "tiny")
     ).collect()
@@ -163,10 +166,22 @@ def stored_edges_count(lakehouse, run_id):
     (["--algorithm", "swico", "--max-degree", "3"], "fixed by Property 1"),
     (["--algorithm", "swico", "--long", "kleinberg"], "--long must be one of gswico, chord, random"),
     (["--algorithm", "gpm", "--max-degree", "2", "--short", "random"], "only with --algorithm swico"),
+    (["--algorithm", "gpm", "--budget-ratio", "0.2", "--ratio-edges", "degree"], "only with --budget-ratio and one"),
+    (["--algorithm", "gpa", "--max-edges", "9", "--ratio-edges", "degree"], "only with --budget-ratio and one"),
 ])
 def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_ratio_of_degree_edges_is_its_own_run():
+    """`--ratio-edges degree` names its runs apart and records itself; the default (eq. 36) leaves
+    the params of earlier runs as they were."""
+    matched = DesignRequest("z", "gpa", budget_ratio=0.2, ratio_edges="degree")
+    plain = DesignRequest("z", "gpa", budget_ratio=0.2)
+    assert (matched.default_run_id(), plain.default_run_id()) == ("z.gpa.r0.2d.s1", "z.gpa.r0.2.s1")
+    assert json.loads(design._params_json(matched))["ratio_edges"] == "degree"
+    assert "ratio_edges" not in json.loads(design._params_json(plain))
 
 
 def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):

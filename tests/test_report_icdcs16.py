@@ -81,13 +81,18 @@ def test_table1_names_the_stand_in_and_the_checks_compare_with_the_paper():
         run(instance, algorithm, pair[i], ratio=0.2) for algorithm, pair in values.items()
         for i, instance in enumerate(("fb-1k", "db-10k"))
     ]
+    runs.append({**run("fb-1k", "gpa", 0.99, ratio=0.2), BUDGET: "ratio 0.2, m = d|V|/2", S.RUN_ID: "fb-1k.gpa.r0.2d.s1"})
     data = icdcs16.gather(*frames(instances, runs))
     columns, rows = icdcs16.table1_rows(data.table)
     assert columns == ["algorithm", "FB 1K (FB1K)", "Douban 10K (FB10K stand-in)"]
+    assert rows[-1] == {"algorithm": "GPA (m = d|V|/2)", "FB 1K (FB1K)": "0.990 [0.990-0.990] (1) / 1.000",
+                        "Douban 10K (FB10K stand-in)": None}
+    assert rows[0]["FB 1K (FB1K)"].startswith("1.000")  # the eq. 36 GPA run stays apart
     assert rows[1] == {"algorithm": "GPM", "FB 1K (FB1K)": "0.950 [0.950-0.950] (1) / 0.951",
                        "Douban 10K (FB10K stand-in)": "0.970 [0.970-0.970] (1) / 0.974"}
     lines = data.checks()
     assert "Table I, FB 1K: GPA >= GPM >= SpiderCastM > RandomM at every point (1): holds." in lines
+    assert "Table I, FB 1K: GPA (m = d|V|/2) >= GPM >= SpiderCastM > RandomM at every point (1): holds." in lines
     assert (
         "Table I, Douban 10K: GPA >= GPM >= SpiderCastM > RandomM at every point (1): does not hold "
         "(at 0.2: GPM 0.970 < SpiderCastM 0.980)." in lines

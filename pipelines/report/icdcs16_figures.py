@@ -13,7 +13,10 @@ from pipelines.report.figures import MARKERS, _grid
 from overlay.summaries import BUDGET_RATIO
 from pipelines.report.icdcs16 import ALGORITHMS, HIGH, LOW, MEAN, NAMES, PANEL, X, Sweep
 
-COLOURS = {"gpa": "tab:blue", "gpm": "tab:orange", "spidercast-m": "tab:green", "random-a": "tab:purple", "random-m": "tab:red"}
+COLOURS = {
+    "gpa": "tab:blue", "gpm": "tab:orange", "spidercast-m": "tab:green", "random-a": "tab:purple", "random-m": "tab:red",
+    "gpa-d": "tab:cyan", "random-a-d": "tab:pink",
+}
 
 
 def sweep(points: pd.DataFrame, spec: Sweep, marks: list[tuple[str, float, str, float]]) -> Figure | None:
