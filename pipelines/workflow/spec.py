@@ -199,11 +199,9 @@ def _matrix(spec: StepSpec, grid: dict[str, list[Scalar]], source: str, paramete
     taken: dict[str, str] = {}
     for key, values in matrix.items():
         mappings = [v for v in values if isinstance(v, dict)]
-        if mappings and (len(mappings) < len(values) or not mappings[0]
-                         or any(set(m) != set(mappings[0]) for m in mappings)):
-            raise ConfigError(
-                f"{source}: step '{spec.name}': matrix '{key}' mixes values, or mappings that do not all set the "
-                "same placeholders"
+        if mappings and (not mappings[0] or any(set(m) != set(mappings[0]) for m in mappings)):
+            raise ConfigError(  # a list mixing mappings and scalars is refused by the model already
+                f"{source}: step '{spec.name}': matrix '{key}' has mappings that do not all set the same placeholders"
             )
         for name in _names(key, values):
             clash = taken.get(name) or ("a parameter" if name in parameters else None)
@@ -280,7 +278,7 @@ def parse_workflow(data: object, source: str, grid: str | None = None) -> Workfl
         problems = [f"'{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in error.errors()]
         raise ConfigError(f"invalid workflow {source}:\n  - " + "\n  - ".join(problems)) from None
     chosen = _grid(spec, grid, source)
-    steps, groups = _build(spec, chosen, source)
+    steps = _build(spec, chosen, source)
     for other in spec.grids:
         if other != (grid or next(iter(spec.grids))):
             _build(spec, _grid(spec, other, source), f"{source} (grid {other})")
@@ -296,14 +294,14 @@ def parse_workflow(data: object, source: str, grid: str | None = None) -> Workfl
         raise ConfigError(f"{source}: databricks.grid names {spec.databricks.grid}, which is not a grid")
     names = tuple(spec.grids)
     return Workflow(
-        spec.name, spec.description, spec.schedule, parameters, _order(steps, groups, source), source,
+        spec.name, spec.description, spec.schedule, parameters, steps, source,
         dict(spec.databricks.parameters), (grid or names[0]) if names else None, names,
     )
 
 
-def _build(spec: WorkflowSpec, chosen: dict, source: str) -> tuple[list[Step], dict[str, list[str]]]:
-    """The steps of one grid, checked: names, commands, placeholders, order (`source` names the
-    file, and the grid when it is not the chosen one)."""
+def _build(spec: WorkflowSpec, chosen: dict, source: str) -> tuple[Step, ...]:
+    """The steps of one grid, checked (names, commands, placeholders) and in dependency order
+    (`source` names the file, and the grid when it is not the chosen one)."""
     steps: list[Step] = []
     groups: dict[str, list[str]] = {}
     for step_spec in spec.steps:
@@ -325,8 +323,7 @@ def _build(spec: WorkflowSpec, chosen: dict, source: str) -> tuple[list[Step], d
         unknown = sorted(step.placeholders() - set(spec.parameters))
         if unknown:
             raise ConfigError(f"{source}: step '{step.name}' uses ${{{unknown[0]}}}, which is not a parameter")
-    _order(steps, groups, source)
-    return steps, groups
+    return _order(steps, groups, source)
 
 
 def load_workflow(path: str | Path, grid: str | None = None) -> Workflow:
