@@ -35,6 +35,8 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
+from overlay.design.classes import Subscriptions
+from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.frames import local_frame
 
 log = logging.getLogger(__name__)
@@ -56,21 +58,44 @@ def _hash(seed: int, round_no: int, *columns: Column) -> Column:
     return F.xxhash64(F.lit(seed), F.lit(round_no), *columns)
 
 
+def _pair_scores(subscriptions: DataFrame) -> DataFrame:
+    """(_p, _q, _score = |T(p) & T(q)|) of every ordered pair sharing a topic: the greedy score
+    while no topic is covered yet. Counted as the greedy engine counts them (`overlay.design.pairs`,
+    from its capped driver copy of the subscriptions), not by a self-join of sum |V(t)|^2 rows."""
+    counts = shared_topic_counts(subscriptions.sparkSession, Subscriptions.collect(subscriptions))
+    return counts.select(F.col(S.U).alias("_p"), F.col(S.V).alias("_q"), F.col(SHARED).alias("_score")).unionAll(
+        counts.select(F.col(S.V).alias("_p"), F.col(S.U).alias("_q"), F.col(SHARED).alias("_score"))
+    )
+
+
+def _both_ways(edges: DataFrame) -> DataFrame:
+    return edges.select(F.col(S.U).alias("_p"), F.col(S.V).alias("_q")).unionAll(
+        edges.select(F.col(S.V).alias("_p"), F.col(S.U).alias("_q"))
+    )
+
+
 def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFrame:
-    """(u, v, added_order, round) of the SpiderCastM overlay."""
+    """(u, v, added_order, round) of the SpiderCastM overlay.
+
+    The greedy scores are kept from round to round instead of recomputed: a score only falls when
+    a topic of p reaches K_g coverage (each (p, t) once in a run), and a pair only leaves the table
+    (an end at degree d, or linked). A round then costs work in the pairs still open and the topics
+    the last round's links saturated, not in the sum of |subscribers(t)|^2 that a recount joins.
+    """
     spark = subscriptions.sparkSession
     subs = subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint()
     nodes = subs.select(S.NODE_ID).distinct().localCheckpoint(eager=True)
     node_count = nodes.count()
     d, kg, kr = params.max_degree, params.greedy_coverage, params.random_coverage
     edges = local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ROUND} int, _prio long")
+    p_topics = subs.select(F.col(S.NODE_ID).alias("_p"), S.TOPIC_ID)
+    q_topics = subs.select(F.col(S.NODE_ID).alias("_q"), S.TOPIC_ID)
+    scores = _pair_scores(subs)
     limit = params.max_rounds or 50 * d + 50
     started = time.monotonic()
     for round_no in range(1, limit + 1):
         clock = time.monotonic()
-        links = edges.select(F.col(S.U).alias("_p"), F.col(S.V).alias("_q")).unionAll(
-            edges.select(F.col(S.V).alias("_p"), F.col(S.U).alias("_q"))
-        )
+        links = _both_ways(edges)
         degree = links.groupBy("_p").agg(F.count("*").alias("_deg"))
         state = (
             nodes.select(F.col(S.NODE_ID).alias("_p"))
@@ -80,11 +105,33 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             .localCheckpoint()
         )
         open_targets = state.select(F.col("_p").alias("_q"))
-        p_topics = subs.select(F.col(S.NODE_ID).alias("_p"), S.TOPIC_ID)
-        q_topics = subs.select(F.col(S.NODE_ID).alias("_q"), S.TOPIC_ID)
         coverage = (
             links.join(p_topics, on="_p").join(q_topics, on=["_q", S.TOPIC_ID])
             .groupBy("_p", S.TOPIC_ID).agg(F.count("*").alias("_cov"))
+        )
+        if round_no > 1:
+            # The topics of p that last round's links brought to K_g coverage stop scoring for p.
+            gained = (
+                _both_ways(edges.filter(F.col(S.ROUND) == round_no - 1))
+                .join(p_topics, on="_p").join(q_topics, on=["_q", S.TOPIC_ID])
+                .groupBy("_p", S.TOPIC_ID).agg(F.count("*").alias("_gain"))
+            )
+            saturated = (
+                coverage.join(gained, on=["_p", S.TOPIC_ID])
+                .filter((F.col("_cov") >= kg) & (F.col("_cov") - F.col("_gain") < kg))
+                .select("_p", S.TOPIC_ID)
+            )
+            # A union and a sum rather than a join: the optimizer's size estimate of the kept
+            # table then adds up round after round instead of multiplying (see the edges' limit).
+            lost = saturated.join(q_topics, on=S.TOPIC_ID).select("_p", "_q", F.lit(-1).cast("long").alias("_score"))
+            scores = scores.unionByName(lost).groupBy("_p", "_q").agg(F.sum("_score").alias("_score"))
+        # Only pairs of open, unlinked nodes with something to gain stay (degrees never fall).
+        scores = (
+            scores.filter(F.col("_score") > 0)
+            .join(state.select("_p"), on="_p", how="left_semi")
+            .join(open_targets, on="_q", how="left_semi")
+            .join(links, on=["_p", "_q"], how="left_anti")
+            .localCheckpoint()
         )
         topic_state = (
             state.join(p_topics, on="_p")
@@ -92,14 +139,8 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             .fillna(0, subset=["_cov"])
         )
         random_turn = ((F.col("_deg") + 1) % (kg + kr)) == 0
-        eligible_pairs = lambda frame: (  # noqa: E731 - a local filter used twice
-            frame.join(open_targets, on="_q").filter(F.col("_p") != F.col("_q"))
-            .join(links, on=["_p", "_q"], how="left_anti")
-        )
-        needy = topic_state.filter(~random_turn & (F.col("_cov") < kg)).select("_p", S.TOPIC_ID)
         greedy = (
-            eligible_pairs(needy.join(q_topics, on=S.TOPIC_ID))
-            .groupBy("_p", "_q").agg(F.count("*").alias("_score"))
+            scores.join(state.filter(~random_turn).select("_p"), on="_p")
             .withColumn("_h", _hash(params.seed, round_no, F.col("_p"), F.col("_q")))
             .groupBy("_p").agg(F.max(F.struct(F.col("_score"), -F.col("_h"), F.col("_q"))).alias("_best"))
             .select("_p", F.col("_best._q").alias("_q"))
@@ -112,7 +153,9 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
         )
         chosen_topic = candidates.withColumn("_r", F.row_number().over(topic_rank)).filter("_r = 1")
         random_pick = (
-            eligible_pairs(chosen_topic.select("_p", S.TOPIC_ID).join(q_topics, on=S.TOPIC_ID))
+            chosen_topic.select("_p", S.TOPIC_ID).join(q_topics, on=S.TOPIC_ID)
+            .join(open_targets, on="_q").filter(F.col("_p") != F.col("_q"))
+            .join(links, on=["_p", "_q"], how="left_anti")
             .withColumn("_h", _hash(params.seed, round_no, F.col("_p"), F.col("_q")))
             .groupBy("_p").agg(F.min(F.struct(F.col("_h"), F.col("_q"))).alias("_best"))
             .select("_p", F.col("_best._q").alias("_q"))
