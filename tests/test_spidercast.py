@@ -48,8 +48,8 @@ def test_spidercast_m_matches_the_oracle(spark):
     assert spark_links(spark, subs, SpiderCastParams(max_degree=5, seed=3)) == expected
 
 
-@pytest.mark.ci  # more instances, about a minute and a half
-@pytest.mark.parametrize("instance_seed", [1, 3, 4, 5, 6])
+@pytest.mark.ci  # more instances, about 45 s
+@pytest.mark.parametrize("instance_seed", [1, 4, 6])  # d = 5, 3, 6 on 16, 19, 30 nodes
 def test_spidercast_m_matches_the_oracle_on_more_instances(spark, instance_seed):
     rng = random.Random(instance_seed)
     subs = random_subscriptions(rng, rng.randint(12, 30), rng.randint(3, 10), rng.randint(2, 6))
