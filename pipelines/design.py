@@ -531,7 +531,9 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
     elif request.algorithm == "random-m":
         edges = random_m(nodes, budget.max_degree, request.seed)
     else:
-        edges = spidercast_m(subscriptions, SpiderCastParams(max_degree=budget.max_degree, seed=request.seed))
+        edges = spidercast_m(subscriptions, SpiderCastParams(
+            max_degree=budget.max_degree, seed=request.seed, parallelism=task_slots(spark),
+        ))
     check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 

@@ -60,14 +60,15 @@ class Subscriptions:
     @classmethod
     def collect(
         cls, subscriptions: DataFrame, nodes: int | None = None, max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
+        holder: str = "the greedy engine",
     ) -> "Subscriptions":
         """The deliberate, capped driver copy of an instance's (node_id, topic_id) rows; node ids
-        lie in [0, nodes) (default: up to the largest)."""
+        lie in [0, nodes) (default: up to the largest). `holder` names the algorithm in the error."""
         table = subscriptions.select(S.NODE_ID, S.TOPIC_ID).limit(max_rows + 1).toArrow()
         rows = table.num_rows
         if rows > max_rows:
             raise InputError(
-                f"the greedy engine keeps the subscriptions on the driver and this instance has "
+                f"{holder} keeps the subscriptions on the driver and this instance has "
                 f"{rows:,} (the cap is {max_rows:,}); raise the cap with more driver memory "
                 f"(16 bytes per subscription)"
             )

@@ -30,7 +30,7 @@ WORK_PER_PARTITION = 50_000_000  # counter increments per partition, at most
 MIN_WORK_PER_PARTITION = 20_000_000  # below this, another partition costs more than it saves
 
 
-def _by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
+def by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
     """The transpose: subscribers of topic t are `nodes[offsets[t]:offsets[t + 1]]`, ascending."""
     owners = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
     order = np.lexsort((owners, subscriptions.topics))
@@ -61,7 +61,7 @@ def shared_topic_counts(
     `partitions`: how many (None: by work, at least `parallelism` when there is work enough);
     `parallelism`: how many tasks run at once (None: the context's default parallelism). Each
     round reads every partition, so more partitions than task slots only add waves of tasks."""
-    topic_offsets, topic_nodes = _by_topic(subscriptions)
+    topic_offsets, topic_nodes = by_topic(subscriptions)
     bounds = node_ranges(subscriptions, topic_offsets, partitions, parallelism or spark.sparkContext.defaultParallelism)
     parts = len(bounds) - 1
     shared = spark.sparkContext.broadcast((subscriptions, topic_offsets, topic_nodes, bounds))
