@@ -27,7 +27,7 @@ from overlay import schema as S  # noqa: E402
 from overlay.design.spidercast import SpiderCastParams, spidercast_m  # noqa: E402
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance  # noqa: E402
 from pipelines.config import LabSettings, apply_overrides  # noqa: E402
-from pipelines.spark import build_local_session  # noqa: E402
+from pipelines.spark import build_local_session, task_slots  # noqa: E402
 from spidercast_m_oracle import spidercast_m_oracle  # noqa: E402
 
 # ICDCS'16 Figs. 6-9 draw 20-600 topics per node; expo-300 is a smaller workload of the same kind.
@@ -35,6 +35,7 @@ CASES = {
     "expo-300": SyntheticSpec(dist="expo", nodes=300, topics=300, min_subs=20, max_subs=200, seed=1),
     "expo-1k": SyntheticSpec(dist="expo", nodes=1000, topics=1000, min_subs=20, max_subs=600, seed=1),
     "unif-1k": SyntheticSpec(dist="unif", nodes=1000, topics=1000, min_subs=20, max_subs=600, seed=1),
+    "expo-3k": SyntheticSpec(dist="expo", nodes=3000, topics=1000, min_subs=20, max_subs=600, seed=1),
 }
 
 
@@ -51,7 +52,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as root:
         spark = build_local_session(apply_overrides(LabSettings(), {"lakehouse": root + "/lakehouse"}))
-        params = SpiderCastParams(max_degree=args.max_degree, seed=args.seed)
+        params = SpiderCastParams(max_degree=args.max_degree, seed=args.seed, parallelism=task_slots(spark))
         print("case      nodes  subscriptions  rounds  links  spark_s  oracle_s  oracle/spark  same")
         for name in names:
             subscriptions = synthetic_instance(spark, CASES[name]).subscriptions

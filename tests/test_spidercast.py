@@ -48,17 +48,17 @@ def test_spidercast_m_matches_the_oracle(spark):
     assert spark_links(spark, subs, SpiderCastParams(max_degree=5, seed=3)) == expected
 
 
-@pytest.mark.ci  # more instances, about 45 s
-@pytest.mark.parametrize("instance_seed", [1, 4, 6])  # d = 5, 3, 6 on 16, 19, 30 nodes
-def test_spidercast_m_matches_the_oracle_on_more_instances(spark, instance_seed):
+# d = 5, 3, 6, 4 on 16, 19, 30, 26 nodes; the last with K_g = K_r = 1 (every other link random).
+@pytest.mark.parametrize("instance_seed, kg, kr", [(1, 3, 1), (4, 3, 1), (6, 3, 1), (9, 1, 1)])
+def test_spidercast_m_matches_the_oracle_on_more_instances(spark, instance_seed, kg, kr):
     rng = random.Random(instance_seed)
     subs = random_subscriptions(rng, rng.randint(12, 30), rng.randint(3, 10), rng.randint(2, 6))
     max_degree, seed = rng.randint(2, 6), rng.randint(1, 9)
-    expected = spidercast_m_oracle(subs, max_degree, seed)
-    assert spark_links(spark, subs, SpiderCastParams(max_degree=max_degree, seed=seed)) == expected
+    expected = spidercast_m_oracle(subs, max_degree, seed, kg, kr)
+    params = SpiderCastParams(max_degree=max_degree, seed=seed, greedy_coverage=kg, random_coverage=kr)
+    assert spark_links(spark, subs, params) == expected
 
 
-@pytest.mark.ci  # a few seconds, in the CI pass with the other instances
 def test_max_rounds_stops_early(spark):
     subs = random_subscriptions(random.Random(7), 16, 5, 3)
     expected = spidercast_m_oracle(subs, 4, 2, max_rounds=2)
