@@ -71,26 +71,23 @@ class SpiderCastParams:
 
 
 class _Links:
-    """The overlay so far on the driver: a neighbour table, degrees, and the links in added order."""
+    """The overlay so far on the driver: a neighbour table, degrees, and each round's links."""
 
     def __init__(self, nodes: int, max_degree: int) -> None:
         self.neighbours = np.full((nodes, max(1, min(max_degree, nodes))), -1, dtype=np.int64)
         self.degree = np.zeros(nodes, dtype=np.int64)
-        self.added: list[tuple[np.ndarray, np.ndarray, int]] = []
+        empty = np.zeros(0, dtype=np.int64)
+        self.rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(empty, empty, empty)]
 
-    def add(self, us: np.ndarray, vs: np.ndarray, round_no: int) -> None:
-        for u, v in zip(us.tolist(), vs.tolist()):
-            self.neighbours[u, self.degree[u]] = v
-            self.neighbours[v, self.degree[v]] = u
-            self.degree[u] += 1
-            self.degree[v] += 1
-        self.added.append((us, vs, round_no))
+    def add_round(self, us: np.ndarray, vs: np.ndarray, round_no: int, max_degree: int) -> int:
+        """Accept this round's proposals, in priority order (`kernels.accept`); links added."""
+        accepted = kernels.accept(us, vs, self.neighbours, self.degree, max_degree)
+        self.rounds.append((us[accepted], vs[accepted], np.full(int(accepted.sum()), round_no, dtype=np.int64)))
+        return int(accepted.sum())
 
     def frame(self, spark: SparkSession) -> DataFrame:
         """(u, v, added_order, round): each round's links are already in (priority, u, v) order."""
-        us = np.concatenate([u for u, _, _ in self.added] or [np.zeros(0, dtype=np.int64)])
-        vs = np.concatenate([v for _, v, _ in self.added] or [np.zeros(0, dtype=np.int64)])
-        rounds = np.concatenate([np.full(len(u), r, dtype=np.int32) for u, _, r in self.added] or [np.zeros(0, dtype=np.int32)])
+        us, vs, rounds = (np.concatenate(parts) for parts in zip(*self.rounds))
         table = pa.table({
             S.U: pa.array(us, pa.int64()), S.V: pa.array(vs, pa.int64()),
             S.ADDED_ORDER: pa.array(np.arange(1, len(us) + 1, dtype=np.int64)), S.ROUND: pa.array(rounds, pa.int32()),
@@ -144,12 +141,10 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             pairs = np.unique(np.column_stack([np.minimum(ps, qs), np.maximum(ps, qs)]), axis=0)
             us, vs = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
             order = np.lexsort((vs, us, kernels.pair_hashes(params.seed, round_no, us, vs)))
-            us, vs = us[order], vs[order]
-            accepted = kernels.accept(us, vs, links.degree, d)
-            links.add(us[accepted], vs[accepted], round_no)
+            added = links.add_round(us[order], vs[order], round_no, d)
             log.info(
                 "SpiderCastM round %d: %d proposals, %d links, %.1fs (elapsed %.0fs)",
-                round_no, len(us), int(accepted.sum()), time.monotonic() - clock, time.monotonic() - started,
+                round_no, len(us), added, time.monotonic() - clock, time.monotonic() - started,
             )
     finally:
         static.unpersist()

@@ -134,9 +134,11 @@ def propose_range(offsets, topics, topic_offsets, topic_nodes, neighbours, degre
                 q = scored[k]
                 s = score[q]
                 score[q] = 0
+                if s < best_score:
+                    continue  # the hash only breaks ties: no need to compute it
                 h = tie_hash(seed, round_no, p, q)
                 # max of (score, -hash, q)
-                if s > best_score or (s == best_score and (h < best_hash or (h == best_hash and q > pick))):
+                if s > best_score or h < best_hash or (h == best_hash and q > pick):
                     best_score, best_hash, pick = s, h, q
         if pick == -1:  # a random turn, or a greedy one with nothing to gain
             topic, topic_key, topic_hash = -1, 2, np.int64(0)
@@ -165,9 +167,10 @@ def propose_range(offsets, topics, topic_offsets, topic_nodes, neighbours, degre
 
 
 @nb.njit(cache=True, nogil=True)
-def accept(us, vs, degree, max_degree):
+def accept(us, vs, neighbours, degree, max_degree):
     """Which proposals (u, v), in priority order, become links: each end keeps the proposals
-    touching it in this order while it has free degree; a link needs both ends to keep it."""
+    touching it in this order while it had free degree at the round's start; a link needs both
+    ends to keep it. The accepted links are added to `neighbours` and `degree`."""
     kept = np.zeros(len(degree), dtype=np.int64)
     accepted = np.zeros(len(us), dtype=np.bool_)
     for i in range(len(us)):
@@ -175,4 +178,11 @@ def accept(us, vs, degree, max_degree):
         accepted[i] = kept[u] < max_degree - degree[u] and kept[v] < max_degree - degree[v]
         kept[u] += 1
         kept[v] += 1
+    for i in range(len(us)):
+        if accepted[i]:
+            u, v = us[i], vs[i]
+            neighbours[u, degree[u]] = v
+            neighbours[v, degree[v]] = u
+            degree[u] += 1
+            degree[v] += 1
     return accepted
