@@ -392,6 +392,12 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     router.add_argument("--model-seed", type=_int, default=1,
                         help="the latency model's seed for the link latencies (default 1; with --feeds: the Rappel run's)")
     router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED[.feeds-RAPPEL_RUN_ID]; the same command reuses a complete one")
+    router.add_argument(
+        "--engine", choices=tuple(route.ENGINES), default="compiled",
+        help="compiled (default): each Spark task routes its publications to the end, the routing tables broadcast "
+             "from the driver; supersteps: one DataFrame step a hop for all publications, nothing on the driver. "
+             "Same arrivals",
+    )
     comparer = commands.add_parser(
         "compare", parents=[after],
         help="BeaConvey Tables 3-5 on one instance: four overlays, 14 systems, ratios against Scribe(-)",
@@ -581,7 +587,9 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         request.check()
         return request
     if args.command == "route":
-        request = route.RouteRequest(args.run_id, args.protocol, args.publications, args.seed, args.feeds, args.model_seed)
+        request = route.RouteRequest(
+            args.run_id, args.protocol, args.publications, args.seed, args.feeds, args.model_seed, args.engine,
+        )
         request.check()
         if args.routing_run_id is not None:
             overlays.check_run_id(args.routing_run_id)

@@ -36,13 +36,18 @@ from pipelines.rappel import PROTOCOL as RAPPEL, node_coordinates
 from pipelines.spark import shuffle_partitions
 from routing.network import AT, build_network
 from routing.outcome import summarise
+from routing.compiled import simulate_compiled
 from routing.protocols import PROTOCOLS
 from routing.simulate import simulate
 from routing.workload import feed_publications, publications
 
 log = logging.getLogger(__name__)
-__all__ = ["PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
+__all__ = ["ENGINES", "PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
 ROUTING = {"table": S.ROUTING_RUNS, "key": S.ROUTING_RUN_ID}
+# How the supersteps run: compiled, each task carrying its publications to the end (one Spark
+# job; the routing tables on the driver, capped), or as DataFrame supersteps (a job or two a
+# superstep; nothing on the driver). Both give the same arrivals (tests/test_routing.py).
+ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
 
 
 class RoutingError(RuntimeError):
@@ -57,9 +62,12 @@ class RouteRequest:
     seed: int = 1
     feeds: str | None = None  # a Rappel run of the same instance: its publishers and coordinates
     model_seed: int = 1  # the latency model's seed (without --feeds)
+    engine: str = "compiled"  # how the supersteps run (ENGINES): not part of the stored request
 
     def check(self) -> None:
         """Every check that needs no Spark."""
+        if self.engine not in ENGINES:
+            raise InputError(f"unknown engine '{self.engine}'; choose one of {', '.join(ENGINES)}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol '{self.protocol}'; choose one of {', '.join(PROTOCOLS)}")
         if self.publications < 1:
@@ -74,8 +82,10 @@ class RouteRequest:
 
     def params_json(self) -> str:
         """The request as stored; the later fields only when not at their defaults, so a routing
-        run stored before them is still the same request."""
+        run stored before them is still the same request. The engine is left out: both give the
+        same run."""
         fields = asdict(self)
+        del fields["engine"]
         if fields["feeds"] is None:
             del fields["feeds"]
         if fields["model_seed"] == 1:
@@ -163,7 +173,7 @@ def run_route(
         )
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
         with Progress(routing_run_id, unit="step", enabled=progress, logger=log) as bar:
-            simulation = simulate(
+            simulation = ENGINES[request.engine](
                 network, placed, request.protocol, on_step=bar.on_step, partitions=shuffle_partitions(spark),
             )
             outcome = summarise(simulation, network, placed)
