@@ -2,14 +2,16 @@
 
 The instance is a 10K BFS sample of the shipped Twitter follower graph (`tw-10k`). The overlay
 is designed once (`design --algorithm swico`, reused when present); each protocol's routing run
-is then timed end to end in a fresh process (`route ...`, Spark start included), and its
-supersteps, messages and seconds per superstep are read back from the log. The message-level
-oracle of the tests (`tests.routing_oracle`) replays the same publications in this process,
-checks that its deliveries agree in number and hops, and gives the ratio.
+is then timed end to end in a fresh process (`route ...`, Spark start included) with each engine
+(`--engine compiled`: each task carries its publications through every superstep; `supersteps`:
+a DataFrame step a hop for all publications), and the simulation's own seconds are read back from
+the log. The message-level oracle of the tests (`tests.routing_oracle`) replays the same
+publications in this process, checks that each engine's deliveries agree in number and hops, and
+gives the ratios oracle / route job and oracle / simulation.
 
 Usage:
   .venv/bin/python benchmarks/routing_10k.py [--lakehouse DIR] [--short gswico] [--long chord]
-      [--protocols pie,scribe] [--publications 10000]
+      [--protocols pie,scribe] [--publications 10000] [--engines compiled,supersteps]
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ sys.path.insert(0, str(ROOT))
 from tests import routing_oracle  # noqa: E402
 
 TWITTER = ROOT / "pipelines" / "datasets" / "twitter_bofa_careers.edges.gz"
-SUPERSTEP = re.compile(r"superstep (\d+): (\d+) messages, ([\d.]+)s")
+# the simulation's own time in a route job's log: every tree hop's and superstep's, or the compiled run's
+SIMULATION = re.compile(
+    r"(?:superstep \d+: in flight [\d,]+, sent [\d,]+|tree hop \d+:|routing 1/1: supersteps [\d,]+, messages [\d,]+),? ([\d.]+)s"
+)
 
 
 def cli(lakehouse: str, *argv: str) -> tuple[float, str]:
@@ -73,6 +78,7 @@ def main() -> None:
     parser.add_argument("--long", default="chord")
     parser.add_argument("--protocols", default="pie,po,pa1,scribe,iscribe")
     parser.add_argument("--publications", type=int, default=10_000)
+    parser.add_argument("--engines", default="compiled,supersteps", help="route --engine values to time, in order")
     args = parser.parse_args()
     lakehouse, instance = args.lakehouse, "tw-10k"
     if not Path(lakehouse, "instances").exists() or instance not in set(table(lakehouse, "instances").instance):
@@ -85,33 +91,37 @@ def main() -> None:
     print(f"design {run_id}: {seconds:.0f}s (0 when reused)")
     n, position, fingers, subs = python_network(lakehouse, run_id, instance)
     node_at = {p: node for node, p in position.items()}
-    print("| protocol | supersteps | messages | seconds/superstep (mean, max) | route job | oracle | ratio | deliveries | max hops |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| protocol | engine | supersteps | messages | simulation | route job | oracle | oracle / job | oracle / simulation | deliveries | max hops |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for protocol in args.protocols.split(","):
-        seconds, log = cli(lakehouse, "route", "--run-id", run_id, "--protocol", protocol,
-                           "--publications", str(args.publications), "--seed", "1")
-        steps = [(int(s), int(m), float(t)) for s, m, t in SUPERSTEP.findall(log)]
-        routing_run_id = f"{run_id}.{protocol}.p{args.publications}.s1"
-        pubs = table(lakehouse, "routing_publications")
-        pubs = pubs[pubs.routing_run_id == routing_run_id].sort_values("pub_id")
-        deliveries = table(lakehouse, "routing_deliveries")
-        deliveries = deliveries[deliveries.routing_run_id == routing_run_id]
-        clock = time.monotonic()
-        expected = Counter()
-        for topic, publisher in zip(pubs.topic_id, pubs.publisher):
-            routed = routing_oracle.route_publication(protocol, fingers, subs, topic, position[publisher], n)
-            for at, hops in routed.deliveries(subs[topic], position[publisher]):
-                expected[(node_at[at], hops)] += 1
-        oracle_seconds = time.monotonic() - clock
-        got = Counter(zip(deliveries.node_id, deliveries.hops))
-        agree = "" if got == expected else " (DISAGREE)"
-        per_step = [t for _, _, t in steps]
-        print(
-            f"| {protocol} | {len(steps)} | {sum(m for _, m, _ in steps):,} | "
-            f"{sum(per_step) / max(1, len(per_step)):.2f}, {max(per_step, default=0):.2f} | {seconds:.0f}s | "
-            f"{oracle_seconds:.1f}s | {oracle_seconds / seconds:.2f}x | {len(deliveries):,}{agree} | {deliveries.hops.max()} |",
-            flush=True,
-        )
+        expected, oracle_seconds = None, 0.0
+        for engine in args.engines.split(","):
+            routing_run_id = f"{run_id}.{protocol}.p{args.publications}.s1.{engine}"
+            seconds, log = cli(lakehouse, "route", "--run-id", run_id, "--protocol", protocol, "--engine", engine,
+                               "--publications", str(args.publications), "--seed", "1", "--routing-run-id", routing_run_id)
+            simulation = sum(float(t) for t in SIMULATION.findall(log))
+            runs = table(lakehouse, "routing_runs")
+            run = runs[runs.routing_run_id == routing_run_id].iloc[0]
+            deliveries = table(lakehouse, "routing_deliveries")
+            deliveries = deliveries[deliveries.routing_run_id == routing_run_id]
+            if expected is None:  # the oracle once per protocol, on the publications the job stored
+                pubs = table(lakehouse, "routing_publications")
+                pubs = pubs[pubs.routing_run_id == routing_run_id].sort_values("pub_id")
+                clock = time.monotonic()
+                expected = Counter()
+                for topic, publisher in zip(pubs.topic_id, pubs.publisher):
+                    routed = routing_oracle.route_publication(protocol, fingers, subs, topic, position[publisher], n)
+                    for at, hops in routed.deliveries(subs[topic], position[publisher]):
+                        expected[(node_at[at], hops)] += 1
+                oracle_seconds = time.monotonic() - clock
+            got = Counter(zip(deliveries.node_id, deliveries.hops))
+            agree = "" if got == expected else " (DISAGREE)"
+            print(
+                f"| {protocol} | {engine} | {run.supersteps} | {run.messages:,} | {simulation:.1f}s | {seconds:.0f}s | "
+                f"{oracle_seconds:.1f}s | {oracle_seconds / seconds:.2f} | {oracle_seconds / max(simulation, 1e-9):.2f} | "
+                f"{len(deliveries):,}{agree} | {deliveries.hops.max()} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

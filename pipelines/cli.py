@@ -393,8 +393,8 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
                         help="the latency model's seed for the link latencies (default 1; with --feeds: the Rappel run's)")
     router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED[.feeds-RAPPEL_RUN_ID]; the same command reuses a complete one")
     router.add_argument(
-        "--engine", choices=tuple(route.ENGINES), default="compiled",
-        help="compiled (default): each Spark task routes its publications to the end, the routing tables broadcast "
+        "--engine", default="compiled",
+        help=f"one of {', '.join(route.ENGINES)}. compiled (default): each Spark task routes its publications to the end, the routing tables broadcast "
              "from the driver; supersteps: one DataFrame step a hop for all publications, nothing on the driver. "
              "Same arrivals",
     )

@@ -131,11 +131,12 @@ def run_compare(
                 overlay=overlay,
             )
         routed: dict[tuple[str, str, str], Row] = {}
+        inputs: dict = {}  # each overlay's routing tables and placed workload, built once for its systems
         for i, system in enumerate(SYSTEMS, 1):
             family, overlay, protocol = system
             routed[system] = run_route(
                 spark, lakehouse, RouteRequest(designs[overlay][S.RUN_ID], protocol, request.publications, request.seed),
-                progress=progress,
+                progress=progress, inputs=inputs,
             )
             if routed[system][S.STATUS] != S.COMPLETE:
                 raise InputError(

@@ -76,6 +76,10 @@ class RouteRequest:
         if self.feeds is not None:
             check_run_id(self.feeds)
 
+    def inputs_key(self) -> tuple:
+        """What the routing tables and the placed publications depend on: all but the protocol."""
+        return self.run_id, self.publications, self.seed, self.feeds, self.model_seed
+
     def default_routing_run_id(self) -> str:
         feeds = f".feeds-{self.feeds}" if self.feeds else ""
         return f"{self.run_id}.{self.protocol}.p{self.publications}.s{self.seed}{feeds}"
@@ -132,11 +136,13 @@ def failing_routing_run(lakehouse: Lakehouse, routing_run_id: str, job: str):
 
 def run_route(
     spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, routing_run_id: str | None = None,
-    progress: bool = True,
+    progress: bool = True, inputs: dict | None = None,
 ) -> Row:
     """Route one workload on one overlay run; returns the routing run row (complete or failed).
     `progress`: a line (or a bar) per tree hop and superstep, with the messages in flight and sent
-    so far, then per table stored (`pipelines.progress`)."""
+    so far, then per table stored (`pipelines.progress`). `inputs` (optional): a dict the caller
+    keeps between routing runs, in which the routing tables and the placed publications of an
+    overlay run and workload are built once (`compare` routes five protocols on one overlay)."""
     request.check()
     routing_run_id = routing_run_id or request.default_routing_run_id()
     check_run_id(routing_run_id)
@@ -154,23 +160,17 @@ def run_route(
         return existing
     clock = time.monotonic()
     with failing_routing_run(lakehouse, routing_run_id, "routing run"):
-        lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None})
-        instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
-        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
-        fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
-        coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
-        network = build_network(
-            ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES], coordinates, roots,
-        )
-        if roots is None:
-            workload = publications(subscriptions, request.publications, request.seed)
+        if existing is not None:  # a rerun of an unfinished run: clear what the last attempt left
+            lakehouse.update_run(
+                routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None},
+            )
+        key = request.inputs_key()
+        if inputs is not None and key in inputs:
+            network, placed = inputs[key]
         else:
-            workload = feed_publications(roots, request.publications)
-        placed = (
-            workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
-            .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
-            .localCheckpoint(eager=True)
-        )
+            network, placed = _network_and_workload(spark, lakehouse, request, run, ring, feeds)
+            if inputs is not None:
+                inputs[key] = (network, placed)
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
         with Progress(routing_run_id, unit="step", enabled=progress, logger=log) as bar:
             simulation = ENGINES[request.engine](
@@ -200,6 +200,27 @@ def run_route(
         if failed:
             log.error("routing run %s: deliveries are not exactly once: %s", routing_run_id, outcome.counter_example)
     return lakehouse.run_row(routing_run_id, **ROUTING)
+
+
+def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, ring, feeds):
+    """The overlay run's routing tables and the request's publications placed on its ring."""
+    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
+    fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
+    coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
+    network = build_network(
+        ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES], coordinates, roots,
+    )
+    if roots is None:
+        workload = publications(subscriptions, request.publications, request.seed)
+    else:
+        workload = feed_publications(roots, request.publications)
+    placed = (
+        workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
+        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+        .localCheckpoint(eager=True)
+    )
+    return network, placed
 
 
 def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | None:

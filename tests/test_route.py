@@ -84,9 +84,31 @@ def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_te
         run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "po", 7), "lossy")
 
 
+@pytest.mark.ci  # uses the shared small workflow
+def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
+    """`--engine compiled` and `--engine supersteps` store the same metrics, deliveries and load,
+    and the same stored request (the engine is not part of it)."""
+    stored = {}
+    for engine in route.ENGINES:
+        routing_run_id = f"engine-{engine}"
+        row = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "iscribe", 9, 2, engine=engine), routing_run_id)
+        assert row[S.STATUS] == S.COMPLETE
+        (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, routing_run_id)
+        skip = {S.ROUTING_RUN_ID, S.COMPUTED_AT}
+        stored[engine] = (
+            row[S.PARAMS], row[S.SUPERSTEPS], row[S.MESSAGES],
+            {k: v for k, v in metrics.asDict().items() if k not in skip},
+            sorted((r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS], r[S.LATENCY_MS]) for r in rows_of(lakehouse, S.ROUTING_DELIVERIES, routing_run_id)),
+            sorted(tuple(r)[1:] for r in rows_of(lakehouse, S.ROUTING_LOAD, routing_run_id)),
+        )
+    assert stored["compiled"] == stored["supersteps"]
+    assert stored["compiled"][3][S.DELIVERIES] > 0
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--protocol", "flood", "--publications", "3"], "unknown protocol 'flood'"),
     (["--protocol", "pie", "--publications", "3", "--routing-run-id", "bad id"], "is not allowed"),
+    (["--protocol", "pie", "--publications", "3", "--engine", "warp"], "unknown engine 'warp'"),
 ])
 def test_bad_route_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "route", "--run-id", "x", *argv]) == 2
