@@ -192,3 +192,18 @@ def test_shipped_sweeps_run_a_laptop_grid_here_and_a_cluster_grid_in_the_bundle(
     designs = [s for s in cluster.steps if s.command == "design"]
     assert (laptop.grid, len([s for s in laptop.steps if s.command == "design"])) == ("laptop", 4 * 3 * 3 * 3)
     assert len(designs) == 4 * 3 * 6 * 5 and "10000" in designs[-1].argv[2]
+
+
+def test_a_shipped_graph_is_the_same_source_from_another_checkout(tmp_path):
+    """A rerun from another checkout (or an installed wheel) skips the ingests of the shipped
+    graphs: their absolute path differs, the graph does not. Any other file is its path."""
+    from pipelines.workflow.complete import _same_source
+
+    def spec(path):
+        return {"path": path, "directed": False, "sample_bfs": 1000, "seed": 1, "feed_seeds": None}
+
+    here, there = "/work/a/pipelines/datasets/facebook_combined.txt.gz", "/opt/b/pipelines/datasets/facebook_combined.txt.gz"
+    assert _same_source(spec(here)) == _same_source(spec(there))
+    assert _same_source(spec(here)) != _same_source({**spec(there), "seed": 2})
+    assert _same_source(spec("/data/facebook_combined.txt.gz")) != _same_source(spec(there))
+    assert _same_source(spec("/x/pipelines/datasets/other.gz")) != _same_source(spec("/y/pipelines/datasets/other.gz"))

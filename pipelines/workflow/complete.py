@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from pipelines import compare, report
+from pipelines.ingest import DATASETS
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
 from pipelines.overlays import complete_run, is_current
 
@@ -39,11 +40,14 @@ def _current_run(lakehouse: Lakehouse, run_id: str) -> Row | None:
 
 def _same_source(params: dict) -> dict:
     """Source settings with the input path made absolute (an instance stored from a relative path
-    is the same instance) and unset settings left out (an instance stored before a setting was
-    added is the same instance)."""
+    is the same instance), a graph shipped with the lab named by its file (the same graph from
+    another checkout or install), and unset settings left out (an instance stored before a setting
+    was added is the same instance)."""
     params = {k: v for k, v in params.items() if v is not None}
     if params.get("path"):
-        return {**params, "path": os.path.realpath(params["path"])}
+        path = Path(os.path.realpath(params["path"]))
+        shipped = path.name in {file for file, *_ in DATASETS.values()} and path.parent.parts[-2:] == ("pipelines", "datasets")
+        return {**params, "path": f"shipped:{path.name}" if shipped else str(path)}
     return params
 
 
