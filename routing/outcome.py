@@ -90,28 +90,36 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         .withColumn("_times", F.coalesce(F.col("_times"), F.lit(0)))
         .localCheckpoint(eager=True)
     )
-    totals = check.agg(
-        F.sum(F.col("_expected").isNotNull().cast("long")).alias("expected"),
-        F.sum("_times").alias("deliveries"),
-        F.sum((F.col("_times") > 0).cast("long")).alias("distinct"),
-        F.sum(((F.col("_times") == 0) & F.col("_expected").isNotNull()).cast("long")).alias("missing"),
-    ).first()
-    paths = deliveries.agg(
+    # One job for the counts of the check, the routing overhead, the publications and the paths.
+    path_stats = deliveries.agg(
         F.avg(HOPS).alias("avg"), F.max(HOPS).alias("max"),
         F.percentile(S.LATENCY_MS, F.lit(0.5)).alias(S.LATENCY_MEDIAN),
         F.percentile(S.LATENCY_MS, F.lit(0.95)).alias(S.LATENCY_P95),
         F.percentile(F.try_divide(F.col(S.LATENCY_MS), F.col(S.DIRECT_MS)), F.lit(0.5)).alias(S.STRETCH_MEDIAN),
-    ).first()
-    overhead = arrivals.agg(F.sum(F.col("_pure").cast("long")).alias("pure")).first()["pure"] or 0
+    )
+    totals = (
+        check.agg(
+            F.sum(F.col("_expected").isNotNull().cast("long")).alias("expected"),
+            F.sum("_times").alias("deliveries"),
+            F.sum((F.col("_times") > 0).cast("long")).alias("distinct"),
+            F.sum(((F.col("_times") == 0) & F.col("_expected").isNotNull()).cast("long")).alias("missing"),
+            F.sum(((F.col("_times") != 1) | F.col("_expected").isNull()).cast("long")).alias("wrong"),
+        )
+        .crossJoin(arrivals.agg(F.sum(F.col("_pure").cast("long")).alias("pure")))
+        .crossJoin(publications.agg(F.count("*").alias("publications")))
+        .crossJoin(path_stats)
+        .first()
+    )
+    overhead = totals["pure"] or 0
     expected_total = int(totals["expected"] or 0)
     deliveries_total = int(totals["deliveries"] or 0)
     distinct_total = int(totals["distinct"] or 0)
     metrics = {
-        S.PUBLICATIONS: publications.count(),
+        S.PUBLICATIONS: int(totals["publications"]),
         S.ROUTING_OVERHEAD: int(overhead),
-        S.AVG_PATH_LENGTH: None if paths["avg"] is None else float(paths["avg"]),
-        S.MAX_PATH_LENGTH: None if paths["max"] is None else int(paths["max"]),
-        **{c: None if paths[c] is None else float(paths[c]) for c in (S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN)},
+        S.AVG_PATH_LENGTH: None if totals["avg"] is None else float(totals["avg"]),
+        S.MAX_PATH_LENGTH: None if totals["max"] is None else int(totals["max"]),
+        **{c: None if totals[c] is None else float(totals[c]) for c in (S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN)},
         S.DELIVERY_RATIO: 1.0 if expected_total == 0 else distinct_total / expected_total,
         S.DUPLICATE_DELIVERIES: deliveries_total - distinct_total,
         S.MISSING_DELIVERIES: int(totals["missing"] or 0),
@@ -120,7 +128,8 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         S.MESSAGES: simulation.messages,
         S.SUPERSTEPS: simulation.supersteps,
     }
-    return Outcome(deliveries, load, per_publication, metrics, _counter_example(check, node_of))
+    wrong = int(totals["wrong"] or 0)  # the counter-example's query only when there is one
+    return Outcome(deliveries, load, per_publication, metrics, _counter_example(check, node_of) if wrong else None)
 
 
 def _with_direct(delivered: DataFrame, network: Network) -> DataFrame:
