@@ -27,21 +27,6 @@ PROTOCOL_CODES = {**RANGE_PROTOCOLS, "scribe": SCRIBE, "iscribe": ISCRIBE}
 
 
 @nb.njit(cache=True, nogil=True)
-def _finger(f_offsets, f_dist, at, distance):
-    """Index into f_dist of the finger `send` takes towards a position `distance` ahead: the
-    largest distance not past it (-1: none fits, and the message is lost as in the supersteps)."""
-    lo, hi = f_offsets[at], f_offsets[at + 1]
-    # the first index in [lo, hi) whose distance exceeds `distance`, minus one
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if f_dist[mid] <= distance:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1 if lo > f_offsets[at] else -1
-
-
-@nb.njit(cache=True, nogil=True)
 def _first_above(values, lo, hi, x):
     """The first index in the sorted values[lo:hi] holding a value > x (hi: none)."""
     while lo < hi:
@@ -51,6 +36,14 @@ def _first_above(values, lo, hi, x):
         else:
             hi = mid
     return lo
+
+
+@nb.njit(cache=True, nogil=True)
+def _finger(f_offsets, f_dist, at, distance):
+    """Index into f_dist of the finger `send` takes towards a position `distance` ahead: the
+    largest distance not past it (-1: none fits, and the message is lost as in the supersteps)."""
+    after = _first_above(f_dist, f_offsets[at], f_offsets[at + 1], distance)
+    return after - 1 if after > f_offsets[at] else -1
 
 
 @nb.njit(cache=True, nogil=True)
