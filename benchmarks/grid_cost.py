@@ -53,7 +53,7 @@ def measured(lakehouse: str) -> tuple[dict[str, float], dict[str, float], dict[s
         compares[instance] += seconds
     if (Path(lakehouse) / "routing_runs").exists():
         routed = table(lakehouse, "routing_runs")
-        routed = routed[routed.status == "complete"].merge(swico[["run_id", "instance"]], on="run_id")
+        routed = routed[routed.status == "complete"].merge(swico[["run_id"]], on="run_id")  # its own instance column
         for instance, seconds in zip(routed.instance, routed.seconds):
             compares[instance] += seconds
     instances = table(lakehouse, "instances")
