@@ -29,16 +29,10 @@ from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS
 from overlay.errors import InputError
 from overlay.progress import OnStep, report
 from routing import kernels
-from routing.network import AT, FDIST, FLAT, HOPS, LATENCY, RP, SENDER, TARGET, Network
+from routing.network import AT, FDIST, FLAT, HOPS, RP, Network
 from routing.protocols import PROTOCOLS
-from routing.simulate import ARRIVAL_COLUMNS, Simulation, default_max_supersteps
-from routing.trees import KNUTH
-
-ARRIVAL_SCHEMA = (
-    f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {AT} long, {HOPS} int, {LATENCY} double, "
-    f"{SENDER} long, {TARGET} boolean"
-)
-
+from routing.simulate import ARRIVAL_COLUMNS, ARRIVAL_SCHEMA, Simulation, default_max_supersteps
+from routing.trees import rendezvous_of
 
 def _finger_table(network: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fingers by ring position, CSR: offsets (n + 1), sorted distances, their latencies (NaN
@@ -75,9 +69,8 @@ def _topic_table(network: Network, max_subscriptions: int) -> tuple[np.ndarray, 
     topic, at = topic[order], at[order]
     ids, starts = np.unique(topic, return_index=True)
     offsets = np.concatenate([starts, [len(topic)]]).astype(np.int64)
-    if network.rendezvous is None:
-        hashed = (ids.astype(np.uint64) * np.uint64(KNUTH)) & np.uint64(0xFFFFFFFF)
-        roots = ((hashed * np.uint64(network.n)) >> np.uint64(32)).astype(np.int64)
+    if network.rendezvous is None:  # one per topic, on the driver already
+        roots = np.array([rendezvous_of(int(t), network.n) for t in ids], dtype=np.int64)
     else:
         given = network.rendezvous.select(S.TOPIC_ID, RP).toArrow()
         root_of = dict(zip(given.column(S.TOPIC_ID).to_pylist(), given.column(RP).to_pylist()))  # one row per topic

@@ -21,9 +21,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-RANGE_PROTOCOLS = {"po": 0, "pa1": 1, "pie": 2}
-SCRIBE, ISCRIBE = 3, 4
-PROTOCOL_CODES = {**RANGE_PROTOCOLS, "scribe": SCRIBE, "iscribe": ISCRIBE}
+SCRIBE = 3  # codes below it are Protocol 5's range protocols; iScribe is 4
+PROTOCOL_CODES = {"po": 0, "pa1": 1, "pie": 2, "scribe": SCRIBE, "iscribe": 4}
 
 
 @nb.njit(cache=True, nogil=True)

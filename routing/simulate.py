@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 RANGE, UNICAST, TREE = 0, 1, 2
 MESSAGE_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, HOPS, LATENCY, SENDER, KIND, KEY, TARGET)
 ARRIVAL_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, LATENCY, SENDER, TARGET)
+ARRIVAL_SCHEMA = (
+    f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {AT} long, {HOPS} int, {LATENCY} double, "
+    f"{SENDER} long, {TARGET} boolean"
+)
 
 
 @dataclass
@@ -216,10 +220,7 @@ def simulate(
         for more in arrivals[1:]:
             union = union.unionByName(more)
     else:
-        union = spark.createDataFrame(
-            [], f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long, {AT} long, {HOPS} int, {LATENCY} double, "
-            f"{SENDER} long, {TARGET} boolean"
-        )
+        union = spark.createDataFrame([], ARRIVAL_SCHEMA)
     return Simulation(arrivals=union, supersteps=len(seconds), messages=total, superstep_seconds=seconds, tree_seconds=tree_seconds)
 
 
