@@ -518,9 +518,10 @@ def _run_small_world(
             raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
         bar.step("Property 1 holds", check="Property 1")
         check_owner(lakehouse, run_id, attempt)
-        for table, frame in ((S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)):
-            lakehouse.write_run_rows(table, run_id, frame)
-            bar.step(f"stored {table.name}", stored=table.name)
+        lakehouse.write_run_tables(
+            run_id, [(S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)],
+            on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
+        )
 
 
 def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, backend) -> None:

@@ -22,7 +22,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -462,6 +463,38 @@ class Lakehouse:
             .save(self.path(table)),
             f"write {table.name} of run {run_id}",
         )
+
+    def write_run_tables(
+        self, run_id: str, frames: Sequence[tuple[S.TableSpec, DataFrame]], key: str = S.RUN_ID,
+        on_stored: Callable[[S.TableSpec], None] | None = None,
+    ) -> None:
+        """Replace one run's rows in several tables at once: each table's write is its own Delta
+        commit (as `write_run_rows`), run from a thread of its own, because a small run's write is
+        mostly commit latency on the driver, not executor work. `on_stored` is called on this
+        thread as each table is stored; every write is waited for, then the first error raised.
+        The run is not complete until its caller says so after this returns."""
+        names = [table.name for table, _ in frames]
+        if len(set(names)) != len(names):
+            raise ValueError(f"one write per table: {names}")
+        if len(frames) <= 1:
+            for table, frame in frames:
+                self.write_run_rows(table, run_id, frame, key=key)
+                if on_stored is not None:
+                    on_stored(table)
+            return
+        errors: list[BaseException] = []
+        with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix=f"store-{run_id[:24]}") as pool:
+            pending = {
+                pool.submit(self.write_run_rows, table, run_id, frame, key): table for table, frame in frames
+            }
+            for done in as_completed(pending):
+                error = done.exception()
+                if error is not None:
+                    errors.append(error)
+                elif on_stored is not None:
+                    on_stored(pending[done])
+        if errors:
+            raise errors[0]
 
     def append_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
         """Add rows of one run (a blind append: never conflicts with other runs' writes)."""

@@ -177,17 +177,19 @@ def run_route(
                 network, placed, request.protocol, on_step=bar.on_step, partitions=shuffle_partitions(spark),
             )
             outcome = summarise(simulation, network, placed)
-            for table, frame in (
-                (S.ROUTING_PUBLICATIONS, outcome.per_publication),
-                (S.ROUTING_DELIVERIES, outcome.deliveries),
-                (S.ROUTING_LOAD, outcome.load),
-            ):
-                lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
-                bar.step(f"stored {table.name}", stored=table.name)
-        metrics = {**outcome.metrics, S.RUN_ID: request.run_id, S.PROTOCOL: request.protocol, S.COMPUTED_AT: _now()}
-        columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
-        row = local_frame(spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, tuple(columns)))
-        lakehouse.write_run_rows(S.ROUTING_METRICS, routing_run_id, row, key=S.ROUTING_RUN_ID)
+            metrics = {**outcome.metrics, S.RUN_ID: request.run_id, S.PROTOCOL: request.protocol, S.COMPUTED_AT: _now()}
+            columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
+            row = local_frame(
+                spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, tuple(columns)),
+            )
+            lakehouse.write_run_tables(
+                routing_run_id,
+                [
+                    (S.ROUTING_PUBLICATIONS, outcome.per_publication), (S.ROUTING_DELIVERIES, outcome.deliveries),
+                    (S.ROUTING_LOAD, outcome.load), (S.ROUTING_METRICS, row),
+                ],
+                key=S.ROUTING_RUN_ID, on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
+            )
         failed = outcome.counter_example is not None
         lakehouse.update_run(
             routing_run_id, **ROUTING, **{

@@ -179,3 +179,35 @@ def test_racing_writers_of_the_same_coordinates_store_them_once(spark, lakehouse
     assert lakehouse.insert_missing(S.NODE_COORDINATES, rows(range(3, 8)), keys) == 3
     stored = sorted((r[S.NODE_ID], r[S.X_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect())
     assert stored == [(v, float(v)) for v in range(8)]
+
+
+def test_a_run_stores_several_tables_at_once_and_a_failed_one_is_raised(spark, lakehouse):
+    """`write_run_tables` writes each table from its own thread: every table gets the run's rows
+    (another run's untouched), `on_stored` hears of each once, and a table whose rows fail to
+    compute raises after the others are stored (nothing is marked complete by it)."""
+    from overlay.frames import local_frame
+
+    def ring(positions):
+        return local_frame(spark, [(v, p) for v, p in positions], f"{S.NODE_ID} long, {S.POSITION} long")
+
+    def edges(pairs):
+        return local_frame(spark, [(u, v, i, 1, None) for i, (u, v) in enumerate(pairs)],
+                           f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int, {S.GAIN} long")
+
+    lakehouse.write_run_rows(S.RING, "other", ring([(0, 0)]))
+    heard = []
+    lakehouse.write_run_tables(
+        "r", [(S.RING, ring([(0, 1), (1, 0)])), (S.OVERLAY_EDGES, edges([(0, 1)]))], on_stored=lambda t: heard.append(t.name),
+    )
+    assert sorted(heard) == ["overlay_edges", "ring"]
+    stored = sorted((r[S.RUN_ID], r[S.NODE_ID], r[S.POSITION]) for r in lakehouse.read(S.RING).collect())
+    assert stored == [("other", 0, 0), ("r", 0, 1), ("r", 1, 0)]
+    assert [(r[S.U], r[S.V]) for r in lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "r").collect()] == [(0, 1)]
+
+    broken = edges([(1, 2)]).withColumn(S.U, F.raise_error(F.lit("no such link")).cast("long"))
+    with pytest.raises(Exception, match="no such link"):
+        lakehouse.write_run_tables("s", [(S.RING, ring([(5, 0)])), (S.OVERLAY_EDGES, broken)])
+    assert lakehouse.read(S.RING).filter(F.col(S.RUN_ID) == "s").count() == 1
+    assert lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "s").count() == 0
+    with pytest.raises(ValueError, match="one write per table"):
+        lakehouse.write_run_tables("t", [(S.RING, ring([(0, 0)])), (S.RING, ring([(1, 0)]))])
