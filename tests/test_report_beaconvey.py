@@ -71,3 +71,9 @@ def test_seeds_make_one_table_per_sample_and_figure_points_by_topics():
     assert [ax.get_title() for ax in figure.axes] == ["(a) BeaConvey", "(b) Scribe", "(c) iScribe"]
     drawn = {c.get_label(): len(c.lines[0].get_xdata()) for c in figure.axes[0].containers}
     assert drawn == {"BeaConvey(SL, Pie)": 2, "BeaConvey(S, Pie)": 2}
+    paper = [line for line in figure.axes[0].get_lines() if line.get_label().endswith("paper's mean (text)")]
+    assert [(line.get_label(), list(line.get_xdata()), list(line.get_ydata())) for line in paper] == [
+        ("BeaConvey(SL, Pie), paper's mean (text)", [1000, 10000], [0.594, 0.594])
+    ]
+    sl = next(c for c in figure.axes[0].containers if c.get_label() == "BeaConvey(SL, Pie)")
+    assert paper[0].get_color() == sl.lines[0].get_color()  # the paper's line in its system's colour

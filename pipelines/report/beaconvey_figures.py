@@ -1,6 +1,8 @@
 """BeaConvey Figs. 4-7: a system's ratio against Scribe(-) as |T| grows, panels (a) BeaConvey with
 Pie, (b) Scribe, (c) iScribe, a line per overlay type at the mean over seeds with a bar from the
-lowest to the highest seed, and the paper's values from its text as open diamonds."""
+lowest to the highest seed, and the paper's values from its text: a point as an open diamond, an
+average over |T| as a dotted line in the system's colour. An overlay type keeps its colour in
+every panel and figure."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from matplotlib.figure import Figure
 
 from overlay import schema as S
 from pipelines.compare import OVERLAY_TYPES, system_name
-from pipelines.report.beaconvey import FAMILIES, FIGURES, METRICS, PAPER_MARKS
+from pipelines.report.beaconvey import FAMILIES, FIGURES, METRICS, PAPER_MARKS, PAPER_MEANS
 from pipelines.report.figures import MARKERS, _grid
 from pipelines.report.workloads import HIGH, LOW, MEAN
 
@@ -27,7 +29,8 @@ def ratios(points: pd.DataFrame, figure_name: str) -> Figure | None:
     if points.empty:
         return None
     dist, metric = FIGURES[figure_name]
-    marks = PAPER_MARKS.get(figure_name, [])
+    marks, means = PAPER_MARKS.get(figure_name, []), dict(PAPER_MEANS.get(figure_name, []))
+    span = (points[S.TOPICS].min(), points[S.TOPICS].max())
     figure, axes = _grid(len(FAMILIES))
     for ax, (family, protocol), letter in zip(axes, FAMILIES, "abc"):
         for i, overlay in enumerate(OVERLAY_TYPES):
@@ -37,8 +40,10 @@ def ratios(points: pd.DataFrame, figure_name: str) -> Figure | None:
                 continue
             ax.errorbar(
                 line[S.TOPICS], line[MEAN], yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
-                marker=MARKERS[i], capsize=3, label=name,
+                marker=MARKERS[i], capsize=3, label=name, color=f"C{i}",
             )
+            if name in means:
+                ax.plot(span, [means[name]] * 2, linestyle=":", color=f"C{i}", label=f"{name}, paper's mean (text)")
             for system, topics, value in marks:
                 if system == name:
                     ax.plot([topics], [value], linestyle="none", marker="D", markersize=9, markerfacecolor="none",
