@@ -476,14 +476,8 @@ class Lakehouse:
         names = [table.name for table, _ in frames]
         if len(set(names)) != len(names):
             raise ValueError(f"one write per table: {names}")
-        if len(frames) <= 1:
-            for table, frame in frames:
-                self.write_run_rows(table, run_id, frame, key=key)
-                if on_stored is not None:
-                    on_stored(table)
-            return
         errors: list[BaseException] = []
-        with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix=f"store-{run_id[:24]}") as pool:
+        with ThreadPoolExecutor(max_workers=max(1, len(frames)), thread_name_prefix=f"store-{run_id[:24]}") as pool:
             pending = {
                 pool.submit(self.write_run_rows, table, run_id, frame, key): table for table, frame in frames
             }

@@ -140,6 +140,12 @@ PAPER_MEANS = {
 }
 
 
+def _paper(figure: str, system: str) -> float:
+    """The paper's value for a system in a figure, from its text (a mean over |T|, else the point)."""
+    means = dict(PAPER_MEANS.get(figure, []))
+    return means[system] if system in means else next(v for s, _, v in PAPER_MARKS[figure] if s == system)
+
+
 def checks(data: BeaConveyData) -> list[str]:
     """The paper's claims beside ours, for the points that exist."""
     lines = []
@@ -172,25 +178,25 @@ def checks(data: BeaConveyData) -> list[str]:
         r = _mean(zipf, "BeaConvey(SL, Pie)")
         lines.append(
             f"Fig. 4 (Zipf): BeaConvey(SL, Pie)'s overhead {r.mean():.3f} of Scribe(-)'s on average over |T| = "
-            f"{', '.join(f'{t:,}' for t in r.index)} (paper: 0.594)."
+            f"{', '.join(f'{t:,}' for t in r.index)} (paper: {_paper('Fig. 4', 'BeaConvey(SL, Pie)')})."
         )
     paths = figure_points(data.sweeps, "Fig. 5")
     if not paths.empty:
         r = _mean(paths, "BeaConvey(SL, Pie)")
         lines.append(
             f"Fig. 5 (Zipf): BeaConvey(SL, Pie)'s average path {r.mean():.3f} of Scribe(-)'s on average "
-            f"(paper: 4.88 / 7.20 = 0.678)."
+            f"(paper: 4.88 / 7.20 = {_paper('Fig. 5', 'BeaConvey(SL, Pie)')})."
         )
     unif = figure_points(data.sweeps, "Fig. 6")
     if not unif.empty:
         sl, large, small = (_mean(unif, f"BeaConvey({o}, Pie)") for o in ("SL", "L", "S"))
         parts = []
         if 10000 in sl.index:
-            parts.append(f"BeaConvey(SL, Pie)'s overhead at |T| = 10,000: {sl.loc[10000]:.3f} of Scribe(-)'s (paper 0.379)")
+            parts.append(f"BeaConvey(SL, Pie)'s overhead at |T| = 10,000: {sl.loc[10000]:.3f} of Scribe(-)'s (paper {_paper('Fig. 6', 'BeaConvey(SL, Pie)')})")
         if len(large) and len(small):
             parts.append(
                 f"BeaConvey(L, Pie) {large.mean():.3f} and BeaConvey(S, Pie) {small.mean():.3f} on average "
-                f"(paper 0.585 and 0.653: L below S: {'holds' if large.mean() < small.mean() else 'does not hold'})"
+                f"(paper {_paper('Fig. 6', 'BeaConvey(L, Pie)')} and {_paper('Fig. 6', 'BeaConvey(S, Pie)')}: L below S: {'holds' if large.mean() < small.mean() else 'does not hold'})"
             )
         if parts:
             lines.append("Fig. 6 (Unif): " + "; ".join(parts) + ".")
