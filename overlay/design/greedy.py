@@ -1,5 +1,5 @@
-"""The greedy engine: every greedy of the project (GM, GPA, MinMaxODA, GPM, GM2, GSwicoS, GSwicoL)
-as batched Spark rounds.
+"""The greedy engine: every greedy of the project (GM, GPA, MinMaxODA, GPM, GM2, GSwicoS, GSwicoL),
+in memory where its state fits, else as batched Spark rounds.
 
 The algorithms (ICDCS'16 Alg. 1 and 3, BeaConvey Alg. 1, kTCO Alg. 1, NOTES.md section 3) add, one
 at a time, the eligible link of highest gain, where the gain of (u, v) is the number of shared
@@ -9,7 +9,13 @@ by link with a pure-Python lazy greedy. What varies between algorithms is plugga
 are eligible (`overlay.design.eligibility`: none excluded, degree phases, a ring, finger slots)
 and the "same class" relation (`overlay.design.classes`).
 
-One round is one Spark job and one bounded driver step:
+Two regimes, one canonical sequence. Where the candidate state fits `memory_budget` bytes and the
+rule and relation have compiled forms, the whole greedy runs compiled in the driver process
+(`overlay.design.memory`, the *memory* regime). Past the budget, or with `regime="rounds"`, it runs
+as the design card's batched Spark iterations (the *rounds* regime, below); the relaxed mode
+lives there. Both yield `GreedyRound`s and give the same links, gains included.
+
+In the rounds regime one round is one Spark job and one bounded driver step:
 
 1. Broadcast the flattened classes (one or two integers per subscription) and the rule's row
    filter; one `mapInArrow` pass over the candidate table refreshes every gain, and returns the
@@ -45,6 +51,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design import memory
 from overlay.design.candidates import BOUND, CandidateTable
 from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
@@ -58,6 +65,9 @@ GREEDY_ALGORITHMS: tuple[str, ...] = ("gm", "gpa", "minmaxoda", "gpm", "gm2")
 PHASED = ("minmaxoda", "gpm")
 Mode = Literal["exact", "relaxed"]
 MODES: tuple[str, ...] = ("exact", "relaxed")
+Regime = Literal["auto", "memory", "rounds"]
+REGIMES: tuple[str, ...] = ("auto", "memory", "rounds")
+MEMORY_BUDGET = 4 << 30  # bytes of candidate state the memory regime may hold (conf/lab.yaml: design.memory_budget)
 DEFAULT_EPSILON = 0.1
 SAMPLE_ROWS = 400_000  # rows each partition of a round sends the driver, at most about (auto sizes)
 MAX_PER_NODE = 1024
@@ -77,6 +87,8 @@ class GreedyParams:
     partitions: int | None = None  # of the candidate table (None: sized to the counting work)
     parallelism: int | None = None  # tasks that run at once (None: the context's default parallelism)
     open_read_share: float = OPEN_READ_SHARE  # read only open nodes' rows at most at this share (0: never)
+    regime: Regime = "auto"  # memory where the state fits `memory_budget` (auto), or forced
+    memory_budget: int = MEMORY_BUDGET
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -92,6 +104,10 @@ class GreedyParams:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not self.epsilon > 0:
             raise ValueError(f"epsilon must be positive, got {self.epsilon}")
+        if self.regime not in REGIMES:
+            raise ValueError(f"regime must be one of {', '.join(REGIMES)}, got {self.regime!r}")
+        if self.regime == "memory" and self.mode == "relaxed":
+            raise ValueError("the relaxed mode settles sampled rounds: it runs in the rounds regime")
 
     @property
     def phased(self) -> bool:
@@ -125,6 +141,7 @@ class GreedyRound:
     candidate_rows: int = 0  # rows of the candidate table (at its last full pass)
     open_nodes: int | None = None  # the round read only the rows between this many open nodes (None: all rows)
     rows_read: int = 0  # rows the round's pass read
+    regime: str = "rounds"  # which regime ran it: memory or rounds
 
 
 @dataclass(frozen=True)
@@ -171,6 +188,9 @@ class GreedyEngine:
         first_round: int = 1,
         edges_total: int = 0,
         name: str = "greedy",
+        regime: Regime = "auto",
+        memory_budget: int = MEMORY_BUDGET,
+        round_links: int = memory.ROUND_LINKS,
     ) -> None:
         self.spark = spark
         self.subscriptions = subscriptions
@@ -191,6 +211,29 @@ class GreedyEngine:
         self.finished = False
         self.lookahead = 1
         self.with_rows: tuple[tuple[int, int], np.ndarray] | None = None  # (phases, nodes the last sample touched)
+        self.requested_regime, self.memory_budget, self.round_links = regime, memory_budget, round_links
+        self.relaxed = mode == "relaxed"
+
+    @cached_property
+    def regime(self) -> str:
+        """The regime that runs: memory when asked, or (auto) when the rule and relation have
+        compiled forms, the run is exact and a bound on the candidate state fits the budget."""
+        if self.requested_regime == "rounds":
+            return "rounds"
+        compiled = memory.supported(self.rule, self.classes) and not self.relaxed
+        if self.requested_regime == "memory":
+            if not compiled:
+                raise ValueError(f"{self.name}: its rule or mode has no in-memory form; use the rounds regime")
+            return "memory"
+        if not compiled:
+            return "rounds"
+        pairs, needed = memory.estimate(self.subscriptions)
+        fits = needed <= self.memory_budget
+        log.info(
+            "%s: at most %d candidate pairs, %s of state against a budget of %s: the %s regime", self.name, pairs,
+            memory.human_bytes(needed), memory.human_bytes(self.memory_budget), "memory" if fits else "rounds",
+        )
+        return "memory" if fits else "rounds"
 
     def _sample_sizes(self, open_nodes: int) -> tuple[int, int]:
         """Rows per node and best rows overall a round samples. Auto: half the sample for the
@@ -210,6 +253,9 @@ class GreedyEngine:
     def rounds(self) -> Iterator[GreedyRound]:
         if self.done():
             return
+        if self.regime == "memory":
+            yield from self._memory_rounds()
+            return
         spark = self.spark
         clock = time.monotonic()
         counts = self.shared_counts
@@ -227,6 +273,27 @@ class GreedyEngine:
                     return
         finally:
             static.unpersist()
+
+    def _memory_rounds(self) -> Iterator[GreedyRound]:
+        """The memory regime: each call of the compiled sweep is a round."""
+        clock = time.monotonic()
+        state = memory.MemorySweep(
+            self.subscriptions, self.rule, self.classes, self.max_edges, self.edges_total, self.round_links,
+        )
+        log.info("%s: %d candidate pairs in memory, in %.1fs", self.name, state.pairs, time.monotonic() - clock)
+        phased = isinstance(self.rule, DegreePhases)
+        for phase, links, refreshes, visits, seconds in state.calls():
+            self.round_no += 1
+            first_order = self.edges_total + 1
+            self.edges_total += len(links)
+            self.finished = bool(state.state[memory.sweep.FINISHED])
+            tcc = self.classes.components
+            yield GreedyRound(
+                round=self.round_no, phase=phase if phased else 0, edges=links, first_order=first_order,
+                candidates=state.alive, reevaluations=refreshes, edges_total=self.edges_total, tcc=tcc,
+                tco_support=self.size.tco_support(tcc), next_phase=self.rule.phase, finished=self.finished,
+                seconds=seconds, candidate_rows=state.pairs, rows_read=visits, regime="memory",
+            )
 
     def _round(self, spark, table: CandidateTable, static) -> GreedyRound:
         clock = time.monotonic()
@@ -340,7 +407,7 @@ class GreedyDesign:
             batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
             partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,
             first_round=start.rounds_done + 1, edges_total=len(links),
-            name=params.algorithm,
+            name=params.algorithm, regime=params.regime, memory_budget=params.memory_budget,
         )
 
     def rounds(self) -> Iterator[GreedyRound]:

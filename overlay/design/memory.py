@@ -1,0 +1,144 @@
+"""The in-memory regime of the greedy engine: the whole greedy compiled, in the driver process.
+
+Where an instance's candidate state fits a memory budget (`conf/lab.yaml`, `design.memory_budget`),
+the engine builds the candidate pairs in memory from the driver copy of the subscriptions and runs
+the level sweep of `overlay.design.sweep` over them: no Spark job per round, no candidate table
+re-read. It runs in the driver because the greedy is one sequential computation that needs the
+driver's copy of the classes and rule anyway, and because its output, the ordered links, is what
+the driver stores: a task would add a Python worker's start and a trip of the state there and
+back, and hold the same memory on one executor instead.
+
+A "round" of this regime is one call of the sweep: it ends at a degree phase's end or after
+`round_links` links, so long runs report progress and commit resumable points like the batched
+rounds do. The links are the canonical greedy sequence, the same as the batched rounds'.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from overlay.design import sweep
+from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
+from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
+from overlay.design.pairs import by_topic
+
+BYTES_PER_PAIR = 16  # a pair's code (8 bytes), twice over while a level's list doubles
+BYTES_PER_SUBSCRIPTION = 96  # the CSR and its transpose, the components or GM2's forest
+ROUND_LINKS = 100_000  # links one call of the sweep adds at most (a round of this regime)
+NO_ARRAY = np.zeros(0, dtype=np.int64)
+
+
+def pair_bound(subscriptions: Subscriptions, topic_offsets: np.ndarray | None = None) -> int:
+    """An upper bound on the candidate pairs, without counting them: pairs share a topic, so
+    there are at most sum_t C(|V(t)|, 2) of them, at most C(|V|, 2), and node u is in at most
+    min(|V| - 1, sum over its topics of |V(t)| - 1)."""
+    if topic_offsets is None:
+        topic_offsets, _ = by_topic(subscriptions)
+    sizes = np.diff(topic_offsets)
+    nodes = subscriptions.nodes
+    by_topics = int((sizes * (sizes - 1) // 2).sum())
+    running = np.concatenate([[0], np.cumsum(sizes[subscriptions.topics] - 1)])
+    per_node = running[subscriptions.offsets[1:]] - running[subscriptions.offsets[:-1]]
+    by_nodes = int(np.minimum(per_node, max(0, nodes - 1)).sum()) // 2
+    return min(by_topics, by_nodes, nodes * (nodes - 1) // 2)
+
+
+def state_bytes(subscriptions: Subscriptions, pairs: int) -> int:
+    """What the in-memory regime holds for this many candidate pairs."""
+    return pairs * BYTES_PER_PAIR + subscriptions.rows * BYTES_PER_SUBSCRIPTION
+
+
+def compiled_rule(rule: Eligibility) -> tuple[int, np.ndarray, int] | None:
+    """(kind, degrees, max degree or 0) of a rule the sweep knows, else None."""
+    if type(rule) is DegreePhases:
+        return sweep.DEGREE_RULE, rule.degrees, rule.max_degree or 0
+    if type(rule) is Unlimited:
+        return sweep.NO_RULE, NO_ARRAY, 0
+    return None
+
+
+def supported(rule: Eligibility, classes: Classes) -> bool:
+    return compiled_rule(rule) is not None and isinstance(classes, (ComponentClasses, BlockClasses))
+
+
+class MemorySweep:
+    """The state of one in-memory greedy: candidate levels, relation and rule; `calls()` runs it."""
+
+    def __init__(self, subscriptions: Subscriptions, rule: Eligibility, classes: Classes, max_edges: int | None,
+                 edges_total: int, round_links: int = ROUND_LINKS) -> None:
+        self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
+        self.max_edges, self.round_links = max_edges, round_links
+        topic_offsets, topic_nodes = by_topic(subscriptions)
+        top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
+        self.levels, self.sizes = sweep.build_levels(subscriptions.offsets, subscriptions.topics, topic_offsets,
+                                                     topic_nodes, max(top, 1))
+        self.pairs = int(sweep.pair_count(self.sizes))
+        self.state = np.zeros(sweep.STATE_SLOTS, dtype=np.int64)
+        self.state[sweep.PHASE] = max(rule.phase, 1)
+        self.state[sweep.LEVEL] = sweep.top_level(self.sizes)
+        self.state[sweep.EDGES] = edges_total
+        self.state[sweep.COMPONENTS] = classes.components
+
+    def _relation(self) -> tuple:
+        classes = self.classes
+        if isinstance(classes, ComponentClasses):
+            return (sweep.COMPONENTS_RELATION, classes.parent, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY,
+                    NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.topics, 0)
+        return (sweep.BLOCKS_RELATION, NO_ARRAY, classes.state, classes.pblock, classes.bparent, classes.bhead,
+                classes.comp, classes.comp_size, classes.vmark, classes.bmark, classes.topics, classes.shared_topics)
+
+    @property
+    def alive(self) -> int:
+        return int(sweep.pair_count(self.sizes))
+
+    def calls(self) -> Iterator[tuple[int, list[tuple[int, int, int]], int, int, float]]:
+        """Each call of the sweep: (phase it ran in, links (u, v, gain), refreshes, visits, seconds)."""
+        kind, degrees, max_degree = compiled_rule(self.rule)
+        relation = self._relation()
+        s = self.subscriptions
+        state = self.state
+        while not state[sweep.FINISHED]:
+            clock = time.monotonic()
+            phase = int(state[sweep.PHASE])
+            refreshes, visits = int(state[sweep.REFRESHES]), int(state[sweep.VISITS])
+            budget = self.round_links
+            if self.max_edges is not None:
+                budget = max(1, min(budget, self.max_edges - int(state[sweep.EDGES])))
+            us, vs, gains = sweep.sweep(
+                self.levels, self.sizes, state, s.nodes, s.offsets, s.topics, *relation,
+                kind, degrees, max_degree, self.max_edges or 0, budget,
+            )
+            if isinstance(self.classes, ComponentClasses):
+                self.classes.components = int(state[sweep.COMPONENTS])
+            if isinstance(self.rule, DegreePhases):
+                self.rule.phase = int(state[sweep.PHASE])
+            links = list(zip(us.tolist(), vs.tolist(), gains.tolist()))
+            yield (phase, links, int(state[sweep.REFRESHES]) - refreshes, int(state[sweep.VISITS]) - visits,
+                   time.monotonic() - clock)
+
+
+def estimate(subscriptions: Subscriptions) -> tuple[int, int]:
+    """(pair bound, state bytes at that bound): what deciding the regime needs, without counting."""
+    pairs = pair_bound(subscriptions)
+    return pairs, state_bytes(subscriptions, pairs)
+
+
+def parse_bytes(text: str) -> int:
+    """'512m', '4g' -> bytes (the size grammar of Spark's memory settings)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    number, unit = text[:-1], text[-1].lower()
+    if unit not in units or not number.isdigit():
+        raise ValueError(f"a size is digits and one of k, m, g, t, got {text!r}")
+    return int(number) * units[unit]
+
+
+def human_bytes(count: int) -> str:
+    if count < 1 << 20:
+        return f"{math.ceil(count / 1024)} KiB"
+    if count < 1 << 30:
+        return f"{count / (1 << 20):.0f} MiB"
+    return f"{count / (1 << 30):.1f} GiB"
