@@ -176,6 +176,7 @@ FINISHED_AT = "finished_at"
 SECONDS = "seconds"
 SECONDS_SETUP, SECONDS_ROUNDS = "seconds_setup", "seconds_rounds"
 SECONDS_COMMITS, SECONDS_EVALUATE = "seconds_commits", "seconds_evaluate"
+REGIME, SPARK_JOBS, DELTA_COMMITS = "regime", "spark_jobs", "delta_commits"
 SPARK_SECONDS, CANDIDATE_ROWS, OPEN_NODES = "spark_seconds", "candidate_rows", "open_nodes"
 MESSAGE = "message"
 U = "u"
@@ -235,6 +236,9 @@ OVERLAY_RUNS = TableSpec(
         (SECONDS_ROUNDS, DoubleType(), True),
         (SECONDS_COMMITS, DoubleType(), True),
         (SECONDS_EVALUATE, DoubleType(), True),
+        (REGIME, StringType(), True),
+        (SPARK_JOBS, LongType(), True),
+        (DELTA_COMMITS, LongType(), True),
     ),
     partition_by=(),
     description=(
@@ -244,7 +248,10 @@ OVERLAY_RUNS = TableSpec(
         "attempt's time from claiming the run to completing it; of it, a greedy run spent "
         "`seconds_setup` before its first round (driver copy, shared-topic counts), "
         "`seconds_rounds` in rounds, `seconds_commits` storing them and `seconds_evaluate` on "
-        "the check and the quality metrics."
+        "the check and the quality metrics. `regime`: where a greedy ran (memory: compiled in "
+        "the driver process; rounds: batched Spark iterations). `spark_jobs` and `delta_commits`: "
+        "what the last attempt cost in Spark jobs and Delta commits, its completing commit included "
+        "(its jobs not)."
     ),
 )
 

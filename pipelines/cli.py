@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.memory import parse_bytes
 from overlay.errors import InputError
 from pipelines import (
     compare, design, disseminate, failures, friend_bound, ingest, logs, overlays, rappel, report, route, runs, simulate,
@@ -277,6 +278,16 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         help=f"commit completed greedy rounds at most this often (default {design.COMMIT_SECONDS:g}; 0: every "
         "round); a crash loses at most that much work",
     )
+    designer.add_argument(
+        "--regime", choices=("auto", "memory", "rounds"), default=None,
+        help="greedy: where it runs; auto (the settings' default): compiled in memory when the candidate state "
+        "fits design.memory_budget, else batched Spark rounds (the same overlay either way)",
+    )
+    designer.add_argument(
+        "--cross-check", action="store_true",
+        help="greedy: check the engine's topic components with a connected-components run (GraphFrames when "
+        "loaded) instead of a BFS forest of its links on the driver",
+    )
     designer.add_argument("--backend", choices=("auto", "graphframes", "dataframe"), default="auto")
     designer.add_argument(
         "--skip-diameters", action="store_true",
@@ -526,12 +537,22 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
     return requests
 
 
+def _engine_choice(args: argparse.Namespace, settings: LabSettings) -> design.EngineChoice:
+    """Where the greedy runs: the command's --regime, else the settings' (`design` in conf/lab.yaml)."""
+    if args.regime == "memory" and args.mode == "relaxed":
+        raise InputError("--mode relaxed settles sampled rounds: it runs in the rounds regime (--regime rounds or auto)")
+    return design.EngineChoice(
+        regime=args.regime or settings.design.regime, memory_budget=parse_bytes(settings.design.memory_budget),
+        cross_check=args.cross_check,
+    )
+
+
 def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
     """Every check that needs no Spark, for one command: its validated request (or None)."""
     if args.command == "ingest":
         return ingest.ingest_request(args, settings)
     if args.command == "design":
-        return _design_requests(args)
+        return _design_requests(args), _engine_choice(args, settings)
     if args.command == "simulate" and args.protocol == rappel.PROTOCOL:
         request = rappel.RappelRequest(
             args.instance, args.hours, args.seed, args.alpha, args.beta, args.mode, args.utility,
@@ -636,13 +657,14 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
             print(f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
                   f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO")
     elif args.command == "design":
+        requests, engine = request
         designed = [
             design.run_design(
                 spark, lakehouse, one, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
                 per_node=args.per_node, diameters=not args.skip_diameters, commit_seconds=args.commit_every,
-                replace=args.replace,
+                replace=args.replace, engine=engine,
             ).asDict()
-            for one in request
+            for one in requests
         ]
         print(format_table(designed, DESIGN_COLUMNS))
     elif args.command == "simulate" and isinstance(request, rappel.RappelRequest):

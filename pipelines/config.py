@@ -49,6 +49,16 @@ class IngestSettings(_Strict):
     bfs_seed_count: int = Field(3, ge=1)
 
 
+class DesignSettings(_Strict):
+    """Where the greedy designs run. `regime`: auto picks the memory regime (the whole greedy
+    compiled in the driver process) when a bound on the candidate state fits `memory_budget`, else
+    the batched Spark rounds; memory or rounds force one. The default budget holds every instance
+    of the shipped and shared graphs (Slashdot's 41.6 million candidate pairs: about 0.7 GiB)."""
+
+    regime: Literal["auto", "memory", "rounds"] = "auto"
+    memory_budget: str = Field("4g", pattern=r"^\d+[kmgt]$")
+
+
 class HistorySettings(_Strict):
     """How many versions of an instance ingest keeps (the current one included) and for how many
     days after they were replaced; runs built on a kept version stay readable. null: no limit."""
@@ -69,6 +79,7 @@ class LabSettings(_Strict):
     lakehouse: str = "lakehouse"
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    design: DesignSettings = Field(default_factory=DesignSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
     jars: JarsSettings = Field(default_factory=JarsSettings)
 

@@ -31,6 +31,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
+import numpy as np
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -40,6 +41,7 @@ from overlay.design.classes import Subscriptions
 from overlay.design.greedy import (
     DEFAULT_EPSILON,
     GREEDY_ALGORITHMS,
+    MEMORY_BUDGET,
     MODES,
     GreedyDesign,
     GreedyParams,
@@ -57,7 +59,7 @@ from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
 from pipelines.progress import Progress
 from pipelines.runs import OVERLAY, delete_run
-from pipelines.spark import task_slots
+from pipelines.spark import jobs_started, task_slots
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +184,18 @@ class DesignRequest:
         )
         mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
         return f"{self.instance}.{self.algorithm}.{budget}{mode}.s{self.seed}"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """How a design's greedy runs (`conf/lab.yaml`, `design`): the regime (auto, memory, rounds),
+    the in-memory regime's budget in bytes, and whether the design cross-checks its components
+    with a connected-components run (GraphFrames where loaded) instead of trusting the engine's
+    state checked against a BFS forest of its links."""
+
+    regime: str = "auto"
+    memory_budget: int = MEMORY_BUDGET
+    cross_check: bool = False
 
 
 @dataclass(frozen=True)
@@ -460,21 +474,24 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
 def _run_greedy(
     spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
     resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
-) -> tuple[int | None, Subscriptions | None]:
-    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran) and
-    its driver copy of the subscriptions (None if nothing ran), which the check reuses.
-    `timings` receives the seconds spent on setup, rounds and commits.
+    engine: EngineChoice = EngineChoice(),
+) -> tuple[int | None, Subscriptions | None, np.ndarray | None, str | None]:
+    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran), its
+    driver copy of the subscriptions and every link of the run in order (None if nothing ran),
+    which the check reuses, and the regime that ran. `timings` receives the seconds spent on
+    setup, rounds and commits.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
     commit (0: every round), and always at the end: a crash loses at most that much work."""
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     if last is not None and last[S.FINISHED]:
-        return last[S.TCC], None
+        return last[S.TCC], None, None, None
+    regime = "rounds" if request.mode == "relaxed" and engine.regime == "auto" else engine.regime
     params = GreedyParams(
         request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
         max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
         per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
-        parallelism=task_slots(spark),
+        parallelism=task_slots(spark), regime=regime, memory_budget=engine.memory_budget,
     )
     bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
     tcc = last[S.TCC] if last is not None else None
@@ -482,8 +499,11 @@ def _run_greedy(
     clock = committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
     design = GreedyDesign(subscriptions, params, start=start)
+    greedy = design.engine()
+    links = [np.asarray(design.initial_links, dtype=np.int64).reshape(-1, 2)]
     try:
-        for r in design.rounds():
+        for r in greedy.rounds():
+            links.append(np.asarray([(u, v) for u, v, _ in r.edges], dtype=np.int64).reshape(-1, 2))
             pending.append(r)
             _report_round(bar, r)
             rounds_seconds += r.seconds
@@ -499,7 +519,9 @@ def _run_greedy(
         S.SECONDS_SETUP: time.monotonic() - clock - rounds_seconds - commits_seconds,
         S.SECONDS_ROUNDS: rounds_seconds, S.SECONDS_COMMITS: commits_seconds,
     })
-    return tcc, design.driver_subscriptions
+    if tcc is None:
+        tcc = greedy.classes.components  # nothing left to add: the start is the overlay
+    return tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime
 
 
 def _run_small_world(
@@ -563,6 +585,7 @@ def run_design(
     commit_seconds: float = COMMIT_SECONDS,
     wait: bool = False,
     replace: bool = False,
+    engine: EngineChoice = EngineChoice(),
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row.
 
@@ -584,6 +607,7 @@ def run_design(
             delete_run(lakehouse, run_id, OVERLAY.name)
             log.info("design %s: --replace: deleted the stored run first", run_id)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
+    jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     existing, attempt = claim_run(lakehouse, run_id, request, ingest_id, params, wait)
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("run %s is complete already", run_id)
@@ -592,11 +616,12 @@ def run_design(
     timings: dict[str, float] = {}
     with failing_run(lakehouse, run_id, attempt, "design"):
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
+        engine_links = regime = None
         if request.algorithm in GREEDY_ALGORITHMS:
-            engine_tcc, driver_subscriptions = _run_greedy(
+            engine_tcc, driver_subscriptions, engine_links, regime = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
-                timings=timings, per_node=per_node,
+                timings=timings, per_node=per_node, engine=engine,
             )
         elif request.algorithm in PER_TOPIC:
             engine_tcc = driver_subscriptions = None
@@ -613,8 +638,9 @@ def run_design(
         run = check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
         metrics = evaluate_run(
-            spark, lakehouse, run, backend, diameters=diameters, certified=True,
+            spark, lakehouse, run, backend, diameters=diameters, certified=not engine.cross_check,
             driver_subscriptions=driver_subscriptions, progress=progress,
+            engine_links=None if engine.cross_check else engine_links,
         )
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
@@ -631,6 +657,7 @@ def run_design(
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         complete_owned(lakehouse, run_id, attempt, **{
             S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], **timings,
+            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], **timings, S.REGIME: regime,
+            S.SPARK_JOBS: jobs_started(spark) - jobs, S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
         })
     return lakehouse.run_row(run_id)

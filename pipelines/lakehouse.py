@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -156,6 +157,23 @@ class Lakehouse:
     def __init__(self, spark: SparkSession, root: str | Path):
         self.spark = spark
         self.root = str(root)
+        self._commits = 0  # Delta commits this object made (each is latency: jobs count them)
+        self._counting = threading.Lock()
+
+    @property
+    def commits(self) -> int:
+        """Delta commits made through this lakehouse object so far."""
+        return self._commits
+
+    def _committed(self) -> None:
+        with self._counting:
+            self._commits += 1
+
+    def _commit(self, action: Callable[[], T], what: str) -> T:
+        """One Delta commit (retried on a conflict), counted."""
+        result = _with_retries(action, what)
+        self._committed()
+        return result
 
     def path(self, table: S.TableSpec) -> str:
         return f"{self.root.rstrip('/')}/{table.name}"
@@ -194,7 +212,9 @@ class Lakehouse:
         )
         if table.partition_by:
             builder = builder.partitionedBy(*table.partition_by)
-        return builder.execute()
+        created = builder.execute()
+        self._committed()
+        return created
 
     def _add_missing_columns(self, table: S.TableSpec, existing: DeltaTable) -> None:
         """A table made by an older version gains the columns declared since (never loses any),
@@ -205,10 +225,12 @@ class Lakehouse:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
             log.info("adding columns to %s: %s", table.name, columns)
             self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS ({columns})")
+            self._committed()
         for field in table.schema.fields:
             if field.nullable and field.name in present and not present[field.name].nullable:
                 log.info("%s.%s may now be null", table.name, field.name)
                 self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ALTER COLUMN `{field.name}` DROP NOT NULL")
+                self._committed()
 
     def read(self, table: S.TableSpec) -> DataFrame:
         if not self.exists(table):
@@ -318,7 +340,7 @@ class Lakehouse:
             rows = rows.select(*[F.col(c).cast(f.dataType) for c, f in zip(table.columns, table.schema.fields)])
             log.debug("writing %s for instance %s", table.name, instance)
             clock = time.monotonic()
-            _with_retries(
+            self._commit(
                 lambda t=table, r=rows: r.write.format("delta").mode("append").save(self.path(t)),
                 f"append {table.name}",
             )
@@ -343,7 +365,7 @@ class Lakehouse:
         }
         previous = self.read(S.INSTANCES).filter(F.col(S.INSTANCE) == instance).first()
         update = local_frame(self.spark, [tuple(record[c] for c in S.INSTANCES.columns)], S.INSTANCES.schema)
-        _with_retries(
+        self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCES))
             .alias("t")
             .merge(update.alias("s"), f"t.{S.INSTANCE} = s.{S.INSTANCE}")
@@ -367,7 +389,7 @@ class Lakehouse:
         # Rows of dropped versions, of crashed attempts and of an attempt that lost the race; never
         # those of a later-started ingest still writing (their ingest_id is larger).
         for table in S.INSTANCE_TABLES:
-            _with_retries(
+            self._commit(
                 lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
                 f"clean {table.name}",
             )
@@ -384,7 +406,7 @@ class Lakehouse:
             rows.append(tuple(previous[c] for c in S.INSTANCES.columns) + (now,))
         source = local_frame(self.spark, rows, S.INSTANCE_VERSIONS.schema)
         older = f"t.{S.INSTANCE} = {sql_literal(instance)} AND t.{S.INGEST_ID} < {sql_literal(ingest_id)}"
-        _with_retries(
+        self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCE_VERSIONS))
             .alias("t")
             .merge(source.alias("s"), f"t.{S.INSTANCE} = s.{S.INSTANCE} AND t.{S.INGEST_ID} = s.{S.INGEST_ID}")
@@ -411,7 +433,7 @@ class Lakehouse:
         dropped = [v[S.INGEST_ID] for v in versions if v[S.INGEST_ID] not in kept]
         if dropped:
             log.info("instance %s: dropping %d version(s) beyond the retention (%s)", instance, len(dropped), retention)
-            _with_retries(
+            self._commit(
                 lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCE_VERSIONS)).delete(
                     (F.col(S.INSTANCE) == instance) & F.col(S.INGEST_ID).isin(dropped)
                 ),
@@ -457,7 +479,7 @@ class Lakehouse:
             else f" AND {column} = {sql_literal(value)}"
             for column, value in (within or {}).items()
         )
-        _with_retries(
+        self._commit(
             lambda: rows.write.format("delta").mode("overwrite")
             .option("replaceWhere", condition)
             .save(self.path(table)),
@@ -494,7 +516,7 @@ class Lakehouse:
         """Add rows of one run (a blind append: never conflicts with other runs' writes)."""
         self.ensure(table)
         rows = self._conform(table, run_id, frame)
-        _with_retries(
+        self._commit(
             lambda: rows.write.format("delta").mode("append").save(self.path(table)),
             f"append {table.name} of run {run_id}",
         )
@@ -503,7 +525,7 @@ class Lakehouse:
         """Add rows to a table not keyed by run (a blind append); `frame` has the table's columns."""
         self.ensure(table)
         rows = frame.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
-        _with_retries(lambda: rows.write.format("delta").mode("append").save(self.path(table)), f"append {table.name}")
+        self._commit(lambda: rows.write.format("delta").mode("append").save(self.path(table)), f"append {table.name}")
 
     def delete_run_rows(self, table: S.TableSpec, run_id: str, condition: F.Column | None = None) -> None:
         """Delete one run's rows (those matching `condition` too, when given)."""
@@ -512,7 +534,7 @@ class Lakehouse:
         predicate = F.col(S.RUN_ID) == run_id
         if condition is not None:
             predicate = predicate & condition
-        _with_retries(
+        self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).delete(predicate),
             f"delete {table.name} rows of run {run_id}",
         )
@@ -527,7 +549,7 @@ class Lakehouse:
         same rows add them once). Returns the rows added."""
         self.ensure(table)
         condition = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-        metrics = _with_retries(
+        metrics = self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).alias("t")
             .merge(frame.alias("s"), condition).whenNotMatchedInsertAll().execute(),
             f"insert into {table.name}",
@@ -545,7 +567,7 @@ class Lakehouse:
         fields = {f.name: f.dataType for f in table.schema.fields}
         source = local_frame(self.spark, [(run_id, owner)], S.frame_schema(table, (key, S.ATTEMPT)))
         assignments = {name: F.lit(value).cast(fields[name]) for name, value in values.items()}
-        metrics = _with_retries(
+        metrics = self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table))
             .alias("t")
             .merge(source.alias("s"), f"t.{key} = s.{key} AND t.{S.ATTEMPT} <=> s.{S.ATTEMPT}")
@@ -557,7 +579,7 @@ class Lakehouse:
 
     def delete_rows(self, table: S.TableSpec, condition: str) -> int:
         """Delete the rows matching a SQL condition (one commit); how many went."""
-        result = _with_retries(
+        result = self._commit(
             lambda: self.spark.sql(f"DELETE FROM delta.`{self.path(table)}` WHERE {condition}").first(),
             f"delete from {table.name}",
         )
@@ -568,7 +590,7 @@ class Lakehouse:
         (which have no attempt token). Design and import runs are committed or failed through
         `update_run_if_owned`."""
         assignments = {name: F.lit(value) for name, value in values.items()}
-        _with_retries(
+        self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).update(F.col(key) == run_id, assignments),
             f"update run {run_id}",
         )

@@ -13,11 +13,12 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.certified import certified_components
+from overlay.certified import certified_components, topic_forest
 from overlay.connectivity import KtcoSummary, summarise_ktco, topic_connectivity
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
@@ -27,6 +28,7 @@ from overlay.imported import import_overlay
 from overlay.quality import (
     DiameterSummary,
     check_id_ranges,
+    degree_summary,
     summarise_degrees,
     summarise_diameters,
     summarise_tccs,
@@ -236,6 +238,7 @@ def evaluate_run(
     certified: bool = False,
     driver_subscriptions: Subscriptions | None = None,
     progress: bool = True,
+    engine_links: np.ndarray | None = None,
 ) -> dict:
     """Quality metrics of a run's stored links (the caller vouches that they are all there).
 
@@ -243,12 +246,15 @@ def evaluate_run(
     as null with method "skipped" (not computed is not 0). `certified=True` labels the TCCs with a driver-side forest proven
     by one Spark query (`overlay.certified`, what a design job uses) instead of the GraphFrames
     connected components, falling back to those above the driver cap; `driver_subscriptions`: the
-    design engine's driver copy of the instance's subscriptions, for the certificate to reuse."""
+    design engine's driver copy of the instance's subscriptions, for the certificate to reuse.
+    `engine_links` (k x 2, with `driver_subscriptions`): the links the design engine just stored;
+    the components are then a BFS forest of them on the driver (`overlay.certified.topic_forest`),
+    which the caller checks against the engine's own count, with no Spark job to prove them."""
     run_id = run[S.RUN_ID]
     instance, subscriptions, edges = run_inputs(lakehouse, run)
     with Progress(f"evaluate {run_id}", EVALUATE_STEPS, enabled=progress, logger=log) as bar:
         return _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters,
-                         certified, driver_subscriptions, instance, subscriptions, edges, bar)
+                         certified, driver_subscriptions, instance, subscriptions, edges, bar, engine_links)
 
 
 # The steps of an evaluation (`progress`): topic components, degrees, components stored,
@@ -257,14 +263,19 @@ EVALUATE_STEPS = 5
 
 
 def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters, certified,
-              driver_subscriptions, instance, subscriptions, edges, bar: Progress) -> dict:
+              driver_subscriptions, instance, subscriptions, edges, bar: Progress, engine_links=None) -> dict:
     run_id = run[S.RUN_ID]
     clock = time.monotonic()
     proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
-        if certified else None
+        if certified and engine_links is None else None
     )
-    if proven is not None:
+    if engine_links is not None and driver_subscriptions is not None:
+        forest = topic_forest(driver_subscriptions, engine_links)
+        method, tccs = "engine links' forest", forest.tcc_summary()
+        degrees = degree_summary(engine_links, instance[S.NODES])
+        components = spark.createDataFrame(forest.to_arrow().select([S.TOPIC_ID, S.NODE_ID, S.COMPONENT]))
+    elif proven is not None:
         method, components, tccs, degrees = "certified forest", proven.components, proven.tccs, proven.degrees
     else:
         method = "connected components"
@@ -276,7 +287,7 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
         step="components", TCCs=tccs.tcc,
     )
     clock = time.monotonic()
-    if proven is None:
+    if proven is None and engine_links is None:
         degrees = summarise_degrees(edges, instance[S.NODES], backend)
     bar.step(
         f"degrees: {degrees.edges} links, average {degrees.avg_degree:.2f}, max {degrees.max_degree}, "

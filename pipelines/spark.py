@@ -171,3 +171,16 @@ def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[s
         report["graph backend (auto)"] = "dataframe fallback everywhere: GraphFrames is not loaded (README, GraphFrames)"
     report["maven repositories"] = ", ".join(jars.maven_repositories(settings_repositories))
     return report
+
+
+def jobs_started(spark: SparkSession) -> int:
+    """Spark jobs this context has started so far (job ids are consecutive from 0): a run counts
+    its own as the difference. Read from the DAG scheduler; where that is not reachable (Spark
+    Connect), from the jobs the status tracker still holds."""
+    context = spark.sparkContext
+    try:
+        started = context._jsc.sc().dagScheduler().nextJobId()
+        return int(started.get() if hasattr(started, "get") else started)
+    except Exception:  # noqa: BLE001 - a count is a report, never a reason to fail a run
+        known = context.statusTracker().getJobIdsForGroup()
+        return max(known, default=-1) + 1

@@ -100,7 +100,7 @@ def test_gm2_matches_the_oracle_link_by_link(spark, dist, nodes, topics, low, hi
     subscriptions = random_instance(dist, nodes, topics, low, high, seed)
     expected = gm2_ref(subscriptions)
     verify_gm2_sequence(subscriptions, expected)
-    for sizes in ({}, {"batch_size": 1, "per_node": 1, "partitions": 3}):
+    for sizes in ({"regime": "memory"}, {"regime": "rounds"}, {"batch_size": 1, "per_node": 1, "partitions": 3, "regime": "rounds"}):
         rounds = list(GreedyDesign(frame(spark, subscriptions), GreedyParams("gm2", **sizes)).rounds())
         links = [link for r in rounds for link in r.edges]
         assert links == expected, sizes
@@ -110,7 +110,7 @@ def test_gm2_matches_the_oracle_link_by_link(spark, dist, nodes, topics, low, hi
 
 def test_relaxed_gm2_builds_a_2tco_in_fewer_rounds(spark):
     subscriptions = random_instance("zipf", 30, 16, 2, 6, seed=9)
-    exact = list(GreedyDesign(frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1)).rounds())
+    exact = list(GreedyDesign(frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1, regime="rounds")).rounds())
     relaxed = list(GreedyDesign(
         frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1, mode="relaxed", epsilon=1.0),
     ).rounds())
@@ -126,7 +126,7 @@ def test_a_resumed_gm2_continues_the_same_sequence(spark):
     from overlay.design.greedy import GreedyStart
 
     subscriptions = random_instance("zipf", 22, 10, 2, 5, seed=6)
-    params = GreedyParams("gm2", batch_size=2, per_node=1)
+    params = GreedyParams("gm2", batch_size=2, per_node=1, regime="rounds")
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     prefix = [link for r in rounds[:2] for link in r.edges]
     start = GreedyStart(edges=spark.createDataFrame([(u, v) for u, v, _ in prefix], f"{S.U} long, {S.V} long"), rounds_done=2)

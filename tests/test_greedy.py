@@ -186,12 +186,14 @@ CASES = [
 ALGORITHMS = (("gm", {}), ("gpa", {"max_edges": 7}), ("minmaxoda", {}), ("gpm", {"max_degree": 2}))
 
 
+@pytest.mark.parametrize("regime", ("memory", "rounds"))
 @pytest.mark.parametrize("dist,nodes,topics,low,high,seed", CASES)
-def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, high, seed):
+def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, high, seed, regime):
+    """Both regimes give the canonical sequence (so each other's), link by link, gains included."""
     subscriptions = random_instance(dist, nodes, topics, low, high, seed)
     counts = shared_topic_counts(spark, driver_copy(subscriptions), partitions=3).localCheckpoint()
     for algorithm, budget in ALGORITHMS:
-        params = GreedyParams(algorithm, **budget)
+        params = GreedyParams(algorithm, regime=regime, **budget)
         design = GreedyDesign(frame(spark, subscriptions), params, shared_counts=counts)
         rounds = list(design.rounds())
         edges = [edge for r in rounds for edge in r.edges]
@@ -199,6 +201,7 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         assert edges == expected, algorithm
         check_greedy_sequence(subscriptions, [e[:2] for e in edges], algorithm, **budget)
         assert [r.round for r in rounds] == list(range(1, len(rounds) + 1))
+        assert {r.regime for r in rounds} <= {regime}
 
 
 # The default run takes one phased and one unphased case (15-20 s each); the CI pass the rest.
@@ -213,7 +216,9 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
     as pairs die (phased rules: with every round reading every row, since a round that reads the
     open nodes' rows never compacts)."""
     subscriptions = random_instance("unif", 60, 10, 2, 4, seed=21)
-    params = GreedyParams(algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, **budget)
+    params = GreedyParams(
+        algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, regime="rounds", **budget,
+    )
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     edges = [edge for r in rounds for edge in r.edges]
     assert edges == greedy_oracle(subscriptions, algorithm, **budget)
@@ -236,7 +241,9 @@ def test_the_relaxed_mode_is_a_valid_greedy_in_fewer_rounds(spark, algorithm, bu
     """Relaxed rounds add links within (1 + epsilon) of the bound: every gain is exact when added,
     the run stops where the algorithm stops, and it stays close to the exact overlay."""
     subscriptions = random_instance("zipf", 40, 24, 2, 7, seed=8)
-    exact = list(GreedyDesign(frame(spark, subscriptions), GreedyParams(algorithm, batch_size=2, per_node=1, **budget)).rounds())
+    exact = list(GreedyDesign(
+        frame(spark, subscriptions), GreedyParams(algorithm, batch_size=2, per_node=1, regime="rounds", **budget),
+    ).rounds())
     relaxed = list(GreedyDesign(
         frame(spark, subscriptions), GreedyParams(algorithm, batch_size=2, per_node=1, mode="relaxed", epsilon=1.0, **budget)
     ).rounds())
@@ -278,7 +285,7 @@ def facebook_sample(size: int) -> list:
 def test_facebook_sample_matches_the_oracle(spark):
     subscriptions = facebook_sample(60)
     for algorithm, budget in (("gpm", {"max_degree": 3}), ("gpa", {"max_edges": 25})):
-        edges, _ = run_engine(spark, subscriptions, GreedyParams(algorithm, batch_size=64, **budget))
+        edges, _ = run_engine(spark, subscriptions, GreedyParams(algorithm, batch_size=64, regime="rounds", **budget))
         assert edges == greedy_oracle(subscriptions, algorithm, **budget)
         check_greedy_sequence(subscriptions, [e[:2] for e in edges], algorithm, **budget)
 
@@ -286,7 +293,7 @@ def test_facebook_sample_matches_the_oracle(spark):
 @pytest.mark.slow
 def test_a_resumed_engine_continues_the_same_sequence(spark):
     subscriptions = random_instance("expo", 30, 20, 1, 5, seed=4)
-    params = GreedyParams("gpm", max_degree=3, batch_size=2, per_node=1)
+    params = GreedyParams("gpm", max_degree=3, batch_size=2, per_node=1, regime="rounds")
     edges, rounds = run_engine(spark, subscriptions, params)
     done = rounds[1]
     prefix = [e for r in rounds[:2] for e in r.edges]

@@ -386,14 +386,18 @@ class GreedyDesign:
         """The engine's capped driver copy, kept for the caller's check (`overlay.certified`)."""
         return Subscriptions.collect(self.frame)
 
+    @cached_property
+    def initial_links(self) -> list[tuple[int, int]]:
+        """The links of the start (a resumed run's stored links): |E| rows, a bounded driver step."""
+        if self.start.edges is None:
+            return []
+        stored = self.start.edges.select(S.U, S.V).toArrow()
+        return list(zip(stored.column(S.U).to_pylist(), stored.column(S.V).to_pylist()))
+
     def engine(self) -> GreedyEngine:
         params, start = self.params, self.start
         subscriptions = self.driver_subscriptions
-        links: list[tuple[int, int]] = []
-        if start.edges is not None:
-            # Replaying the stored links into the classes: |E| rows, a bounded driver step.
-            stored = start.edges.select(S.U, S.V).toArrow()
-            links = list(zip(stored.column(S.U).to_pylist(), stored.column(S.V).to_pylist()))
+        links = self.initial_links
         if params.phased:
             ends = np.array(links, dtype=np.int64).reshape(-1)
             degrees = np.bincount(ends, minlength=subscriptions.nodes).astype(np.int64)

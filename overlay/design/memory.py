@@ -74,9 +74,17 @@ class MemorySweep:
         self.max_edges, self.round_links = max_edges, round_links
         topic_offsets, topic_nodes = by_topic(subscriptions)
         top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
-        self.levels, self.sizes = sweep.build_levels(subscriptions.offsets, subscriptions.topics, topic_offsets,
-                                                     topic_nodes, max(top, 1))
+        # Stamps need a bound on the links before the pairs are counted: the pair bound serves.
+        self.stamp_bits = sweep.stamp_bits_for(
+            subscriptions.nodes, pair_bound(subscriptions, topic_offsets) + edges_total,
+        )
+        self.levels, self.sizes = sweep.build_levels(
+            subscriptions.offsets, subscriptions.topics, topic_offsets, topic_nodes, max(top, 1), self.stamp_bits,
+        )
         self.pairs = int(sweep.pair_count(self.sizes))
+        self.topics = subscriptions.topics.astype(np.int32) if subscriptions.topics.max(initial=0) < 1 << 31 \
+            else subscriptions.topics
+        self.ordered = self.sizes.copy()  # built in (u, v) order
         self.state = np.zeros(sweep.STATE_SLOTS, dtype=np.int64)
         self.state[sweep.PHASE] = max(rule.phase, 1)
         self.state[sweep.LEVEL] = sweep.top_level(self.sizes)
@@ -86,10 +94,12 @@ class MemorySweep:
     def _relation(self) -> tuple:
         classes = self.classes
         if isinstance(classes, ComponentClasses):
-            return (sweep.COMPONENTS_RELATION, classes.parent, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY,
-                    NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.topics, 0)
-        return (sweep.BLOCKS_RELATION, NO_ARRAY, classes.state, classes.pblock, classes.bparent, classes.bhead,
-                classes.comp, classes.comp_size, classes.vmark, classes.bmark, classes.topics, classes.shared_topics)
+            label, following, class_size = sweep.labels_of(classes.parent)
+            return (sweep.COMPONENTS_RELATION, label, following, class_size, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY,
+                    NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.topics, 0)
+        return (sweep.BLOCKS_RELATION, NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.state, classes.pblock, classes.bparent,
+                classes.bhead, classes.comp, classes.comp_size, classes.vmark, classes.bmark, classes.topics,
+                classes.shared_topics)
 
     @property
     def alive(self) -> int:
@@ -109,10 +119,11 @@ class MemorySweep:
             if self.max_edges is not None:
                 budget = max(1, min(budget, self.max_edges - int(state[sweep.EDGES])))
             us, vs, gains = sweep.sweep(
-                self.levels, self.sizes, state, s.nodes, s.offsets, s.topics, *relation,
-                kind, degrees, max_degree, self.max_edges or 0, budget,
+                self.levels, self.sizes, self.ordered, state, s.nodes, s.offsets, self.topics, *relation,
+                kind, degrees, max_degree, self.max_edges or 0, budget, self.stamp_bits,
             )
-            if isinstance(self.classes, ComponentClasses):
+            if isinstance(self.classes, ComponentClasses):  # the classes as the rounds regime holds them
+                sweep.parent_of(relation[1], self.classes.parent)
                 self.classes.components = int(state[sweep.COMPONENTS])
             if isinstance(self.rule, DegreePhases):
                 self.rule.phase = int(state[sweep.PHASE])

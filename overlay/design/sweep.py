@@ -3,8 +3,11 @@
 When an instance's candidate state fits one place's memory, the whole greedy runs here, in one
 process, without a Spark job per round. The state is one list of candidate pairs per *bound
 level* g (the pairs whose gain is at most g and was last known to be exactly g, or is the
-shared-topic count before any refresh), each pair held as one code `u * nodes + v`, so that a
-list sorted by code is in (u, v) order: 8 bytes per candidate pair, nothing else.
+shared-topic count before any refresh), each pair held as one code `(u * nodes + v) << stamp_bits
+| stamp`, so that a list sorted by code is in (u, v) order: 8 bytes per candidate pair, nothing
+else. The stamp is 1 + the links there were when the pair's gain was last computed (0: never):
+a pair whose stamp is current has the exact gain of its level, the lazy greedy's "fresh" entry,
+and is not computed again.
 
 The sweep (our reading of the lazy greedy of ICDCS'16 Alg. 1 and 3 over integer gains): in a
 phase, walk the levels from the top down; at level g no eligible pair can gain more than g (every
@@ -17,7 +20,8 @@ never be eligible again (an end at GPM's last degree) leaves. So the links come 
 canonical greedy sequence, with each pair refreshed only when it reaches the top of what is left.
 
 The relation ("same class") and the rule are given as flat arrays, so one kernel serves every
-greedy: topic components (`parent`, `overlay.design.kernels`) or GM2's blocks
+greedy: topic components (flat labels over subscription rows, the smaller class relabelled on a
+merge) or GM2's blocks
 (`overlay.design.blocks`); no rule, or degree phases (`degrees`, `max_degree`).
 """
 
@@ -53,15 +57,17 @@ def _push(levels, sizes, level, code):
 
 
 @nb.njit(cache=True, nogil=True)
-def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level):
+def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level, stamp_bits):
     """The candidate pairs (u < v sharing a topic) in lists by shared-topic count, each in (u, v)
-    order: a sparse product of the subscription matrix with its transpose, row by row."""
+    order: a sparse product of the subscription matrix with its transpose, row by row. A row's
+    partners come out in order by a sort when they are few, by a scan of the counters when they
+    are many (a dense row: cheaper than sorting them)."""
     nodes = len(offsets) - 1
     levels = List()
     for _ in range(top_level + 1):
         levels.append(np.empty(FIRST_CAPACITY, dtype=np.int64))
     sizes = np.zeros(top_level + 1, dtype=np.int64)
-    count = np.zeros(nodes, dtype=np.int64)
+    count = np.zeros(nodes, dtype=np.int32)
     touched = np.empty(nodes, dtype=np.int64)
     for u in range(nodes):
         found = 0
@@ -75,12 +81,46 @@ def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level):
                     touched[found] = v
                     found += 1
                 count[v] += 1
-        touched[:found].sort()
-        for q in range(found):
-            v = touched[q]
-            _push(levels, sizes, count[v], u * nodes + v)
-            count[v] = 0
+        if found * 16 < nodes - u:
+            touched[:found].sort()
+            for q in range(found):
+                v = touched[q]
+                _push(levels, sizes, count[v], (u * nodes + v) << stamp_bits)
+                count[v] = 0
+        else:
+            for v in range(u + 1, nodes):
+                if count[v] > 0:
+                    _push(levels, sizes, count[v], (u * nodes + v) << stamp_bits)
+                    count[v] = 0
     return levels, sizes
+
+
+@nb.njit(cache=True, nogil=True)
+def _order_level(items, ordered, size):
+    """Put a level's list in (u, v) order: its first `ordered` codes are in order already (the
+    pairs it kept or was built with); the codes moved down to it since are sorted and merged in."""
+    if ordered >= size:
+        return
+    tail = np.sort(items[ordered:size])
+    if ordered == 0 or items[ordered - 1] < tail[0]:
+        items[ordered:size] = tail
+        return
+    head = items[:ordered].copy()
+    i = j = 0
+    for k in range(size):
+        if j >= len(tail) or (i < ordered and head[i] < tail[j]):
+            items[k] = head[i]
+            i += 1
+        else:
+            items[k] = tail[j]
+            j += 1
+
+
+def stamp_bits_for(nodes: int, links: int) -> int:
+    """Bits left for the stamp beside a pair's index, if they can count every link of the run
+    (`links`: at most the candidate pairs and the links given at the start); else 0 (no stamps)."""
+    free = 63 - max(1, nodes * nodes).bit_length()
+    return free if free > 0 and links + 2 < 1 << free else 0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -89,16 +129,96 @@ def pair_count(sizes):
 
 
 @nb.njit(cache=True, nogil=True)
-def _gain(relation, offsets, topics, parent, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, u, v):
+def _mark(offsets, topics, row_of_topic, old, new):
+    """Index node `new`'s subscription rows by topic (and forget `old`'s): the pairs of a level
+    come grouped by u, so a pair's gain costs a lookup per topic of v, not a merge of two lists."""
+    if old >= 0:
+        for i in range(offsets[old], offsets[old + 1]):
+            row_of_topic[topics[i]] = -1
+    for i in range(offsets[new], offsets[new + 1]):
+        row_of_topic[topics[i]] = i
+
+
+@nb.njit(cache=True, nogil=True)
+def _label_gain(offsets, topics, row_of_topic, label, v):
+    """Shared topics of the marked node and v whose two subscription rows have different labels."""
+    apart = 0
+    for j in range(offsets[v], offsets[v + 1]):
+        i = row_of_topic[topics[j]]
+        if i >= 0 and label[i] != label[j]:
+            apart += 1
+    return apart
+
+
+@nb.njit(cache=True, nogil=True)
+def _label_merge(offsets, topics, row_of_topic, label, following, class_size, v):
+    """Link the marked node and v: on each shared topic where they are apart, the smaller class
+    takes the other's label (each row is relabelled O(log n) times in all); the classes joined."""
+    joined = 0
+    for j in range(offsets[v], offsets[v + 1]):
+        i = row_of_topic[topics[j]]
+        if i < 0:
+            continue
+        a, b = label[i], label[j]
+        if a == b:
+            continue
+        joined += 1
+        if class_size[a] < class_size[b]:
+            a, b = b, a
+        x = b
+        last = b
+        while x >= 0:
+            label[x] = a
+            last = x
+            x = following[x]
+        following[last] = following[a]  # b's members join a's list, after its head
+        following[a] = b
+        class_size[a] += class_size[b]
+    return joined
+
+
+@nb.njit(cache=True, nogil=True)
+def labels_of(parent):
+    """Flat labels of a union-find whose roots are the smallest rows (`kernels.flatten`), with each
+    class's member list (`following`, from its head, the label row) and size."""
+    kernels.flatten(parent)
+    rows = len(parent)
+    label = parent.copy()
+    following = np.full(rows, -1, dtype=np.int64)
+    class_size = np.ones(rows, dtype=np.int64)
+    for i in range(rows):
+        root = label[i]
+        if root != i:
+            following[i] = following[root]
+            following[root] = i
+            class_size[root] += 1
+    return label, following, class_size
+
+
+@nb.njit(cache=True, nogil=True)
+def parent_of(label, parent):
+    """Write labels back as a flattened union-find rooted at each class's smallest row."""
+    smallest = np.full(len(label), -1, dtype=np.int64)
+    for i in range(len(label)):
+        if smallest[label[i]] < 0:
+            smallest[label[i]] = i
+    for i in range(len(label)):
+        parent[i] = smallest[label[i]]
+
+
+@nb.njit(cache=True, nogil=True)
+def _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent, bhead, comp, comp_size,
+          vmark, bmark, u, v):
     if relation == COMPONENTS_RELATION:
-        return kernels.pair_gain(offsets, topics, parent, u, v)
+        return _label_gain(offsets, topics, row_of_topic, label, v)
     return blocks.pair_gain(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
 
 
 @nb.njit(cache=True, nogil=True)
-def _merge(relation, offsets, topics, parent, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, u, v):
+def _merge(relation, offsets, topics, row_of_topic, label, following, class_size, forest_state, pblock, bparent,
+           bhead, comp, comp_size, vmark, bmark, u, v):
     if relation == COMPONENTS_RELATION:
-        return kernels.merge_pair(offsets, topics, parent, u, v)
+        return _label_merge(offsets, topics, row_of_topic, label, following, class_size, v)
     return blocks.merge_pair(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
 
 
@@ -119,11 +239,11 @@ def top_level(sizes):
 
 @nb.njit(cache=True, nogil=True)
 def sweep(
-    levels, sizes, state, nodes, offsets, topics,
-    relation, parent, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, topics_count, shared_topics,
-    rule, degrees, max_degree, max_edges, link_budget,
+    levels, sizes, ordered, state, nodes, offsets, topics,
+    relation, label, following, class_size, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, topics_count, shared_topics,
+    rule, degrees, max_degree, max_edges, link_budget, stamp_bits,
 ):
-    """Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
+    """`ordered[g]`: how many of level g's first codes are in order. Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
     finished; the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
     `state` says where the sweep stands and is updated, so the next call continues."""
     out_u = np.empty(link_budget, dtype=np.int64)
@@ -134,18 +254,22 @@ def sweep(
     if _complete(relation, state, forest_state, topics_count, shared_topics):
         state[FINISHED] = 1
         return out_u[:0], out_v[:0], out_g[:0]
+    row_of_topic = np.full(topics.max() + 1 if len(topics) else 1, -1, dtype=topics.dtype)
+    stamp_mask = (1 << stamp_bits) - 1
+    marked = -1
     g = state[LEVEL]
     while g >= 1:
         items = levels[g]
         size = sizes[g]
         read, keep = state[READ], state[KEEP]
         if read == 0 and keep == 0:
-            items[:size].sort()  # pairs moved down from higher levels join in (u, v) order
+            _order_level(items, ordered[g], size)
         while read < size:
             code = items[read]
             read += 1
-            u = code // nodes
-            v = code - u * nodes
+            pair = code >> stamp_bits
+            u = pair // nodes
+            v = pair - u * nodes
             state[VISITS] += 1
             if rule == DEGREE_RULE:
                 if max_degree > 0 and (degrees[u] >= max_degree or degrees[v] >= max_degree):
@@ -154,12 +278,19 @@ def sweep(
                     items[keep] = code  # for a later phase, in order
                     keep += 1
                     continue
-            gain = _gain(relation, offsets, topics, parent, forest_state, pblock, bparent, bhead, comp, comp_size,
-                         vmark, bmark, u, v)
-            state[REFRESHES] += 1
+            if relation == COMPONENTS_RELATION and u != marked:
+                _mark(offsets, topics, row_of_topic, marked, u)
+                marked = u
+            stamp = (state[EDGES] + 1) & stamp_mask
+            if stamp_bits > 0 and code & stamp_mask == stamp:
+                gain = g  # computed since the last link: exact
+            else:
+                gain = _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent, bhead,
+                             comp, comp_size, vmark, bmark, u, v)
+                state[REFRESHES] += 1
             if gain == g:
-                joined = _merge(relation, offsets, topics, parent, forest_state, pblock, bparent, bhead, comp,
-                                comp_size, vmark, bmark, u, v)
+                joined = _merge(relation, offsets, topics, row_of_topic, label, following, class_size, forest_state,
+                                pblock, bparent, bhead, comp, comp_size, vmark, bmark, u, v)
                 if joined != gain:
                     raise AssertionError("a link joined a different number of classes than its gain")
                 state[COMPONENTS] -= joined
@@ -175,15 +306,15 @@ def sweep(
                 if done or added == link_budget:
                     state[READ], state[KEEP], state[FINISHED] = read, keep, 1 if done else 0
                     if not done and read == size:  # the level is through: close it
-                        sizes[g] = keep
+                        sizes[g] = ordered[g] = keep
                         state[READ] = state[KEEP] = 0
                         state[LEVEL] = g - 1
                     return out_u[:added], out_v[:added], out_g[:added]
             elif gain > g:
                 raise AssertionError("a gain above its bound: gains must never grow")
             elif gain > 0:
-                _push(levels, sizes, gain, code)
-        sizes[g] = keep
+                _push(levels, sizes, gain, (pair << stamp_bits) | stamp)
+        sizes[g] = ordered[g] = keep
         state[READ] = state[KEEP] = 0
         g -= 1
         state[LEVEL] = g

@@ -58,7 +58,8 @@ def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | No
     return None
 
 
-def _design(lakehouse: Lakehouse, args: argparse.Namespace, requests) -> str | None:
+def _design(lakehouse: Lakehouse, args: argparse.Namespace, prepared) -> str | None:
+    requests, _engine = prepared  # the design requests and where their greedy runs
     run_ids = [args.run_id or request.default_run_id() for request in requests]  # several: a sweep over k
     runs = [_current_run(lakehouse, run_id) for run_id in run_ids]
     if any(run is None or not is_current(lakehouse, run) for run in runs):
@@ -67,7 +68,7 @@ def _design(lakehouse: Lakehouse, args: argparse.Namespace, requests) -> str | N
 
 
 def _simulate(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
-    return _design(lakehouse, args, [request])
+    return _design(lakehouse, args, ([request], None))
 
 
 def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:

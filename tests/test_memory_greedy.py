@@ -1,0 +1,118 @@
+"""The in-memory regime (the compiled level sweep) against the pure-Python oracles, no Spark.
+
+Many small random instances: ties (uniform topics), dense and sparse topics, every budget shape,
+rounds cut after one or a few links (a round may stop in the middle of a level), a resumed start,
+and the sweep without stamps (where a pair index leaves no bits for them)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from overlay.design import memory, sweep
+from overlay.design.classes import BlockClasses, ComponentClasses, Subscriptions
+from overlay.design.eligibility import DegreePhases, Unlimited
+from overlay.design.greedy import GreedyEngine
+from tests.ktco_oracle import gm2_ref
+from tests.oracles import greedy_oracle
+
+
+def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, seed: int) -> list:
+    rng = random.Random(seed)
+    weight = {"unif": lambda r: 1.0, "zipf": lambda r: (r + 1) ** -2.0, "expo": lambda r: math.exp(-10.0 * r / topics)}[dist]
+    subscriptions = []
+    for node in range(nodes):
+        if node % 7 == 3:
+            continue  # a node without subscriptions: ids with gaps
+        keys = sorted(range(topics), key=lambda r: -rng.random() ** (1.0 / weight(r)))
+        subscriptions += [(node, topic) for topic in keys[:rng.randint(low, high)]]
+    return subscriptions
+
+
+def design(subscriptions, algorithm, max_edges=None, max_degree=None, round_links=memory.ROUND_LINKS, start=()):
+    nodes = max(node for node, _ in subscriptions) + 1
+    copy = Subscriptions.from_pairs(nodes, np.array(subscriptions, dtype=np.int64))
+    phased = algorithm in ("minmaxoda", "gpm")
+    degrees = np.bincount(np.array(start, dtype=np.int64).reshape(-1), minlength=nodes)
+    rule = DegreePhases(nodes, max_degree if algorithm == "gpm" else None, degrees=degrees) if phased else Unlimited()
+    classes = BlockClasses(copy) if algorithm == "gm2" else ComponentClasses(copy)
+    engine = GreedyEngine(
+        None, copy, rule, classes=classes, initial_links=list(start), max_edges=max_edges, regime="memory",
+        round_links=round_links, edges_total=len(start), name=algorithm,
+    )
+    rounds = list(engine.rounds())
+    assert all(r.regime == "memory" for r in rounds)
+    return [link for r in rounds for link in r.edges], rounds
+
+
+CASES = [(dist, seed) for seed in range(12) for dist in ("unif", "zipf", "expo")]
+
+
+@pytest.mark.parametrize("dist,seed", CASES)
+def test_the_sweep_gives_the_canonical_sequence(dist, seed):
+    subscriptions = random_instance(dist, 20 + seed, 6 + seed % 7, 1, 5 + seed % 3, seed)
+    for algorithm, budget in (
+        ("gm", {}), ("gpa", {"max_edges": 1}), ("gpa", {"max_edges": 4 + seed}), ("minmaxoda", {}),
+        ("gpm", {"max_degree": 1}), ("gpm", {"max_degree": 2 + seed % 3}),
+    ):
+        expected = greedy_oracle(subscriptions, algorithm, **budget)
+        for round_links in (memory.ROUND_LINKS, 1, 3):
+            links, rounds = design(subscriptions, algorithm, round_links=round_links, **budget)
+            assert links == expected, (algorithm, budget, round_links)
+            assert rounds == [] or rounds[-1].finished
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_gm2_in_memory_gives_the_canonical_sequence(seed):
+    subscriptions = random_instance(("unif", "zipf")[seed % 2], 16 + seed, 7, 2, 5, 40 + seed)
+    expected = gm2_ref(subscriptions)
+    for round_links in (memory.ROUND_LINKS, 2):
+        links, rounds = design(subscriptions, "gm2", round_links=round_links)
+        assert links == expected
+        assert rounds[-1].finished
+
+
+@pytest.mark.parametrize("algorithm,budget", (("gm", {}), ("gpm", {"max_degree": 3}), ("minmaxoda", {})))
+def test_a_resumed_sweep_continues_the_same_sequence(algorithm, budget):
+    subscriptions = random_instance("zipf", 30, 12, 2, 6, seed=5)
+    expected = greedy_oracle(subscriptions, algorithm, **budget)
+    for cut in (1, len(expected) // 2):
+        prefix = [(u, v) for u, v, _ in expected[:cut]]
+        if algorithm == "gm":
+            rest, _ = design(subscriptions, algorithm, start=prefix, **budget)
+            assert expected[:cut] + rest == expected
+        else:  # a phased run resumes in the phase its stored rounds reached: the first, here
+            first_phase = greedy_oracle(subscriptions, algorithm, max_degree=1)
+            prefix = [(u, v) for u, v, _ in first_phase[:cut]]
+            rest, _ = design(subscriptions, algorithm, start=prefix, **budget)
+            assert first_phase[:cut] + rest == expected
+
+
+def test_without_stamps_the_sweep_is_the_same(monkeypatch):
+    subscriptions = random_instance("unif", 30, 8, 2, 5, seed=3)
+    expected = greedy_oracle(subscriptions, "gpm", max_degree=3)
+    monkeypatch.setattr(sweep, "stamp_bits_for", lambda nodes, links: 0)
+    assert design(subscriptions, "gpm", max_degree=3)[0] == expected
+
+
+def test_the_pair_bound_holds_and_the_regime_follows_the_budget():
+    subscriptions = random_instance("zipf", 40, 15, 2, 8, seed=1)
+    nodes = max(node for node, _ in subscriptions) + 1
+    copy = Subscriptions.from_pairs(nodes, np.array(subscriptions, dtype=np.int64))
+    topics = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+    pairs = sum(1 for u in topics for v in topics if u < v and topics[u] & topics[v])
+    bound = memory.pair_bound(copy)
+    assert pairs <= bound <= nodes * (nodes - 1) // 2
+    assert memory.MemorySweep(copy, Unlimited(), ComponentClasses(copy), None, 0).pairs == pairs
+    needed = memory.state_bytes(copy, bound)
+    for budget, regime in ((needed, "memory"), (needed - 1, "rounds")):
+        engine = GreedyEngine(None, copy, Unlimited(), memory_budget=budget)
+        assert engine.regime == regime
+    assert memory.parse_bytes("4g") == 4 << 30 and memory.parse_bytes("512m") == 512 << 20
+    with pytest.raises(ValueError):
+        memory.parse_bytes("4 GB")
