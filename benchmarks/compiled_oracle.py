@@ -5,13 +5,15 @@ one thread, for GM, GPA, MinMaxODA, GPM and GM2, giving the canonical sequence o
 `tests/oracles.py: greedy_oracle` (GM2: `tests/ktco_oracle.py: gm2_ref`), gains included.
 
 Structure, and why: a plain lazy greedy over gain upper bounds (the shared-topic counts; gains
-never grow). One min-heap per candidate row u (8-ary; keys (-bound, v) packed in one int64, in
-place in the row's slice of the candidate CSR) under a heap of rows keyed (-bound of the row's
-top, u). Two levels so that, in a MinMaxODA / GPM phase, a node whose degree reached the limit
-drops its whole row at once; a pair whose other end is full waits in its row's tail for the next
-phase (one by one, or all of a row's in one pass once it has many). The top pair is accepted
-when its recomputed gain equals its bound: every other key bounds its own gain, so it is the
-true maximum, ties to the smallest (u, v). No sweep by bound level, unlike `overlay/`.
+never grow), two levels of heaps. Each candidate row u (its pairs (u, v), keys (-bound, v) packed
+in one int64) is a sorted run of untouched pairs plus a min-heap (8-ary) of the pairs whose bound
+was lowered, in place in the row's slice of the candidate CSR; a heap of rows keyed (-bound of
+the row's top, u) picks the next pair. Two levels so that, in a MinMaxODA / GPM phase, a node
+whose degree reached the limit drops its whole row at once, and a pair whose other end is full
+waits in its row for the next phase; the sorted run so that the many pairs never lowered cost no
+sift. The top pair is accepted when its recomputed gain equals its bound: every other key bounds
+its own gain, so it is the true maximum, ties to the smallest (u, v). No sweep by bound level,
+unlike `overlay/`.
 
 Topic-connected components: a label per subscription position (node x's subscription to t, in
 a CSR of subscriptions by node, topics sorted), merges relabelling the smaller component. A gain
@@ -38,7 +40,7 @@ import numpy as np
 
 ALGORITHMS = ("gm", "gpa", "minmaxoda", "gpm", "gm2")
 MASK32 = np.int64(0xFFFFFFFF)
-COUNTS = ("gains_computed", "bounds_lowered", "pairs_set_aside", "rows_set_aside", "rows_filtered", "phases")
+COUNTS = ("gains_computed", "bounds_lowered", "pairs_set_aside", "rows_set_aside", "phases")
 ARITY = 8  # heap fan-out: the children of a key share a cache line or two
 NEVER = np.int64(1) << 62  # a budget or a degree limit that is never reached
 
@@ -86,7 +88,8 @@ class Instance:
         return max(min(within, self.nodes * (self.nodes - 1) // 2), 1)
 
 
-# Candidates: (u, v) pairs u < v sharing a topic, rows by u, key v - (shared << 32) ----------
+# Candidates: (u, v) pairs u < v sharing a topic, rows by u, key v - (shared << 32) ascending ----
+# (so bound descending, then v): a row is consumed from the left, as a sorted run.
 
 
 @numba.njit(cache=True)
@@ -94,6 +97,10 @@ def _candidates(nodes, node_ptr, node_topic, topic_ptr, topic_nodes, index_in_to
     ptr = np.zeros(nodes + 1, dtype=np.int64)
     count = np.zeros(nodes, dtype=np.int64)
     touched = np.empty(nodes, dtype=np.int32)
+    most = 0
+    for u in range(nodes):
+        most = max(most, node_ptr[u + 1] - node_ptr[u])
+    start = np.zeros(most + 2, dtype=np.int64)  # per bound: where its keys go in the row
     out = 0
     for u in range(nodes):
         seen = 0
@@ -105,18 +112,30 @@ def _candidates(nodes, node_ptr, node_topic, topic_ptr, topic_nodes, index_in_to
                     touched[seen] = v
                     seen += 1
                 count[v] += 1
-        if seen * 8 > nodes - u:  # dense row: a scan is cheaper than the touched list
+        if seen * 8 > nodes - u:  # dense row: counting sort by bound over the partners in order
+            start[:] = 0
+            for i in range(seen):
+                start[count[touched[i]]] += 1
+            at = out
+            for bound in range(most + 1, 0, -1):
+                at, start[bound] = at + start[bound], at
             for v in range(u + 1, nodes):
                 if count[v]:
-                    keys[out] = v - (count[v] << 32)
-                    out += 1
+                    keys[start[count[v]]] = v - (count[v] << 32)
+                    start[count[v]] += 1
                     count[v] = 0
-        else:  # in touched order: each row becomes a heap anyway
+        else:  # sparse row: heapsort (descending), then reversed
             for i in range(seen):
                 v = touched[i]
-                keys[out] = v - (count[v] << 32)
-                out += 1
+                keys[out + i] = v - (count[v] << 32)
                 count[v] = 0
+            for i in range((seen - 2) // ARITY, -1, -1):
+                _sift_down(keys, out, seen, i)
+            for end in range(seen - 1, 0, -1):
+                keys[out], keys[out + end] = keys[out + end], keys[out]
+                _sift_down(keys, out, end, 0)
+            keys[out:out + seen] = keys[out:out + seen][::-1].copy()
+        out += seen
         ptr[u + 1] = out
     return ptr
 
@@ -152,37 +171,6 @@ def _sift_up(keys, base, i):
         keys[base + i] = keys[base + parent]
         i = parent
     keys[base + i] = item
-
-
-@numba.njit(cache=True)
-def _rows_build(rows, hsize, keys, ptr):
-    """The heap of rows: keys (-bound of the row's top, u) packed in one int64, so that the
-    heap never reads the (large, scattered) candidate keys."""
-    size = 0
-    for u in range(hsize.size):
-        if hsize[u] > 0:
-            rows[size] = (keys[ptr[u]] & ~MASK32) + u
-            size += 1
-    for i in range((size - 2) // ARITY, -1, -1):
-        _sift_down(rows, 0, size, i)
-    return size
-
-
-@numba.njit(cache=True)
-def _set_aside(keys, base, size, degree, limit):
-    """Move the row's pairs with an end at the degree limit behind its heap (they wait for the
-    next phase), heapify the rest; its new size. One sequential pass: cheaper, once a row has many
-    full partners, than popping them one at a time."""
-    i, j = 0, size
-    while i < j:
-        if degree[keys[base + i] & MASK32] < limit:
-            i += 1
-        else:
-            j -= 1
-            keys[base + i], keys[base + j] = keys[base + j], keys[base + i]
-    for k in range((i - 2) // ARITY, -1, -1):
-        _sift_down(keys, base, i, k)
-    return i
 
 
 # Topic-connected components (GM family) ------------------------------------------------------
@@ -351,20 +339,59 @@ def _link_blocks(u, v, node_ptr, node_topic, topic_ptr, state, to, nxt, count, d
 # The greedy ----------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def _heapify_rows(keys, ptr, hsize):
-    for u in range(hsize.size):
-        for i in range((hsize[u] - 2) // ARITY, -1, -1):
-            _sift_down(keys, ptr[u], hsize[u], i)
+# Rows: row u's slice of the candidate keys, [ptr[u], ptr[u + 1]), holds a heap of the pairs
+# whose bound was lowered (its first heap[u] slots), then the pairs waiting for the next phase
+# (wait[u]), then, from run[u] on, the untouched rest of the sorted row. Every pair consumed from
+# the run goes to the heap, the waiting ones or nowhere, so the three never overlap.
+
+EMPTY = np.int64(1) << 62  # above every key: a row with nothing left
 
 
 @numba.njit(cache=True)
-def _restart(keys, ptr, hsize, aend):
-    """Next phase: every row's waiting pairs back into its heap."""
-    for u in range(hsize.size):
-        for i in range(hsize[u], aend[u] - ptr[u]):
-            _sift_up(keys, ptr[u], i)
-        hsize[u] = aend[u] - ptr[u]
+def _row_top(keys, ptr, heap, run, u):
+    top = keys[run[u]] if run[u] < ptr[u + 1] else EMPTY
+    if heap[u] and keys[ptr[u]] < top:
+        top = keys[ptr[u]]
+    return top
+
+
+@numba.njit(cache=True)
+def _row_pop(keys, ptr, heap, wait, run, u):
+    """Remove the row's top pair (the run's first or the heap's root)."""
+    base = ptr[u]
+    if run[u] < ptr[u + 1] and (heap[u] == 0 or keys[run[u]] < keys[base]):
+        run[u] += 1
+        return
+    heap[u] -= 1
+    last = base + heap[u]
+    keys[base] = keys[last]
+    keys[last] = keys[last + wait[u]]  # the last waiting pair fills the hole the heap left
+    _sift_down(keys, base, heap[u], 0)
+
+
+@numba.njit(cache=True)
+def _row_push(keys, ptr, heap, wait, u, key):
+    """Into the heap: the first waiting pair moves to the end of the waiting ones."""
+    slot = ptr[u] + heap[u]
+    keys[slot + wait[u]] = keys[slot]
+    keys[slot] = key
+    heap[u] += 1
+    _sift_up(keys, ptr[u], heap[u] - 1)
+
+
+@numba.njit(cache=True)
+def _rows_build(rows, keys, ptr, heap, run):
+    """The heap of rows: (-bound of the row's top, u) packed in one int64, so that the heap never
+    reads the large, scattered candidate keys."""
+    size = 0
+    for u in range(rows.size):
+        top = _row_top(keys, ptr, heap, run, u)
+        if top != EMPTY:
+            rows[size] = (top & ~MASK32) + u
+            size += 1
+    for i in range((size - 2) // ARITY, -1, -1):
+        _sift_down(rows, 0, size, i)
+    return size
 
 
 @numba.njit(cache=True)
@@ -395,14 +422,12 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
         else:
             span += n_t - 1
     progress = 0
-    # Rows: [ptr[u], ptr[u] + hsize[u]) a heap, then up to aend[u] pairs waiting for a phase.
-    hsize = ptr[1:] - ptr[:-1]
-    aend = ptr[1:].copy()
-    _heapify_rows(keys, ptr, hsize)
+    heap = np.zeros(nodes, dtype=np.int64)
+    wait = np.zeros(nodes, dtype=np.int64)
+    run = ptr[:-1].copy()
     rows = np.empty(nodes, dtype=np.int64)
-    live = _rows_build(rows, hsize, keys, ptr)
+    live = _rows_build(rows, keys, ptr, heap, run)
     degree = np.zeros(nodes, dtype=np.int64)
-    passed = np.zeros(nodes, dtype=np.int64)  # pairs set aside one by one since the row was filtered
     capacity = 2 * positions + 1 if use_blocks else span + 1
     out_u = np.empty(capacity, dtype=np.int32)
     out_v = np.empty(capacity, dtype=np.int32)
@@ -413,9 +438,9 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
     where = np.full(topics, -1, dtype=np.int32)
     marked = np.int64(-1)  # not a literal: one compilation of `_mark`
     limit = 1 if phased else NEVER
-    counts = np.zeros(6, dtype=np.int64)  # see COUNTS
+    counts = np.zeros(len(COUNTS), dtype=np.int64)
     while True:
-        counts[5] += 1
+        counts[4] += 1
         while live and progress < span and links < max_edges:
             u = rows[0] & MASK32
             if degree[u] >= limit:  # the whole row waits for the next phase
@@ -424,25 +449,12 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
                 rows[0] = rows[live]
                 _sift_down(rows, 0, live, 0)
                 continue
-            base = ptr[u]
-            key = keys[base]
+            key = _row_top(keys, ptr, heap, run, u)
             v = key & MASK32
             bound = -(key >> 32)
             if degree[v] >= limit:
                 counts[2] += 1
-                passed[u] += 1
-                if passed[u] >= 8 and passed[u] * 32 >= hsize[u]:  # many full partners: set all aside at once
-                    counts[4] += 1
-                    passed[u] = 0
-                    hsize[u] = _set_aside(keys, base, hsize[u], degree, limit)
-                    if hsize[u] == 0:
-                        live -= 1
-                        rows[0] = rows[live]
-                    else:
-                        rows[0] = (keys[base] & ~MASK32) + u
-                    _sift_down(rows, 0, live, 0)
-                    continue
-                gain = -1  # to the row's waiting tail
+                gain = -1  # to the row's waiting pairs
             elif fresh_u == u and fresh_v == v and fresh_version == version:
                 gain = bound
             else:
@@ -453,28 +465,29 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
                     gain = _gain_blocks(v, node_ptr, node_topic, where, state[0], state[1])
                 else:
                     gain = _gain_components(v, node_ptr, node_topic, where, label)
-            if 0 < gain < bound:  # a stale bound: lower it and look again
+            _row_pop(keys, ptr, heap, wait, run, u)
+            if 0 < gain < bound:  # a stale bound: lowered, into the row's heap, and look again
                 counts[1] += 1
-                keys[base] = v - (gain << 32)
-                _sift_down(keys, base, hsize[u], 0)
+                _row_push(keys, ptr, heap, wait, u, v - (gain << 32))
                 fresh_u, fresh_v, fresh_version = u, v, version
-                rows[0] = (keys[base] & ~MASK32) + u
-                _sift_down(rows, 0, live, 0)
-                continue
-            last = hsize[u] - 1  # the top leaves the heap, to its last slot
-            keys[base], keys[base + last] = keys[base + last], keys[base]
-            _sift_down(keys, base, last, 0)
-            hsize[u] = last
-            if gain >= 0:  # accepted or worthless: out of the row for good
-                aend[u] -= 1
-                keys[base + last], keys[aend[u]] = keys[aend[u]], keys[base + last]
-            if last == 0:
+            elif gain < 0:
+                keys[ptr[u] + heap[u] + wait[u]] = key
+                wait[u] += 1
+                # The run's next pairs to full nodes wait too, now: whenever they go makes no
+                # difference, and in one sequential pass they cost no round through the heaps.
+                while run[u] < ptr[u + 1] and degree[keys[run[u]] & MASK32] >= limit:
+                    keys[ptr[u] + heap[u] + wait[u]] = keys[run[u]]
+                    wait[u] += 1
+                    run[u] += 1
+                    counts[2] += 1
+            top = _row_top(keys, ptr, heap, run, u)
+            if top == EMPTY:
                 live -= 1
                 rows[0] = rows[live]
             else:
-                rows[0] = (keys[base] & ~MASK32) + u
+                rows[0] = (top & ~MASK32) + u
             _sift_down(rows, 0, live, 0)
-            if gain <= 0:
+            if gain <= 0 or gain < bound:
                 continue
             out_u[links], out_v[links], out_g[links] = u, v, gain
             links += 1
@@ -491,10 +504,13 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
                     marked = _mark(marked, marked, node_ptr, node_topic, where, label)
         if not phased or progress >= span or links >= max_edges or limit >= max_degree:
             break
-        limit += 1
-        passed[:] = 0
-        _restart(keys, ptr, hsize, aend)
-        live = _rows_build(rows, hsize, keys, ptr)
+        limit += 1  # next phase: every row's waiting pairs join its heap
+        for u in range(nodes):
+            for i in range(0):
+                heap[u] += 1
+                _sift_up(keys, ptr[u], heap[u] - 1)
+            wait[u] = 0
+        live = _rows_build(rows, keys, ptr, heap, run)
     return out_u[:links].copy(), out_v[:links].copy(), out_g[:links].copy(), counts
 
 

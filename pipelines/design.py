@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 import math
 import time
 import uuid
@@ -475,17 +476,16 @@ def _run_greedy(
     spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
     resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
     engine: EngineChoice = EngineChoice(),
-) -> tuple[int | None, Subscriptions | None, np.ndarray | None, str | None]:
-    """Run (or resume) the greedy rounds; the engine's final TCC count (None if nothing ran), its
-    driver copy of the subscriptions and every link of the run in order (None if nothing ran),
-    which the check reuses, and the regime that ran. `timings` receives the seconds spent on
-    setup, rounds and commits.
+) -> GreedyOutcome:
+    """Run (or resume) the greedy rounds. `timings` receives the seconds spent on setup, rounds
+    and commits.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
-    commit (0: every round), and always at the end: a crash loses at most that much work."""
+    commit (0: every round); the last group is left to the caller (`GreedyOutcome.unstored`),
+    which stores it beside the metrics: a crash loses at most that much work."""
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     if last is not None and last[S.FINISHED]:
-        return last[S.TCC], None, None, None
+        return GreedyOutcome(last[S.TCC], None, None, None, [])
     regime = "rounds" if request.mode == "relaxed" and engine.regime == "auto" else engine.regime
     params = GreedyParams(
         request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
@@ -507,7 +507,7 @@ def _run_greedy(
             pending.append(r)
             _report_round(bar, r)
             rounds_seconds += r.seconds
-            if r.finished or time.monotonic() - committed >= commit_seconds:
+            if not r.finished and time.monotonic() - committed >= commit_seconds:
                 store = time.monotonic()
                 _store_rounds(spark, lakehouse, run_id, attempt, pending)
                 pending, committed = [], time.monotonic()
@@ -521,7 +521,20 @@ def _run_greedy(
     })
     if tcc is None:
         tcc = greedy.classes.components  # nothing left to add: the start is the overlay
-    return tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime
+    return GreedyOutcome(tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime, pending)
+
+
+@dataclass
+class GreedyOutcome:
+    """What a greedy run leaves for the check: the engine's TCC count, its driver copy of the
+    subscriptions and every link of the run in order (None when nothing ran), the regime that ran,
+    and the rounds not stored yet (the last group)."""
+
+    tcc: int | None
+    driver_subscriptions: Subscriptions | None
+    links: np.ndarray | None
+    regime: str | None
+    unstored: list[GreedyRound]
 
 
 def _run_small_world(
@@ -617,12 +630,15 @@ def run_design(
     with failing_run(lakehouse, run_id, attempt, "design"):
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
         engine_links = regime = None
+        unstored: list[GreedyRound] = []
         if request.algorithm in GREEDY_ALGORITHMS:
-            engine_tcc, driver_subscriptions, engine_links, regime = _run_greedy(
+            outcome = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
                 timings=timings, per_node=per_node, engine=engine,
             )
+            engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
+            engine_links, regime, unstored = outcome.links, outcome.regime, outcome.unstored
         elif request.algorithm in PER_TOPIC:
             engine_tcc = driver_subscriptions = None
             _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request)
@@ -637,11 +653,19 @@ def run_design(
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
         run = check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
-        metrics = evaluate_run(
-            spark, lakehouse, run, backend, diameters=diameters, certified=not engine.cross_check,
-            driver_subscriptions=driver_subscriptions, progress=progress,
-            engine_links=None if engine.cross_check else engine_links,
-        )
+        # The last rounds are stored while the metrics are computed and stored (each write is mostly
+        # commit latency); what reads the stored links (diameters, a cross-check) waits for them.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rounds-{run_id[:24]}") as pool:
+            last_rounds = pool.submit(_store_rounds, spark, lakehouse, run_id, attempt, unstored) if unstored else None
+            if last_rounds is not None and (diameters or engine.cross_check or engine_links is None):
+                last_rounds.result()
+            metrics = evaluate_run(
+                spark, lakehouse, run, backend, diameters=diameters, certified=not engine.cross_check,
+                driver_subscriptions=driver_subscriptions, progress=progress,
+                engine_links=None if engine.cross_check else engine_links,
+            )
+            if last_rounds is not None:
+                last_rounds.result()
         if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
             raise DesignError(
                 f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but the checked topic "

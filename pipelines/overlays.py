@@ -257,8 +257,8 @@ def evaluate_run(
                          certified, driver_subscriptions, instance, subscriptions, edges, bar, engine_links)
 
 
-# The steps of an evaluation (`progress`): topic components, degrees, components stored,
-# diameters, metrics stored; each with figures its summaries hold (no Spark job added for them).
+# The steps of an evaluation (`progress`): topic components, degrees, diameters, then the components
+# and the metrics stored (at once); each with figures its summaries hold (no Spark job added for them).
 EVALUATE_STEPS = 5
 
 
@@ -295,8 +295,6 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
         step="degrees", max=degrees.max_degree,
     )
     clock = time.monotonic()
-    lakehouse.write_run_rows(S.TOPIC_COMPONENTS, run_id, components)
-    bar.step(f"topic components stored in {time.monotonic() - clock:.1f}s", step="components stored")
     clock = time.monotonic()
     if diameters:
         diameters = summarise_diameters(
@@ -333,8 +331,13 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
     }
     row = local_frame(spark, [tuple(metrics[c] for c in S.OVERLAY_METRICS.columns)], S.OVERLAY_METRICS.schema)
     clock = time.monotonic()
-    lakehouse.write_run_rows(S.OVERLAY_METRICS, run_id, row)
-    bar.step(f"metrics stored in {time.monotonic() - clock:.1f}s", step="metrics stored")
+    # One commit each, at once (`write_run_tables`); the run is not complete until its caller says so.
+    lakehouse.write_run_tables(
+        run_id, [(S.TOPIC_COMPONENTS, components), (S.OVERLAY_METRICS, row)],
+        on_stored=lambda table: bar.step(
+            f"{table.name.replace('_', ' ')} stored in {time.monotonic() - clock:.1f}s", step=f"{table.name} stored",
+        ),
+    )
     return metrics
 
 

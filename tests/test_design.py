@@ -229,7 +229,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_pat
     subprocess.run(base + ["ingest", "--instance", "k", "--source", "synthetic", "--dist", "zipf", "--nodes", "40",
                            "--topics", "30", "--min-subs", "2", "--max-subs", "8", "--seed", "2"], check=True)
     design_cmd = base + ["design", "--instance", "k", "--algorithm", "minmaxoda", "--batch-size", "4", "--per-node", "1",
-                         "--skip-diameters", "--commit-every", "0"]
+                         "--skip-diameters", "--commit-every", "0", "--regime", "rounds"]
     process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rounds_path = tmp_path / "lh" / "overlay_rounds"
 
