@@ -475,7 +475,7 @@ def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds
 def _run_greedy(
     spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
     resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
-    engine: EngineChoice = EngineChoice(),
+    engine: EngineChoice = EngineChoice(), subscription_rows: int | None = None,
 ) -> GreedyOutcome:
     """Run (or resume) the greedy rounds. `timings` receives the seconds spent on setup, rounds
     and commits.
@@ -498,7 +498,7 @@ def _run_greedy(
     pending: list[GreedyRound] = []
     clock = committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
-    design = GreedyDesign(subscriptions, params, start=start)
+    design = GreedyDesign(subscriptions, params, start=start, subscription_rows=subscription_rows)
     greedy = design.engine()
     links = [np.asarray(design.initial_links, dtype=np.int64).reshape(-1, 2)]
     try:
@@ -635,7 +635,7 @@ def run_design(
             outcome = _run_greedy(
                 spark, lakehouse, run_id, attempt, subscriptions, budget, request,
                 batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
-                timings=timings, per_node=per_node, engine=engine,
+                timings=timings, per_node=per_node, engine=engine, subscription_rows=instance[S.SUBSCRIPTIONS],
             )
             engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
             engine_links, regime, unstored = outcome.links, outcome.regime, outcome.unstored

@@ -60,12 +60,16 @@ class Subscriptions:
     @classmethod
     def collect(
         cls, subscriptions: DataFrame, nodes: int | None = None, max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
-        holder: str = "the greedy engine",
+        holder: str = "the greedy engine", rows: int | None = None,
     ) -> "Subscriptions":
         """The deliberate, capped driver copy of an instance's (node_id, topic_id) rows; node ids
-        lie in [0, nodes) (default: up to the largest). `holder` names the algorithm in the error."""
-        table = subscriptions.select(S.NODE_ID, S.TOPIC_ID).limit(max_rows + 1).toArrow()
-        rows = table.num_rows
+        lie in [0, nodes) (default: up to the largest). `holder` names the algorithm in the error.
+        `rows`: how many there are, when the caller knows (an instance row says): one Spark job
+        then, else a count first (a `limit` would collect in growing waves of jobs)."""
+        rows = subscriptions.count() if rows is None else rows
+        if rows <= max_rows:
+            table = subscriptions.select(S.NODE_ID, S.TOPIC_ID).toArrow()
+            rows = table.num_rows
         if rows > max_rows:
             raise InputError(
                 f"{holder} keeps the subscriptions on the driver and this instance has "

@@ -375,16 +375,18 @@ class GreedyDesign:
         params: GreedyParams,
         start: GreedyStart | None = None,
         shared_counts: DataFrame | None = None,
+        subscription_rows: int | None = None,
     ) -> None:
         self.params = params
         self.start = start or GreedyStart()
         self.frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
         self.shared_counts = shared_counts
+        self.subscription_rows = subscription_rows  # when the caller knows: saves the copy a count
 
     @cached_property
     def driver_subscriptions(self) -> Subscriptions:
         """The engine's capped driver copy, kept for the caller's check (`overlay.certified`)."""
-        return Subscriptions.collect(self.frame)
+        return Subscriptions.collect(self.frame, rows=self.subscription_rows)
 
     @cached_property
     def initial_links(self) -> list[tuple[int, int]]:
