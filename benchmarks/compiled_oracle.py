@@ -373,7 +373,7 @@ def _row_pop(keys, ptr, heap, wait, run, u):
 def _row_push(keys, ptr, heap, wait, u, key):
     """Into the heap: the first waiting pair moves to the end of the waiting ones."""
     slot = ptr[u] + heap[u]
-    keys[slot + wait[u]] = keys[slot]
+    pass
     keys[slot] = key
     heap[u] += 1
     _sift_up(keys, ptr[u], heap[u] - 1)
@@ -506,7 +506,7 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
             break
         limit += 1  # next phase: every row's waiting pairs join its heap
         for u in range(nodes):
-            for i in range(0):
+            for i in range(wait[u]):
                 heap[u] += 1
                 _sift_up(keys, ptr[u], heap[u] - 1)
             wait[u] = 0

@@ -447,3 +447,24 @@ def test_bad_ktco_requests_fail_before_spark(tmp_path, capsys, argv, message):
     code = main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+
+
+# What a design on a lakehouse whose tables exist costs at most (measured on the pinned stack):
+# the claim, the instance and run rows read, the subscriptions copied once, the links and rounds
+# appended, the components and metrics written, the completing write; each commit is latency.
+DESIGN_COMMITS = 6  # claim, edges, rounds, components, metrics, completion
+DESIGN_JOBS = {"memory": 24, "rounds": 30}
+
+
+def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, instance):
+    """The counts are stored on the run row and pinned here, so fixed costs cannot creep back;
+    both regimes give the oracle's links."""
+    run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "counted-warm", diameters=False)
+    for regime in ("memory", "rounds"):
+        run_id = f"counted-{regime}"
+        run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id, diameters=False,
+                         engine=design.EngineChoice(regime=regime))
+        assert stored_edges(lakehouse, run_id) == greedy_oracle(instance, "gpm", max_degree=3)
+        assert run[S.REGIME] == regime
+        assert run[S.DELTA_COMMITS] == DESIGN_COMMITS
+        assert 0 < run[S.SPARK_JOBS] <= DESIGN_JOBS[regime], run[S.SPARK_JOBS]
