@@ -511,6 +511,8 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
                 _sift_up(keys, ptr[u], heap[u] - 1)
             wait[u] = 0
         live = _rows_build(rows, keys, ptr, heap, run)
+        if live == 0:  # not reached while progress < span (a pair is left then): no endless phases
+            break
     return out_u[:links].copy(), out_v[:links].copy(), out_g[:links].copy(), counts
 
 

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-import compiled_oracle  # noqa: E402
-from design_greedy import INSTANCES, cli, print_markdown, run_summary, table  # noqa: E402
+from benchmarks import compiled_oracle  # noqa: E402
+from benchmarks.design_greedy import INSTANCES, cli, print_markdown, run_summary, table  # noqa: E402
 
 # design flags per algorithm; GPA's m is 20% of MinMaxODA's links (a budget ratio of links)
 DESIGNS = {

@@ -539,6 +539,7 @@ class GreedyOutcome:
 
 def _run_small_world(
     spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, per_node=None, progress=True,
+    engine: EngineChoice = EngineChoice(),
 ) -> None:
     """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
     scratch on resume (deterministic). Property 1 is checked before anything is stored. Progress:
@@ -546,7 +547,8 @@ def _run_small_world(
     with Progress(run_id, enabled=progress, logger=log) as bar:
         overlay = small_world_overlay(
             subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
-            on_step=bar.on_step, per_node=per_node, parallelism=task_slots(spark),
+            on_step=bar.on_step, per_node=per_node, parallelism=task_slots(spark), regime=engine.regime,
+            memory_budget=engine.memory_budget,
         )
         violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
         if violation is not None:
@@ -646,7 +648,7 @@ def run_design(
             engine_tcc = driver_subscriptions = None
             _run_small_world(
                 spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, per_node,
-                progress,
+                progress, engine,
             )
         else:
             engine_tcc = driver_subscriptions = None

@@ -74,6 +74,15 @@ def test_random_instances_match_the_python_greedy(seed):
     assert_all_budgets_agree(subscriptions, nodes)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_larger_phased_instances(seed):
+    """80 nodes: long phases, where rows hold waiting pairs and lowered ones at once (small
+    instances seldom get there)."""
+    subscriptions = random_instance(("unif", "zipf", "expo")[seed % 3], 80, 30, 2, 10, seed)
+    for algorithm, budget in [("gm", {}), ("minmaxoda", {}), ("gpm", {"max_degree": 2}), ("gpm", {"max_degree": 3})]:
+        assert compiled(subscriptions, algorithm, **budget) == greedy_oracle(subscriptions, algorithm, **budget)
+
+
 @pytest.mark.parametrize("dist", ["unif", "zipf", "expo"])
 @pytest.mark.parametrize("shape", [(40, 30, 1, 8), (30, 6, 2, 5), (25, 60, 3, 12)])
 def test_dense_and_sparse_topics(dist, shape):

@@ -116,3 +116,32 @@ def test_the_pair_bound_holds_and_the_regime_follows_the_budget():
     assert memory.parse_bytes("4g") == 4 << 30 and memory.parse_bytes("512m") == 512 << 20
     with pytest.raises(ValueError):
         memory.parse_bytes("4 GB")
+
+
+@pytest.mark.parametrize("trial", range(16))
+def test_gswico_rules_in_memory_match_the_oracle(trial):
+    """GSwicoS's ring (with its closing link) and GSwicoL's slots on that ring, in the sweep."""
+    from overlay.smallworld.gswico import RingRule, SlotRule
+    from tests.smallworld_oracle import gswico_fingers_oracle, gswico_ring_oracle
+
+    n = 3 + trial % 17
+    subscriptions = [(u, t) for u, t in random_instance(("unif", "zipf", "expo")[trial % 3], n, 4 + trial % 6, 1, 4,
+                                                        trial) if u < n]
+    copy = Subscriptions.from_pairs(n, np.array(subscriptions, dtype=np.int64).reshape(-1, 2))
+    positions, ring_links, _ = gswico_ring_oracle(subscriptions, n)
+    slots, long_links = gswico_fingers_oracle(subscriptions, n, positions, ring_links)
+    at = np.zeros(n, dtype=np.int64)
+    for node, position in positions.items():
+        at[node] = position
+    for round_links in (memory.ROUND_LINKS, 1):
+        ring = RingRule(n)
+        engine = GreedyEngine(None, copy, ring, regime="memory", round_links=round_links, name="gswico-s")
+        links = [link for r in engine.rounds() for link in r.edges]
+        assert links == ring_links[:len(links)]  # the rest is the caller's zero-gain fill
+        assert ring.complete == (len(links) == len(ring_links))
+        assert ring.edges == len(links)
+        rule = SlotRule(at, n)
+        engine = GreedyEngine(None, copy, rule, initial_links=[(u, v) for u, v, _ in ring_links], regime="memory",
+                              round_links=round_links, name="gswico-l")
+        assert [link for r in engine.rounds() for link in r.edges] == long_links
+        assert all(slots[(owner, phase)] == finger for owner, phase, finger in rule.fingers)

@@ -89,14 +89,15 @@ def _random_subscriptions(rng, n, topics, per_node):
     return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(0, per_node))})
 
 
-@pytest.mark.parametrize("trial", [0, pytest.param(1, marks=pytest.mark.slow)])
-def test_gswico_matches_the_oracle(spark, trial):
+@pytest.mark.parametrize("trial,regime", [(0, "memory"), (0, "rounds"), pytest.param(1, "rounds", marks=pytest.mark.slow)])
+def test_gswico_matches_the_oracle(spark, trial, regime):
+    """Both regimes of the engine give the oracle's ring, fingers and links."""
     rng = random.Random(50 + trial)
     n = rng.randint(9, 18)
     subscriptions = _random_subscriptions(rng, n, topics=6, per_node=4)
     frame = local_frame(spark, subscriptions, f"{S.NODE_ID} long, {S.TOPIC_ID} long")
     size = rng.choice([1, 2, 50])
-    overlay = small_world_overlay(frame, n, "gswico", "gswico", batch_size=size, per_node=size)
+    overlay = small_world_overlay(frame, n, "gswico", "gswico", batch_size=size, per_node=size, regime=regime)
     positions, ring_links, forests = oracle.gswico_ring_oracle(subscriptions, n)
     slots, long_links = oracle.gswico_fingers_oracle(subscriptions, n, positions, ring_links, forests)
 

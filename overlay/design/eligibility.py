@@ -13,9 +13,26 @@ is eligible while both ends have degree < D); GSwicoS and GSwicoL their ring and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+NO_ARRAY = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class CompiledRule:
+    """A rule's form for the in-memory regime's sweep (`overlay.design.sweep`): its kind and the
+    arrays the kernel reads and updates in place (shared with the rule, not copied)."""
+
+    kind: int
+    degrees: np.ndarray = field(default_factory=lambda: NO_ARRAY)
+    max_degree: int = 0  # 0: none
+    fragment: np.ndarray = field(default_factory=lambda: NO_ARRAY)
+    neighbours: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    position: np.ndarray = field(default_factory=lambda: NO_ARRAY)
+    mask: np.ndarray = field(default_factory=lambda: NO_ARRAY)
+    state: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
 
 
 class RowFilter:
@@ -65,9 +82,22 @@ class Eligibility:
         """The rule admits no further link whatever the gains (a closed ring)."""
         return False
 
+    def compiled(self) -> CompiledRule | None:
+        """The rule's form for the in-memory regime, or None (it then runs in rounds)."""
+        return None
+
+    def absorb(self, compiled: CompiledRule, links, owners, phases) -> None:
+        """After a call of the sweep: take in what its arrays do not hold (links in order; the
+        slot rule's finger owners and phases)."""
+
 
 class Unlimited(Eligibility):
     """GM and GPA: every pair is eligible."""
+
+    def compiled(self) -> CompiledRule:
+        from overlay.design.sweep import NO_RULE
+
+        return CompiledRule(NO_RULE)
 
 
 @dataclass
@@ -117,6 +147,11 @@ class DegreePhases(Eligibility):
     def next_phase(self) -> bool:
         self.phase += 1
         return not self.complete
+
+    def compiled(self) -> CompiledRule:
+        from overlay.design.sweep import DEGREE_RULE
+
+        return CompiledRule(DEGREE_RULE, degrees=self.degrees, max_degree=self.max_degree or 0)
 
     @property
     def complete(self) -> bool:

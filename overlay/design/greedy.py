@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -163,7 +163,8 @@ class GreedyEngine:
     """Greedy rounds under one eligibility rule; `rounds()` yields each completed round.
 
     `subscriptions`: the driver copy (`Subscriptions.collect`). `shared_counts` (u, v, shared):
-    the candidate pairs, when the caller has them.
+    the candidate pairs, when the caller has them (or a function that computes them: the rounds
+    regime alone needs them).
     `initial_links` (u, v): links already in the overlay (a resumed run, or a ring under GSwicoL).
     `classes`: the "same class" relation (default: topic-connected components).
     """
@@ -176,7 +177,7 @@ class GreedyEngine:
         *,
         classes: Classes | None = None,
         initial_links: list[tuple[int, int]] = (),
-        shared_counts: DataFrame | None = None,
+        shared_counts: DataFrame | Callable[[], DataFrame] | None = None,
         max_edges: int | None = None,
         batch_size: int | None = None,
         per_node: int | None = None,
@@ -258,7 +259,7 @@ class GreedyEngine:
             return
         spark = self.spark
         clock = time.monotonic()
-        counts = self.shared_counts
+        counts = self.shared_counts() if callable(self.shared_counts) else self.shared_counts
         if counts is None:
             counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
         # Partitions chosen by the caller stay (the tests use them to vary the layout).

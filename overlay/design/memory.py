@@ -23,7 +23,7 @@ import numpy as np
 
 from overlay.design import sweep
 from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
-from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
+from overlay.design.eligibility import DegreePhases, Eligibility
 from overlay.design.pairs import by_topic
 
 BYTES_PER_PAIR = 16  # a pair's code (8 bytes), twice over while a level's list doubles
@@ -52,17 +52,9 @@ def state_bytes(subscriptions: Subscriptions, pairs: int) -> int:
     return pairs * BYTES_PER_PAIR + subscriptions.rows * BYTES_PER_SUBSCRIPTION
 
 
-def compiled_rule(rule: Eligibility) -> tuple[int, np.ndarray, int] | None:
-    """(kind, degrees, max degree or 0) of a rule the sweep knows, else None."""
-    if type(rule) is DegreePhases:
-        return sweep.DEGREE_RULE, rule.degrees, rule.max_degree or 0
-    if type(rule) is Unlimited:
-        return sweep.NO_RULE, NO_ARRAY, 0
-    return None
-
-
 def supported(rule: Eligibility, classes: Classes) -> bool:
-    return compiled_rule(rule) is not None and isinstance(classes, (ComponentClasses, BlockClasses))
+    """Whether the sweep has compiled forms of this rule and relation."""
+    return rule.compiled() is not None and isinstance(classes, (ComponentClasses, BlockClasses))
 
 
 class MemorySweep:
@@ -107,7 +99,7 @@ class MemorySweep:
 
     def calls(self) -> Iterator[tuple[int, list[tuple[int, int, int]], int, int, float]]:
         """Each call of the sweep: (phase it ran in, links (u, v, gain), refreshes, visits, seconds)."""
-        kind, degrees, max_degree = compiled_rule(self.rule)
+        rule = self.rule.compiled()
         relation = self._relation()
         s = self.subscriptions
         state = self.state
@@ -118,9 +110,10 @@ class MemorySweep:
             budget = self.round_links
             if self.max_edges is not None:
                 budget = max(1, min(budget, self.max_edges - int(state[sweep.EDGES])))
-            us, vs, gains = sweep.sweep(
+            us, vs, gains, owners, phases = sweep.sweep(
                 self.levels, self.sizes, self.ordered, state, s.nodes, s.offsets, self.topics, *relation,
-                kind, degrees, max_degree, self.max_edges or 0, budget, self.stamp_bits,
+                rule.kind, rule.degrees, rule.max_degree, rule.fragment, rule.neighbours, rule.position, rule.mask,
+                rule.state, self.max_edges or 0, budget, self.stamp_bits,
             )
             if isinstance(self.classes, ComponentClasses):  # the classes as the rounds regime holds them
                 sweep.parent_of(relation[1], self.classes.parent)
@@ -128,6 +121,7 @@ class MemorySweep:
             if isinstance(self.rule, DegreePhases):
                 self.rule.phase = int(state[sweep.PHASE])
             links = list(zip(us.tolist(), vs.tolist(), gains.tolist()))
+            self.rule.absorb(rule, links, owners.tolist(), phases.tolist())
             yield (phase, links, int(state[sweep.REFRESHES]) - refreshes, int(state[sweep.VISITS]) - visits,
                    time.monotonic() - clock)
 

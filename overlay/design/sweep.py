@@ -22,7 +22,9 @@ canonical greedy sequence, with each pair refreshed only when it reaches the top
 The relation ("same class") and the rule are given as flat arrays, so one kernel serves every
 greedy: topic components (flat labels over subscription rows, the smaller class relabelled on a
 merge) or GM2's blocks
-(`overlay.design.blocks`); no rule, or degree phases (`degrees`, `max_degree`).
+(`overlay.design.blocks`); no rule, degree phases (`degrees`, `max_degree`), GSwicoS's ring
+(`degrees`, path fragments as a union-find, `neighbours`) or GSwicoL's finger slots (`position`,
+`mask`): a rule's `compiled()` form (`overlay.design.eligibility.CompiledRule`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ PHASE, LEVEL, READ, KEEP, EDGES, COMPONENTS, REFRESHES, FINISHED, VISITS = range
 STATE_SLOTS = 9
 # relations and rules the kernel knows
 COMPONENTS_RELATION, BLOCKS_RELATION = 0, 1
-NO_RULE, DEGREE_RULE = 0, 1
+NO_RULE, DEGREE_RULE, RING_RULE, SLOT_RULE = 0, 1, 2, 3
+ELIGIBLE, WAITING, DEAD = 0, 1, 2  # a pair now, in a later phase, never again
+RING_EDGES, RING_NODES = 0, 1  # rule_state slots of the ring
 FIRST_CAPACITY = 16
 
 
@@ -230,6 +234,67 @@ def _complete(relation, state, forest_state, topics_count, shared_topics):
 
 
 @nb.njit(cache=True, nogil=True)
+def _slot_phase(position, n, a, b):
+    """The phase of b as seen from a on the ring: i with (pos b - pos a) mod n in [2^i, 2^(i+1))."""
+    distance = (position[b] - position[a]) % n
+    phase = 0
+    while distance >> (phase + 1):
+        phase += 1
+    return phase
+
+
+@nb.njit(cache=True, nogil=True)
+def _eligibility(rule, u, v, phase, degrees, max_degree, fragment, position, mask, rule_state):
+    if rule == DEGREE_RULE:
+        if max_degree > 0 and (degrees[u] >= max_degree or degrees[v] >= max_degree):
+            return DEAD
+        if degrees[u] >= phase or degrees[v] >= phase:
+            return WAITING
+        return ELIGIBLE
+    if rule == RING_RULE:  # the closing link is the caller's (the only pair left)
+        if degrees[u] >= 2 or degrees[v] >= 2 or kernels.find(fragment, u) == kernels.find(fragment, v):
+            return DEAD
+        return ELIGIBLE
+    if rule == SLOT_RULE:
+        n = len(position)
+        if (mask[u] >> _slot_phase(position, n, u, v)) & 1 == 0 or (mask[v] >> _slot_phase(position, n, v, u)) & 1 == 0:
+            return ELIGIBLE
+        return DEAD  # slots only fill
+    return ELIGIBLE
+
+
+@nb.njit(cache=True, nogil=True)
+def _accept(rule, u, v, degrees, fragment, neighbours, position, mask, rule_state):
+    """Tell the rule of a link; the finger (owner, phase) it took under the slot rule, else (-1, -1)."""
+    if rule == DEGREE_RULE:
+        degrees[u] += 1
+        degrees[v] += 1
+    elif rule == RING_RULE:
+        neighbours[u, degrees[u]] = v
+        neighbours[v, degrees[v]] = u
+        degrees[u] += 1
+        degrees[v] += 1
+        ru, rv = kernels.find(fragment, u), kernels.find(fragment, v)
+        fragment[max(ru, rv)] = min(ru, rv)
+        rule_state[RING_EDGES] += 1
+    elif rule == SLOT_RULE:
+        n = len(position)
+        owner, other = u, v
+        if (mask[u] >> _slot_phase(position, n, u, v)) & 1:
+            owner, other = v, u
+        phase = _slot_phase(position, n, owner, other)
+        mask[owner] |= 1 << phase
+        return owner, phase
+    return -1, -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _ring_complete(rule_state):
+    n = rule_state[RING_NODES]
+    return rule_state[RING_EDGES] >= (n if n >= 3 else max(n - 1, 0))
+
+
+@nb.njit(cache=True, nogil=True)
 def top_level(sizes):
     for g in range(len(sizes) - 1, 0, -1):
         if sizes[g] > 0:
@@ -241,19 +306,24 @@ def top_level(sizes):
 def sweep(
     levels, sizes, ordered, state, nodes, offsets, topics,
     relation, label, following, class_size, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, topics_count, shared_topics,
-    rule, degrees, max_degree, max_edges, link_budget, stamp_bits,
+    rule, degrees, max_degree, fragment, neighbours, position, mask, rule_state, max_edges, link_budget, stamp_bits,
 ):
     """`ordered[g]`: how many of level g's first codes are in order. Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
     finished; the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
     `state` says where the sweep stands and is updated, so the next call continues."""
-    out_u = np.empty(link_budget, dtype=np.int64)
-    out_v = np.empty(link_budget, dtype=np.int64)
-    out_g = np.empty(link_budget, dtype=np.int64)
+    room = link_budget + 1  # a ring's closing link comes with the one before it
+    out_u = np.empty(room, dtype=np.int64)
+    out_v = np.empty(room, dtype=np.int64)
+    out_g = np.empty(room, dtype=np.int64)
+    out_owner = np.empty(room, dtype=np.int64)
+    out_phase = np.empty(room, dtype=np.int64)
     added = 0
     phase = state[PHASE]
-    if _complete(relation, state, forest_state, topics_count, shared_topics):
+    if _complete(relation, state, forest_state, topics_count, shared_topics) or (
+        rule == RING_RULE and _ring_complete(rule_state)
+    ):
         state[FINISHED] = 1
-        return out_u[:0], out_v[:0], out_g[:0]
+        return out_u[:0], out_v[:0], out_g[:0], out_owner[:0], out_phase[:0]
     row_of_topic = np.full(topics.max() + 1 if len(topics) else 1, -1, dtype=topics.dtype)
     stamp_mask = (1 << stamp_bits) - 1
     marked = -1
@@ -271,10 +341,11 @@ def sweep(
             u = pair // nodes
             v = pair - u * nodes
             state[VISITS] += 1
-            if rule == DEGREE_RULE:
-                if max_degree > 0 and (degrees[u] >= max_degree or degrees[v] >= max_degree):
+            if rule != NO_RULE:
+                eligibility = _eligibility(rule, u, v, phase, degrees, max_degree, fragment, position, mask, rule_state)
+                if eligibility == DEAD:
                     continue  # never eligible again
-                if degrees[u] >= phase or degrees[v] >= phase:
+                if eligibility == WAITING:
                     items[keep] = code  # for a later phase, in order
                     keep += 1
                     continue
@@ -294,22 +365,48 @@ def sweep(
                 if joined != gain:
                     raise AssertionError("a link joined a different number of classes than its gain")
                 state[COMPONENTS] -= joined
-                if rule == DEGREE_RULE:
-                    degrees[u] += 1
-                    degrees[v] += 1
+                out_owner[added], out_phase[added] = _accept(
+                    rule, u, v, degrees, fragment, neighbours, position, mask, rule_state,
+                )
                 out_u[added], out_v[added], out_g[added] = u, v, gain
                 added += 1
                 state[EDGES] += 1
+                if rule == RING_RULE and rule_state[RING_EDGES] == rule_state[RING_NODES] - 1 and \
+                        rule_state[RING_NODES] >= 3:
+                    # A Hamiltonian path: the one pair left closes the circle, when it gains.
+                    a = b = -1
+                    for x in range(len(degrees)):
+                        if degrees[x] < 2:
+                            if a < 0:
+                                a = x
+                            else:
+                                b = x
+                    if relation == COMPONENTS_RELATION:
+                        _mark(offsets, topics, row_of_topic, marked, a)
+                        marked = a
+                    closing = _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent,
+                                    bhead, comp, comp_size, vmark, bmark, a, b)
+                    if closing > 0:
+                        joined = _merge(relation, offsets, topics, row_of_topic, label, following, class_size,
+                                        forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, a, b)
+                        state[COMPONENTS] -= joined
+                        _accept(rule, a, b, degrees, fragment, neighbours, position, mask, rule_state)
+                        out_u[added], out_v[added], out_g[added] = a, b, closing
+                        out_owner[added] = out_phase[added] = -1
+                        added += 1
+                        state[EDGES] += 1
+                    state[FINISHED] = 1
+                    return out_u[:added], out_v[:added], out_g[:added], out_owner[:added], out_phase[:added]
                 done = _complete(relation, state, forest_state, topics_count, shared_topics) or (
                     max_edges > 0 and state[EDGES] >= max_edges
-                )
+                ) or (rule == RING_RULE and _ring_complete(rule_state))
                 if done or added == link_budget:
                     state[READ], state[KEEP], state[FINISHED] = read, keep, 1 if done else 0
                     if not done and read == size:  # the level is through: close it
                         sizes[g] = ordered[g] = keep
                         state[READ] = state[KEEP] = 0
                         state[LEVEL] = g - 1
-                    return out_u[:added], out_v[:added], out_g[:added]
+                    return out_u[:added], out_v[:added], out_g[:added], out_owner[:added], out_phase[:added]
             elif gain > g:
                 raise AssertionError("a gain above its bound: gains must never grow")
             elif gain > 0:
@@ -324,4 +421,4 @@ def sweep(
         state[LEVEL] = top_level(sizes)
     else:
         state[FINISHED] = 1
-    return out_u[:added], out_v[:added], out_g[:added]
+    return out_u[:added], out_v[:added], out_g[:added], out_owner[:added], out_phase[:added]

@@ -15,15 +15,17 @@ still allowed, with ties broken by the smallest (u, v):
   (position + 2^i), which has gain 0 like every other choice then.
 
 Both run on the project's greedy engine (`overlay.design.greedy`) with their own eligibility
-rule. The rules' state is one small integer per node on the driver (degree and fragment; or a
+rule, in memory (the rules' compiled forms) where the candidate state fits, else in rounds. The rules' state is one small integer per node on the driver (degree and fragment; or a
 slot mask), handed to the executors each round as a vectorised row filter: the deliberate,
 bounded driver step, O(|V|), never O(|I|).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +35,9 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
 from overlay.design.classes import Subscriptions
-from overlay.design.eligibility import Eligibility, RowFilter
-from overlay.design.greedy import GreedyEngine
+from overlay.design.eligibility import CompiledRule, Eligibility, RowFilter
+from overlay.design.sweep import RING_EDGES, RING_RULE, SLOT_RULE
+from overlay.design.greedy import MEMORY_BUDGET, GreedyEngine, Regime
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.frames import local_frame
 from overlay.progress import OnStep, report
@@ -48,6 +51,8 @@ from overlay.smallworld.fingers import undirected_links
 from overlay.smallworld.geometry import phase_count, phase_of
 
 log = logging.getLogger(__name__)
+
+Counts = Callable[[], DataFrame]  # the shared-topic counts, computed on first call
 
 
 @dataclass
@@ -122,6 +127,13 @@ class RingRule(Eligibility):
 
     def open_nodes(self, lookahead: int = 1) -> np.ndarray:
         return np.flatnonzero(self.degree < 2)  # none once the circle is closed
+
+    def compiled(self) -> CompiledRule:
+        state = np.array([self.edges, self.n], dtype=np.int64)
+        return CompiledRule(RING_RULE, degrees=self.degree, fragment=self.parent, neighbours=self.neighbours, state=state)
+
+    def absorb(self, compiled: CompiledRule, links, owners, phases) -> None:
+        self.edges = int(compiled.state[RING_EDGES])
 
     def row_filter(self, lookahead: int = 1) -> RowFilter:
         fragment = self.parent.copy()
@@ -212,11 +224,18 @@ class SlotRule(Eligibility):
     def row_filter(self, lookahead: int = 1) -> RowFilter:
         return SlotFilter(self.position, self.mask.copy(), self.n)
 
+    def compiled(self) -> CompiledRule:
+        return CompiledRule(SLOT_RULE, position=self.position, mask=self.mask)
+
+    def absorb(self, compiled: CompiledRule, links, owners, phases) -> None:
+        for (u, v, _), owner, phase in zip(links, owners, phases):
+            self.fingers.append((owner, phase, v if owner == u else u))
+
 
 def _constrained_greedy(
     spark: SparkSession,
     subscriptions: Subscriptions,
-    counts: DataFrame,
+    counts: Counts,
     initial_links: list[tuple[int, int]],
     rule: Eligibility,
     name: str,
@@ -224,13 +243,16 @@ def _constrained_greedy(
     first_round: int = 1,
     on_step: OnStep | None = None,
     per_node: int | None = None,
+    regime: Regime = "auto",
+    memory_budget: int = MEMORY_BUDGET,
 ) -> tuple[GreedyLinks, GreedyEngine]:
     """Add max-gain allowed links until no allowed candidate has a positive gain; returns the
     links and the engine (its classes are the final topic components). `on_step` hears of every
     round (stage `NAME round`: links added, links so far, TcoSuppR; the engine's own figures)."""
     engine = GreedyEngine(
         spark, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
-        batch_size=batch_size, per_node=per_node, first_round=first_round, name=name,
+        batch_size=batch_size, per_node=per_node, first_round=first_round, name=name, regime=regime,
+        memory_budget=memory_budget,
     )
     result = GreedyLinks()
     for r in engine.rounds():
@@ -254,21 +276,25 @@ class SmallWorld:
     rounds: int
 
 
-def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None = None) -> DataFrame:
-    """The shared-topic counts, computed once for both greedy stages (`parallelism`: see
+def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None = None) -> Counts:
+    """The shared-topic counts for both greedy stages, computed once when the first stage that
+    runs in rounds asks (the in-memory regime builds its own; `parallelism`: see
     `shared_topic_counts`)."""
-    return shared_topic_counts(spark, subscriptions, parallelism=parallelism).select(S.U, S.V, SHARED).localCheckpoint(eager=True)
+    return functools.cache(lambda: shared_topic_counts(spark, subscriptions, parallelism=parallelism)
+                           .select(S.U, S.V, SHARED).localCheckpoint(eager=True))
 
 
 def gswico_ring(
-    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, batch_size: int | None = None,
-    on_step: OnStep | None = None, per_node: int | None = None,
+    spark: SparkSession, subscriptions: Subscriptions, counts: Counts, batch_size: int | None = None,
+    on_step: OnStep | None = None, per_node: int | None = None, regime: Regime = "auto",
+    memory_budget: int = MEMORY_BUDGET,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
     n = subscriptions.nodes
     rule = RingRule(n)
     stage, engine = _constrained_greedy(
-        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_step=on_step, per_node=per_node
+        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_step=on_step, per_node=per_node,
+        regime=regime, memory_budget=memory_budget,
     )
     if not rule.complete:
         fill_round = stage.rounds + 1
@@ -287,9 +313,10 @@ def gswico_ring(
 
 
 def gswico_fingers(
-    spark: SparkSession, subscriptions: Subscriptions, counts: DataFrame, positions: list[tuple[int, int]],
+    spark: SparkSession, subscriptions: Subscriptions, counts: Counts, positions: list[tuple[int, int]],
     ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1,
-    on_step: OnStep | None = None, per_node: int | None = None,
+    on_step: OnStep | None = None, per_node: int | None = None, regime: Regime = "auto",
+    memory_budget: int = MEMORY_BUDGET,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
     """GSwicoL: greedy long fingers (node, phase, finger) on a given ring, and their links in
     order. Free slots left when gains run out are filled by the caller (Chord fingers)."""
@@ -299,7 +326,8 @@ def gswico_fingers(
         position[node] = at
     rule = SlotRule(position, n)
     stage, _ = _constrained_greedy(
-        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_step, per_node
+        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_step, per_node,
+        regime, memory_budget,
     )
     return rule.fingers, stage
 
@@ -339,6 +367,8 @@ def small_world_overlay(
     on_step: OnStep | None = None,
     per_node: int | None = None,
     parallelism: int | None = None,
+    regime: Regime = "auto",
+    memory_budget: int = MEMORY_BUDGET,
 ) -> SmallWorld:
     """One of the four overlay types of BeaConvey Table 2 over nodes 0..n-1.
 
@@ -348,7 +378,7 @@ def small_world_overlay(
     (phase, position).
 
     `on_step` (optional) hears of every greedy round (stages `gswico-s round`, `gswico-l round`)
-    and of every phase done (stage `phase`: the shared-topic counts when a part is greedy, the
+    and of every phase done (stage `phase`: the driver copy when a part is greedy, the
     ring, the long fingers), with figures the code has at hand: no Spark job is added for them.
     """
     if short not in SHORT_KINDS or long not in LONG_KINDS:
@@ -365,11 +395,11 @@ def small_world_overlay(
     driver_copy = Subscriptions.collect(subscriptions, n) if greedy_stages else None
     counts = shared_counts(spark, driver_copy, parallelism) if greedy_stages else None
     if greedy_stages:
-        phase_done(1, **{"shared-topic counts": "done", "subscriptions": driver_copy.rows})
+        phase_done(1, **{"driver copy": "done", "subscriptions": driver_copy.rows})
     rounds = 0
     seq = 0
     if short == "gswico":
-        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_step, per_node)
+        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_step, per_node, regime, memory_budget)
         ring = local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long").localCheckpoint(eager=True)
         rounds = stage.rounds
         position = dict(positions)
@@ -396,7 +426,8 @@ def small_world_overlay(
         links = undirected_links(short_fingers).select(S.U, S.V).toArrow()
         ring_links = list(zip(links.column(S.U).to_pylist(), links.column(S.V).to_pylist()))
         fingers, stage = gswico_fingers(
-            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_step, per_node
+            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_step, per_node, regime,
+            memory_budget,
         )
         rows = [(node, phase, finger, seq + i, gain, r) for i, ((node, phase, finger), (_, _, gain, r))
                 in enumerate(zip(fingers, stage.links))]
