@@ -341,6 +341,18 @@ def sweep(
             u = pair // nodes
             v = pair - u * nodes
             state[VISITS] += 1
+            if (rule == DEGREE_RULE and degrees[u] >= phase) or (rule == RING_RULE and degrees[u] >= 2):
+                # u cannot take a link in this phase: its whole run of pairs here (they are in
+                # (u, v) order) waits for a later phase, or leaves when u is full for good.
+                end = read + np.searchsorted(items[read:size], ((u + 1) * nodes) << stamp_bits)
+                waits = rule == DEGREE_RULE and not (max_degree > 0 and degrees[u] >= max_degree)
+                if waits:
+                    for q in range(read - 1, end):
+                        items[keep] = items[q]
+                        keep += 1
+                state[VISITS] += end - read
+                read = end
+                continue
             if rule != NO_RULE:
                 eligibility = _eligibility(rule, u, v, phase, degrees, max_degree, fragment, position, mask, rule_state)
                 if eligibility == DEAD:
