@@ -186,8 +186,12 @@ CASES = [
 ALGORITHMS = (("gm", {}), ("gpa", {"max_edges": 7}), ("minmaxoda", {}), ("gpm", {"max_degree": 2}))
 
 
-@pytest.mark.parametrize("regime", ("memory", "rounds"))
-@pytest.mark.parametrize("dist,nodes,topics,low,high,seed", CASES)
+# Every case in both regimes; the default run takes the rounds regime on the first case only
+# (the memory regime alone, without Spark, on many more: tests/test_memory_greedy.py).
+@pytest.mark.parametrize("dist,nodes,topics,low,high,seed,regime", [
+    pytest.param(*case, regime, marks=pytest.mark.ci if regime == "rounds" and i > 0 else ())
+    for i, case in enumerate(CASES) for regime in ("memory", "rounds")
+])
 def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, high, seed, regime):
     """Both regimes give the canonical sequence (so each other's), link by link, gains included."""
     subscriptions = random_instance(dist, nodes, topics, low, high, seed)

@@ -89,7 +89,9 @@ def _random_subscriptions(rng, n, topics, per_node):
     return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(0, per_node))})
 
 
-@pytest.mark.parametrize("trial,regime", [(0, "memory"), (0, "rounds"), pytest.param(1, "rounds", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("trial,regime", [
+    (0, "memory"), pytest.param(0, "rounds", marks=pytest.mark.ci), pytest.param(1, "rounds", marks=pytest.mark.slow),
+])
 def test_gswico_matches_the_oracle(spark, trial, regime):
     """Both regimes of the engine give the oracle's ring, fingers and links."""
     rng = random.Random(50 + trial)
