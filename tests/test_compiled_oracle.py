@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import random
 import subprocess
 import sys
@@ -18,28 +17,12 @@ import pytest
 
 from benchmarks import compiled_oracle as C
 from tests import ktco_oracle as K
+from tests.instances import random_instance
 from tests.oracles import greedy_oracle, tco_support_oracle
 
 BUDGETS = [("gm", {}), ("minmaxoda", {})]
 BUDGETS += [("gpa", {"max_edges": m}) for m in (1, 5, 30)]
 BUDGETS += [("gpm", {"max_degree": d}) for d in (1, 2, 3, 5)]
-
-
-def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, seed: int) -> list:
-    """(node, topic) pairs: each node picks k in [low, high] topics by weight, without replacement
-    (tests/test_greedy.py's generator, copied: importing that module would import pyspark)."""
-    rng = random.Random(seed)
-    weight = {
-        "unif": lambda r: 1.0,
-        "zipf": lambda r: (r + 1) ** -2.0,
-        "expo": lambda r: math.exp(-10.0 * r / topics),
-    }[dist]
-    subscriptions = []
-    for node in range(nodes):
-        k = rng.randint(low, high)
-        keys = sorted(range(topics), key=lambda r: -rng.random() ** (1.0 / weight(r)))
-        subscriptions += [(node, topic) for topic in keys[:k]]
-    return subscriptions
 
 
 def compiled(subscriptions, algorithm, nodes=None, **budget) -> list:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import random
-
 import numpy as np
 import pytest
 from chispa import assert_df_equality
@@ -17,23 +14,8 @@ from overlay.design.eligibility import DegreePhases, Eligibility
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import OutsideBound, Sample, settle
+from tests.instances import random_instance
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
-
-
-def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, seed: int) -> list:
-    """(node, topic) pairs: each node picks k in [low, high] topics by weight, without replacement."""
-    rng = random.Random(seed)
-    weight = {
-        "unif": lambda r: 1.0,
-        "zipf": lambda r: (r + 1) ** -2.0,
-        "expo": lambda r: math.exp(-10.0 * r / topics),
-    }[dist]
-    subscriptions = []
-    for node in range(nodes):
-        k = rng.randint(low, high)
-        keys = sorted(range(topics), key=lambda r: -rng.random() ** (1.0 / weight(r)))
-        subscriptions += [(node, topic) for topic in keys[:k]]
-    return subscriptions
 
 
 def frame(spark, subscriptions):

@@ -6,9 +6,6 @@ and the sweep without stamps (where a pair index leaves no bits for them)."""
 
 from __future__ import annotations
 
-import math
-import random
-
 import numpy as np
 import pytest
 
@@ -16,20 +13,13 @@ from overlay.design import memory, sweep
 from overlay.design.classes import BlockClasses, ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Unlimited
 from overlay.design.greedy import GreedyEngine
+from tests import instances
 from tests.ktco_oracle import gm2_ref
 from tests.oracles import greedy_oracle
 
 
 def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, seed: int) -> list:
-    rng = random.Random(seed)
-    weight = {"unif": lambda r: 1.0, "zipf": lambda r: (r + 1) ** -2.0, "expo": lambda r: math.exp(-10.0 * r / topics)}[dist]
-    subscriptions = []
-    for node in range(nodes):
-        if node % 7 == 3:
-            continue  # a node without subscriptions: ids with gaps
-        keys = sorted(range(topics), key=lambda r: -rng.random() ** (1.0 / weight(r)))
-        subscriptions += [(node, topic) for topic in keys[:rng.randint(low, high)]]
-    return subscriptions
+    return instances.random_instance(dist, nodes, topics, low, high, seed, skip_every=7)
 
 
 def design(subscriptions, algorithm, max_edges=None, max_degree=None, round_links=memory.ROUND_LINKS, start=()):

@@ -153,6 +153,24 @@ def sample_in_key_order(us, vs, nodes, per_node, top):
 
 
 @nb.njit(cache=True, nogil=True)
+def count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched):
+    """Count, in `count[v]`, the topics u shares with every later node v; the v's first counted
+    go to `touched[:found]` (unordered); returns `found`. Work: the sizes of u's topics."""
+    found = 0
+    for i in range(offsets[u], offsets[u + 1]):
+        t = topics[i]
+        lo, hi = topic_offsets[t], topic_offsets[t + 1]
+        start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
+        for j in range(start, hi):
+            v = topic_nodes[j]
+            if count[v] == 0:
+                touched[found] = v
+                found += 1
+            count[v] += 1
+    return found
+
+
+@nb.njit(cache=True, nogil=True)
 def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, first, last):
     """(u, v, |T(u) & T(v)|) for every u in [first, last) and v > u sharing a topic with u.
 
@@ -167,17 +185,7 @@ def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, first, l
     out_c = np.empty(capacity, dtype=np.int64)
     size = 0
     for u in range(first, last):
-        found = 0
-        for i in range(offsets[u], offsets[u + 1]):
-            t = topics[i]
-            lo, hi = topic_offsets[t], topic_offsets[t + 1]
-            start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
-            for j in range(start, hi):
-                v = topic_nodes[j]
-                if count[v] == 0:
-                    touched[found] = v
-                    found += 1
-                count[v] += 1
+        found = count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched)
         if size + found > capacity:
             while size + found > capacity:
                 capacity *= 2

@@ -71,20 +71,10 @@ def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level, stamp_b
     for _ in range(top_level + 1):
         levels.append(np.empty(FIRST_CAPACITY, dtype=np.int64))
     sizes = np.zeros(top_level + 1, dtype=np.int64)
-    count = np.zeros(nodes, dtype=np.int32)
+    count = np.zeros(nodes, dtype=np.int64)
     touched = np.empty(nodes, dtype=np.int64)
     for u in range(nodes):
-        found = 0
-        for i in range(offsets[u], offsets[u + 1]):
-            t = topics[i]
-            lo, hi = topic_offsets[t], topic_offsets[t + 1]
-            start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
-            for j in range(start, hi):
-                v = topic_nodes[j]
-                if count[v] == 0:
-                    touched[found] = v
-                    found += 1
-                count[v] += 1
+        found = kernels.count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched)
         if found * 16 < nodes - u:
             touched[:found].sort()
             for q in range(found):
