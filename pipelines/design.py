@@ -666,13 +666,13 @@ def run_design(
                 driver_subscriptions=driver_subscriptions, progress=progress,
                 engine_links=None if engine.cross_check else engine_links,
             )
+            if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
+                raise DesignError(
+                    f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but the checked topic "
+                    f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
+                )
             if last_rounds is not None:
                 last_rounds.result()
-        if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
-            raise DesignError(
-                f"run '{run_id}': the greedy engine counted {engine_tcc} TCCs but the checked topic "
-                f"components count {metrics[S.TCC]}; the overlay is not trustworthy"
-            )
         if request.k is not None:  # a kTCO design proves its k by the evaluator's check
             ktco = store_ktco(spark, lakehouse, run, request.k, progress=progress)
             if not ktco.is_ktco:
