@@ -214,6 +214,7 @@ class GreedyEngine:
         self.with_rows: tuple[tuple[int, int], np.ndarray] | None = None  # (phases, nodes the last sample touched)
         self.requested_regime, self.memory_budget, self.round_links = regime, memory_budget, round_links
         self.relaxed = mode == "relaxed"
+        self.pair_bound: int | None = None  # the regime's estimate, reused by the memory regime
 
     @cached_property
     def regime(self) -> str:
@@ -229,6 +230,7 @@ class GreedyEngine:
         if not compiled:
             return "rounds"
         pairs, needed = memory.estimate(self.subscriptions)
+        self.pair_bound = pairs
         fits = needed <= self.memory_budget
         log.info(
             "%s: at most %d candidate pairs, %s of state against a budget of %s: the %s regime", self.name, pairs,
@@ -280,6 +282,7 @@ class GreedyEngine:
         clock = time.monotonic()
         state = memory.MemorySweep(
             self.subscriptions, self.rule, self.classes, self.max_edges, self.edges_total, self.round_links,
+            self.pair_bound,
         )
         log.info("%s: %d candidate pairs in memory, in %.1fs", self.name, state.pairs, time.monotonic() - clock)
         phased = isinstance(self.rule, DegreePhases)

@@ -61,19 +61,20 @@ class MemorySweep:
     """The state of one in-memory greedy: candidate levels, relation and rule; `calls()` runs it."""
 
     def __init__(self, subscriptions: Subscriptions, rule: Eligibility, classes: Classes, max_edges: int | None,
-                 edges_total: int, round_links: int = ROUND_LINKS) -> None:
+                 edges_total: int, round_links: int = ROUND_LINKS, bound: int | None = None) -> None:
+        """`bound`: `pair_bound` of the subscriptions, when the caller computed it already."""
         self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
         self.max_edges, self.round_links = max_edges, round_links
         topic_offsets, topic_nodes = by_topic(subscriptions)
         top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
         # Stamps need a bound on the links before the pairs are counted: the pair bound serves.
         self.stamp_bits = sweep.stamp_bits_for(
-            subscriptions.nodes, pair_bound(subscriptions, topic_offsets) + edges_total,
+            subscriptions.nodes, (pair_bound(subscriptions, topic_offsets) if bound is None else bound) + edges_total,
         )
         self.levels, self.sizes = sweep.build_levels(
             subscriptions.offsets, subscriptions.topics, topic_offsets, topic_nodes, max(top, 1), self.stamp_bits,
         )
-        self.pairs = int(sweep.pair_count(self.sizes))
+        self.pairs = int(self.sizes[1:].sum())
         self.topics = subscriptions.topics.astype(np.int32) if subscriptions.topics.max(initial=0) < 1 << 31 \
             else subscriptions.topics
         self.ordered = self.sizes.copy()  # built in (u, v) order
@@ -95,7 +96,7 @@ class MemorySweep:
 
     @property
     def alive(self) -> int:
-        return int(sweep.pair_count(self.sizes))
+        return int(self.sizes[1:].sum())
 
     def calls(self) -> Iterator[tuple[int, list[tuple[int, int, int]], int, int, float]]:
         """Each call of the sweep: (phase it ran in, links (u, v, gain), refreshes, visits, seconds)."""

@@ -118,11 +118,6 @@ def stamp_bits_for(nodes: int, links: int) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def pair_count(sizes):
-    return sizes[1:].sum()
-
-
-@nb.njit(cache=True, nogil=True)
 def _mark(offsets, topics, row_of_topic, old, new):
     """Index node `new`'s subscription rows by topic (and forget `old`'s): the pairs of a level
     come grouped by u, so a pair's gain costs a lookup per topic of v, not a merge of two lists."""
