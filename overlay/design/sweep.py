@@ -290,11 +290,12 @@ def top_level(sizes):
 @nb.njit(cache=True, nogil=True)
 def sweep(
     levels, sizes, ordered, state, nodes, offsets, topics,
-    relation, label, following, class_size, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, topics_count, shared_topics,
+    relation, label, following, class_size, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark,
+    topics_count, shared_topics,
     rule, degrees, max_degree, fragment, neighbours, position, mask, rule_state, max_edges, link_budget, stamp_bits,
 ):
-    """`ordered[g]`: how many of level g's first codes are in order. Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
-    finished; the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
+    """Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
+    finished (`ordered[g]`: how many of level g's first codes are in order); the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
     `state` says where the sweep stands and is updated, so the next call continues."""
     room = link_budget + 1  # a ring's closing link comes with the one before it
     out_u = np.empty(room, dtype=np.int64)
