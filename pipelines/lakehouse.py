@@ -18,6 +18,7 @@ instances never conflict; conflicting commits on one instance are retried.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -203,6 +204,21 @@ class Lakehouse:
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
+    def ensure_all(self, tables: Sequence[S.TableSpec]) -> None:
+        """`ensure` each of `tables`, the missing ones created at once from threads: on a fresh
+        lakehouse each create is a commit, and their latencies overlap."""
+        missing = [t for t in tables if not self.exists(t)]
+        for table in tables:
+            if table not in missing:
+                self.ensure(table)
+        if len(missing) <= 1:
+            for table in missing:
+                self.ensure(table)
+            return
+        with ThreadPoolExecutor(max_workers=len(missing), thread_name_prefix="create") as pool:
+            for future in [pool.submit(self.ensure, t) for t in missing]:
+                future.result()
+
     def _create(self, table: S.TableSpec) -> DeltaTable:
         builder = (
             DeltaTable.createIfNotExists(self.spark)
@@ -318,8 +334,7 @@ class Lakehouse:
         versions stay readable, within `retention`. `on_step` hears of each table written (stage
         `stored`, with its rows: counts the instance row needs anyway)."""
         ingest_id = new_ingest_id()
-        for table in (S.INSTANCES, S.INSTANCE_VERSIONS, *S.INSTANCE_TABLES):
-            self.ensure(table)
+        self.ensure_all((S.INSTANCES, S.INSTANCE_VERSIONS, *S.INSTANCE_TABLES))
         # Materialise the subscriptions once: they are both written and counted.
         subscriptions = frames.subscriptions.localCheckpoint(eager=True)
         counts = instance_counts(subscriptions, frames.node_keys, frames.topic_keys)
@@ -387,13 +402,20 @@ class Lakehouse:
             )
             stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
         # Rows of dropped versions, of crashed attempts and of an attempt that lost the race; never
-        # those of a later-started ingest still writing (their ingest_id is larger).
-        for table in S.INSTANCE_TABLES:
+        # those of a later-started ingest still writing (their ingest_id is larger). One query finds
+        # the tables that hold any (usually none: a first ingest), and only those take a DELETE.
+        for table in self._tables_with_rows(S.INSTANCE_TABLES, stale):
             self._commit(
                 lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
                 f"clean {table.name}",
             )
         return current
+
+    def _tables_with_rows(self, tables: Sequence[S.TableSpec], condition) -> list[S.TableSpec]:
+        """Those of `tables` with a row matching `condition`: one Spark job, at most one row each."""
+        probes = [self.read(t).filter(condition).select(F.lit(t.name).alias("table")).limit(1) for t in tables]
+        found = {row["table"] for row in functools.reduce(DataFrame.unionAll, probes).collect()}
+        return [t for t in tables if t.name in found]
 
     def _record_version(self, record: dict, previous: Row | None) -> None:
         """Add the new current version to `instance_versions` and mark every earlier one

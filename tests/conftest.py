@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +143,12 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def python_env(**extra: str) -> dict[str, str]:
+    """The environment of a second Python process of these tests: unbuffered, its Spark workers on
+    this interpreter."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYSPARK_PYTHON": sys.executable, **extra}
 
 
 @pytest.fixture(scope="session")

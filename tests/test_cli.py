@@ -87,7 +87,7 @@ def test_bad_instance_name_and_bad_config(spark, tmp_path, capsys):
     assert code == 2 and "unknown key 'spark.mastre'" in err and "Did you mean 'master'?" in err
 
 
-@pytest.mark.ci  # a second JVM; main() paths are covered in-process by the other CLI tests
+@pytest.mark.slow  # a second JVM; the wheel's check (CI pass) runs the installed package's entry point
 def test_console_script_end_to_end(tmp_path):
     """The installed entry point in a fresh process: its own local Spark, Delta and all."""
     script = Path(sys.executable).with_name("overlay-lab")

@@ -75,7 +75,7 @@ def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sampl
     assert any(len(av) == 3 for av in oracle.av.values()), "no agent view filled up"
 
 
-@pytest.mark.ci  # two more 40-cycle comparisons, about 80 s
+@pytest.mark.slow  # two more 40-cycle comparisons (about 7 min in the CI pass, which runs the bubble one)
 @pytest.mark.parametrize("nodes, topics, seed, options", [
     (60, 20, 1, {"bubble_start": 5}),  # the paper's view sizes: GossipSample covers almost all
     (150, 40, 2, {"bubble_start": 10, "pss": "uniform"}),  # Thm 1-2's sampler

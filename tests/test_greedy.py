@@ -190,9 +190,9 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         assert {r.regime for r in rounds} <= {regime}
 
 
-# The default run takes one phased and one unphased case (15-20 s each); the CI pass the rest.
+# The default run takes one phased and one unphased case (15-20 s each); the CI pass one more; the rest are slow.
 @pytest.mark.parametrize("algorithm,budget,open_read_share", [
-    pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.ci)
+    pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.slow)
     for algorithm, budget in ALGORITHMS
 ] + [("minmaxoda", {}, 0.0), pytest.param("gpm", {"max_degree": 2}, 0.0, marks=pytest.mark.ci)])
 def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget, open_read_share):
@@ -219,9 +219,9 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
 
 
-@pytest.mark.parametrize("algorithm,budget", (  # the default run takes GPM (10-22 s each); the CI pass the rest
-    pytest.param("gm", {}, marks=pytest.mark.ci), pytest.param("gpa", {"max_edges": 30}, marks=pytest.mark.ci),
-    pytest.param("minmaxoda", {}, marks=pytest.mark.ci), ("gpm", {"max_degree": 3}),
+@pytest.mark.parametrize("algorithm,budget", (  # the default run takes GPM (10-22 s each); the CI pass GM; the rest are slow
+    pytest.param("gm", {}, marks=pytest.mark.ci), pytest.param("gpa", {"max_edges": 30}, marks=pytest.mark.slow),
+    pytest.param("minmaxoda", {}, marks=pytest.mark.slow), ("gpm", {"max_degree": 3}),
 ))
 def test_the_relaxed_mode_is_a_valid_greedy_in_fewer_rounds(spark, algorithm, budget):
     """Relaxed rounds add links within (1 + epsilon) of the bound: every gain is exact when added,

@@ -125,7 +125,7 @@ RESUMED_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED
                   S.RAPPEL_NODES, S.OVERLAY_EDGES, S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)
 
 
-@pytest.mark.ci  # the same run stopped twice and finished (about 25 more rounds, 2-3 min)
+@pytest.mark.slow  # the same run stopped twice and finished (about 25 more rounds, 6 min in the CI pass)
 def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, simulated, lakehouse, monkeypatch):
     straight, run, _ = simulated
     store_instance(spark, lakehouse, "rappel-50", SyntheticSpec("zipf", NODES, 8, 1, 4, seed=5))

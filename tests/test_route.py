@@ -124,8 +124,7 @@ def test_the_comparison_lists_tables_3_to_5():
         assert set(column) == set(names) and column["Scribe(-)"] == (1.0, 1.0)
 
 
-@pytest.mark.slow  # 4 designs and 14 routing runs
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # 4 designs and 14 routing runs (about 6 min)
 def test_compare_runs_every_system_against_scribe(spark, lakehouse, small_world):
     from pipelines.compare import CompareRequest, markdown, run_compare
 

@@ -165,7 +165,7 @@ def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishe
     assert done.rows[S.OVERLAY_METRICS.name] == 1 and rows_of(lakehouse, S.OVERLAY_RUNS, S.RUN_ID, "halfway") == 0
 
 
-@pytest.mark.ci  # two designs and two ingests, about 35 s: the default run is at its 15 min budget
+@pytest.mark.slow  # two designs and two ingests (about 2.5 min in the CI pass)
 def test_design_replace_redoes_a_run_made_on_an_earlier_version(spark, lakehouse):
     lakehouse.replace_instance("d", synthetic_instance(spark, SPEC))
     request = DesignRequest(instance="d", algorithm="random-a", max_edges=6, seed=2)
