@@ -18,7 +18,6 @@ instances never conflict; conflicting commits on one instance are retried.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import threading
@@ -402,20 +401,17 @@ class Lakehouse:
             )
             stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
         # Rows of dropped versions, of crashed attempts and of an attempt that lost the race; never
-        # those of a later-started ingest still writing (their ingest_id is larger). One query finds
-        # the tables that hold any (usually none: a first ingest), and only those take a DELETE.
-        for table in self._tables_with_rows(S.INSTANCE_TABLES, stale):
-            self._commit(
-                lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
-                f"clean {table.name}",
-            )
+        # those of a later-started ingest still writing (their ingest_id is larger). An ingest
+        # appends `subscriptions` first (and every version has some) and this cleans it last, so
+        # stale rows anywhere mean stale rows there: one count of it says whether there is work
+        # (usually not: a first ingest), and only then does each table take a DELETE.
+        if self.read(S.SUBSCRIPTIONS_TABLE).filter(stale).limit(1).count():
+            for table in sorted(S.INSTANCE_TABLES, key=lambda t: t is S.SUBSCRIPTIONS_TABLE):
+                self._commit(
+                    lambda t=table: DeltaTable.forPath(self.spark, self.path(t)).delete(stale),
+                    f"clean {table.name}",
+                )
         return current
-
-    def _tables_with_rows(self, tables: Sequence[S.TableSpec], condition) -> list[S.TableSpec]:
-        """Those of `tables` with a row matching `condition`: one Spark job, at most one row each."""
-        probes = [self.read(t).filter(condition).select(F.lit(t.name).alias("table")).limit(1) for t in tables]
-        found = {row["table"] for row in functools.reduce(DataFrame.unionAll, probes).collect()}
-        return [t for t in tables if t.name in found]
 
     def _record_version(self, record: dict, previous: Row | None) -> None:
         """Add the new current version to `instance_versions` and mark every earlier one
