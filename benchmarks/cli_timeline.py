@@ -1,0 +1,80 @@
+"""Benchmark (not a test): where one CLI command's seconds go, as a timeline.
+
+Runs `python -m pipelines ...` in this process (`pipelines.cli.main`) with timers around the
+steps that cost a small command its fixed time: Spark's start, building an instance, each table
+creation and Delta commit of the lakehouse, its bookkeeping reads, a design's run and its
+evaluation. Each line is the time since start, the time since the previous line, the step (its own
+seconds) and the Spark jobs started so far.
+
+Usage (nothing else running; a fresh lakehouse shows the tables' creation):
+  .venv/bin/python benchmarks/cli_timeline.py --lakehouse /tmp/tl -q ingest --instance tiny \\
+      --source subscriptions --path tiny.csv
+  .venv/bin/python benchmarks/cli_timeline.py --lakehouse /tmp/tl -q design --instance tiny \\
+      --algorithm gpm --max-degree 2 --skip-diameters
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+STARTED = time.monotonic()
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipelines import cli, design, ingest, spark  # noqa: E402
+from pipelines.lakehouse import Lakehouse  # noqa: E402
+
+marks: list[tuple[float, str]] = []
+sessions: list = []
+
+
+def mark(what: str) -> None:
+    jobs = f" jobs={spark.jobs_started(sessions[0])}" if sessions else ""
+    marks.append((time.monotonic() - STARTED, what + jobs))
+
+
+def timed(owner, name: str, label=None) -> None:
+    """Wrap `owner.name` so that each call adds a line: `label(args)` or the name, its seconds."""
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        clock = time.monotonic()
+        result = original(*args, **kwargs)
+        mark(f"{label(*args) if label else name} ({time.monotonic() - clock:.2f}s)")
+        return result
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> int:
+    mark("imports")
+    get_spark = cli.get_spark
+
+    def started(settings):
+        session = get_spark(settings)
+        sessions.append(session)
+        mark("spark up")
+        return session
+
+    cli.get_spark = started
+    timed(Lakehouse, "_commit", lambda self, action, what: f"commit {what}")
+    timed(Lakehouse, "_create", lambda self, table: f"create {table.name}")
+    for name in ("instance_row", "_record_version", "_apply_retention", "write_run_tables"):
+        timed(Lakehouse, name)
+    timed(ingest, "build_instance")
+    timed(design, "run_design")
+    timed(design, "evaluate_run")
+    code = cli.main(sys.argv[1:])
+    mark("done")
+    previous = 0.0
+    for at, what in marks:
+        print(f"{at:7.2f} +{at - previous:6.2f}  {what}")
+        previous = at
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
