@@ -1,5 +1,5 @@
 """Rappel on Spark: rounds of the friendship overlay and of every feed's dissemination tree,
-coupled (NOTES-ktco-feverfew-rappel.md §3.6).
+coupled (our reading: docs/rappel.md, "One round of the whole system").
 
 Round r (30 s) is two Spark jobs:
 
