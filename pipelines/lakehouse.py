@@ -204,18 +204,10 @@ class Lakehouse:
         raise AssertionError("unreachable")
 
     def ensure_all(self, tables: Sequence[S.TableSpec]) -> None:
-        """`ensure` each of `tables`, the missing ones created at once from threads: on a fresh
-        lakehouse each create is a commit, and their latencies overlap."""
-        missing = [t for t in tables if not self.exists(t)]
-        for table in tables:
-            if table not in missing:
-                self.ensure(table)
-        if len(missing) <= 1:
-            for table in missing:
-                self.ensure(table)
-            return
-        with ThreadPoolExecutor(max_workers=len(missing), thread_name_prefix="create") as pool:
-            for future in [pool.submit(self.ensure, t) for t in missing]:
+        """`ensure` each of `tables` from threads: on a fresh lakehouse each creation is a commit,
+        and their latencies overlap."""
+        with ThreadPoolExecutor(max_workers=max(1, len(tables)), thread_name_prefix="ensure") as pool:
+            for future in [pool.submit(self.ensure, t) for t in tables]:
                 future.result()
 
     def _create(self, table: S.TableSpec) -> DeltaTable:
