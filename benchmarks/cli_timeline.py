@@ -23,7 +23,7 @@ from pathlib import Path
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipelines import cli, design, ingest, spark  # noqa: E402
+from pipelines import cli, design, ingest, overlays, spark  # noqa: E402
 from pipelines.lakehouse import Lakehouse  # noqa: E402
 
 marks: list[tuple[float, str]] = []
@@ -67,6 +67,10 @@ def main() -> int:
     timed(ingest, "build_instance")
     timed(design, "run_design")
     timed(design, "evaluate_run")
+    for name in ("_run_greedy", "claim_run", "complete_owned", "check_owner"):
+        timed(design, name)
+    for name in ("topic_forest", "degree_summary"):
+        timed(overlays, name)
     code = cli.main(sys.argv[1:])
     mark("done")
     previous = 0.0

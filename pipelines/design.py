@@ -447,10 +447,14 @@ def complete_owned(lakehouse: Lakehouse, run_id: str, attempt: str, **values: ob
         raise taken_over(run_id)
 
 
-def _store_rounds(spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound]) -> None:
+def _store_rounds(
+    spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound], owner_checked: bool = False,
+) -> None:
     """Commit completed rounds: their links in one append, then their rows in another (the commit
-    point). Each Delta commit costs about a second here, so rounds are committed in groups."""
-    check_owner(lakehouse, run_id, attempt)
+    point). Each Delta commit costs about a second here, so rounds are committed in groups.
+    `owner_checked`: the caller has just checked that the run is still this attempt's."""
+    if not owner_checked:
+        check_owner(lakehouse, run_id, attempt)
     rows = [
         (u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)
     ]
@@ -658,13 +662,16 @@ def run_design(
         # The last rounds are stored while the metrics are computed and stored (each write is mostly
         # commit latency); what reads the stored links (diameters, a cross-check) waits for them.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rounds-{run_id[:24]}") as pool:
-            last_rounds = pool.submit(_store_rounds, spark, lakehouse, run_id, attempt, unstored) if unstored else None
+            last_rounds = (
+                pool.submit(_store_rounds, spark, lakehouse, run_id, attempt, unstored, owner_checked=True)
+                if unstored else None
+            )
             if last_rounds is not None and (diameters or engine.cross_check or engine_links is None):
                 last_rounds.result()
             metrics = evaluate_run(
                 spark, lakehouse, run, backend, diameters=diameters, certified=not engine.cross_check,
                 driver_subscriptions=driver_subscriptions, progress=progress,
-                engine_links=None if engine.cross_check else engine_links,
+                engine_links=None if engine.cross_check else engine_links, instance=instance,
             )
             if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
                 raise DesignError(
@@ -681,9 +688,11 @@ def run_design(
                     f"{request.k}-connected (topic_connectivity holds them); the overlay is not a {request.k}TCO"
                 )
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
-        complete_owned(lakehouse, run_id, attempt, **{
+        completed = {
             S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
             S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], **timings, S.REGIME: regime,
             S.SPARK_JOBS: jobs_started(spark) - jobs, S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
-        })
-    return lakehouse.run_row(run_id)
+        }
+        complete_owned(lakehouse, run_id, attempt, **completed)
+    # The row as the completing MERGE left it (that write checked it was still this attempt's).
+    return Row(**{**run.asDict(), S.STATUS: S.COMPLETE, S.MESSAGE: None, **completed})

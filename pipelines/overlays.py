@@ -175,10 +175,12 @@ def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend
     return metrics
 
 
-def run_inputs(lakehouse: Lakehouse, run: Row) -> tuple[Row, DataFrame, DataFrame]:
+def run_inputs(lakehouse: Lakehouse, run: Row, instance: Row | None = None) -> tuple[Row, DataFrame, DataFrame]:
     """A run's instance version, its subscriptions (node_id, topic_id) and its links (u, v); its ids
-    fit the (topic, node) packing of the topic subgraphs."""
-    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    fit the (topic, node) packing of the topic subgraphs. `instance`: that version's row, when the
+    caller holds it (a design job: one Delta read fewer)."""
+    if instance is None or instance[S.INGEST_ID] != run[S.INGEST_ID]:
+        instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
     check_id_ranges(instance[S.NODES], instance[S.TOPICS])
     subscriptions = lakehouse.instance_rows(
         S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID]
@@ -239,6 +241,7 @@ def evaluate_run(
     driver_subscriptions: Subscriptions | None = None,
     progress: bool = True,
     engine_links: np.ndarray | None = None,
+    instance: Row | None = None,
 ) -> dict:
     """Quality metrics of a run's stored links (the caller vouches that they are all there).
 
@@ -249,9 +252,10 @@ def evaluate_run(
     design engine's driver copy of the instance's subscriptions, for the certificate to reuse.
     `engine_links` (k x 2, with `driver_subscriptions`): the links the design engine just stored;
     the components are then a BFS forest of them on the driver (`overlay.certified.topic_forest`),
-    which the caller checks against the engine's own count, with no Spark job to prove them."""
+    which the caller checks against the engine's own count, with no Spark job to prove them.
+    `instance`: the row of the run's instance version, when the caller has read it."""
     run_id = run[S.RUN_ID]
-    instance, subscriptions, edges = run_inputs(lakehouse, run)
+    instance, subscriptions, edges = run_inputs(lakehouse, run, instance)
     with Progress(f"evaluate {run_id}", EVALUATE_STEPS, enabled=progress, logger=log) as bar:
         return _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters,
                          certified, driver_subscriptions, instance, subscriptions, edges, bar, engine_links)

@@ -165,3 +165,12 @@ def refreshed(spark, tmp_path_factory) -> dict:
         "root": root, "argv": argv, "first": first, "rerun": run_cli(*argv),
         "lakehouse": Lakehouse(spark, lakehouse), "report": root / "report",
     }
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Keep the checks that share the `refreshed` lakehouse on one pytest-xdist worker (built once,
+    about 3 min), and every other module's checks together (its module fixtures built once): the
+    groups `.ci/run`'s `--dist loadgroup` schedules."""
+    for item in items:
+        group = "refreshed" if "refreshed" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
