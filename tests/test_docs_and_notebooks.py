@@ -1,4 +1,5 @@
-"""docs/tables.md documents every table and column (the notebooks run in test_workflow_run.py)."""
+"""docs/tables.md documents every table and column, and the links between the pages resolve (the
+notebooks run in test_workflow_run.py)."""
 
 import re
 from pathlib import Path
@@ -16,3 +17,30 @@ def test_the_docs_list_every_table_and_column():
         row = next(line for line in section.splitlines() if line.startswith("| ") and f"`{table.name}`" in line.split("|")[1])
         for column in table.columns:
             assert re.search(rf"(?<![A-Za-z_]){column}(?![A-Za-z_])", row), f"{table.name}.{column} missing from docs/tables.md"
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors of a page's headings: an explicit `{#id}`, else GitHub's slug of the text."""
+    anchors = set()
+    for heading in re.findall(r"^#+\s+(.*)$", re.sub(r"```.*?```", "", markdown, flags=re.S), re.M):
+        explicit = re.search(r"\{#([\w-]+)\}\s*$", heading)
+        text = re.sub(r"[`*_]", "", heading.lower())
+        anchors.add(explicit.group(1) if explicit else re.sub(r"[^\w\- ]", "", text).strip().replace(" ", "-"))
+    return anchors
+
+
+def test_every_link_between_the_pages_resolves():
+    """A page moved or a heading renamed must not leave a link to nowhere (README, CHANGELOG, docs/)."""
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
