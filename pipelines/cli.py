@@ -80,6 +80,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _size(text: str) -> int:
+    """A memory size in Spark's grammar ('512m', '4g'), in bytes."""
+    try:
+        return parse_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -282,6 +290,11 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         "--regime", choices=("auto", "memory", "rounds"), default=None,
         help="greedy: where it runs; auto (the settings' default): compiled in memory when the candidate state "
         "fits design.memory_budget, else batched Spark rounds (the same overlay either way)",
+    )
+    designer.add_argument(
+        "--memory-budget", type=_size, default=None, metavar="SIZE",
+        help="greedy: the candidate state the memory regime may hold, e.g. 512m (default: the settings' "
+        "design.memory_budget); past it, auto runs the batched Spark rounds",
     )
     designer.add_argument(
         "--cross-check", action="store_true",
@@ -542,7 +555,8 @@ def _engine_choice(args: argparse.Namespace, settings: LabSettings) -> design.En
     if args.regime == "memory" and args.mode == "relaxed":
         raise InputError("--mode relaxed settles sampled rounds: it runs in the rounds regime (--regime rounds or auto)")
     return design.EngineChoice(
-        regime=args.regime or settings.design.regime, memory_budget=parse_bytes(settings.design.memory_budget),
+        regime=args.regime or settings.design.regime,
+        memory_budget=args.memory_budget or parse_bytes(settings.design.memory_budget),
         cross_check=args.cross_check,
     )
 
