@@ -41,7 +41,7 @@ from benchmarks.design_greedy import print_markdown, table  # noqa: E402
 from benchmarks.rappel_1k import oracle_inputs  # noqa: E402
 from rappel_trees_oracle import coupled_run  # noqa: E402
 
-MIN_SECONDS = 1e-4  # the utility's distance guard (NOTES 3.2)
+MIN_SECONDS = 1e-4  # the utility's distance guard (docs/rappel.md#utilities)
 MANY = 9  # the last bucket of feeds subscribed: that many or more
 
 

@@ -1,4 +1,4 @@
-"""Topic connectivity up to k: is an overlay a kTCO (PODC'13 Def. 1; NOTES-ktco 1.1)?
+"""Topic connectivity up to k: is an overlay a kTCO (PODC'13 Def. 1; docs/readings/ktco.md#validity)?
 
 A kTCO keeps every topic subgraph G(t) k-connected, or a clique when the topic has at most k
 subscribers. Per topic this needs the vertex connectivity kappa(G(t)) only up to k, so each

@@ -1,4 +1,4 @@
-"""Seeded random draws that a pure-Python oracle can repeat exactly (NOTES-ktco section 0).
+"""Seeded random draws that a pure-Python oracle can repeat exactly (docs/readings/ktco.md#draws).
 
 Every draw is `splitmix64` folded over its key: `draw(seed, purpose, a, b, ...)` starts from the
 seed and mixes in each value in turn (`x = splitmix64(x ^ value)`, 64-bit wrap-around). The

@@ -1,5 +1,5 @@
 """An independent whole-network simulator of Feverfew, written from the cycle described in
-`overlay/gossip/feverfew.py`'s docstring (NOTES-ktco-feverfew-rappel.md §2.2), sharing no code
+`overlay/gossip/feverfew.py`'s docstring (docs/readings/feverfew.md), sharing no code
 with it: its own splitmix64, TTL0 formula, Jaccard ranks (exact fractions) and Alg. 3. It walks
 the network phase by phase over dicts of sets, where the simulator runs per node on Spark, and
 must reach the same state after every cycle."""

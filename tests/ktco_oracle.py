@@ -1,4 +1,4 @@
-"""Pure-Python references for fault-tolerant overlays (kTCO, PODC'13; NOTES-ktco section 1.6).
+"""Pure-Python references for fault-tolerant overlays (kTCO, PODC'13; docs/readings/ktco.md#oracle).
 
 Small instances only (|V| <= 40): vertex connectivity by brute force over removal sets and by
 node-split max-flow (Menger), blocks by Hopcroft-Tarjan and by their definition, GM2 recomputing
@@ -103,8 +103,8 @@ def vertex_connectivity_flow(nodes, edges) -> int:
 
 
 def ktco_ok(nodes, edges, k: int) -> bool:
-    """NOTES 1.1: a topic with n subscribers is fine for k when n <= 1, or n <= k and G(t) is a
-    clique, or n > k and kappa(G(t)) >= k."""
+    """docs/readings/ktco.md#validity: a topic with n subscribers is fine for k when n <= 1, or
+    n <= k and G(t) is a clique, or n > k and kappa(G(t)) >= k."""
     nodes = set(nodes)
     if len(nodes) <= 1:
         return True
@@ -183,7 +183,7 @@ def is_connected_pair(adjacency, u, w, removed) -> bool:
 
 def estimates(subscriptions, edges) -> dict:
     """est(v, w) = the shared topics on which v and w lie in no common block of G(t), for every
-    pair v < w that is not a link (NOTES 1.2)."""
+    pair v < w that is not a link (docs/readings/ktco.md#gm2)."""
     linked = {(min(u, v), max(u, v)) for u, v in edges if u != v}
     result = {}
     for nodes in subscribers(subscriptions).values():
@@ -224,8 +224,9 @@ def verify_gm2_sequence(subscriptions, sequence) -> None:
 
 
 def harary(k: int, sequence) -> set[tuple[int, int]]:
-    """The Harary graph H(k, n) over `sequence` (positions 0..n-1), as NOTES 1.2 builds it: a
-    clique when n <= k; links (min, max) in node ids."""
+    """The Harary graph H(k, n) over `sequence` (positions 0..n-1), as
+    docs/readings/ktco.md#harary-pt builds it: a clique when n <= k; links (min, max) in node
+    ids."""
     n = len(sequence)
     pairs = set()
     if n <= 1:
@@ -265,7 +266,7 @@ def splitmix64(z: int) -> int:
 
 
 def draw(seed: int, purpose: int, *values: int) -> int:
-    """NOTES-ktco section 0: splitmix64 folded over (seed, purpose, values...)."""
+    """docs/readings/ktco.md#draws: splitmix64 folded over (seed, purpose, values...)."""
     state = splitmix64(splitmix64(seed & MASK64) ^ purpose)
     for value in values:
         state = splitmix64(state ^ (value & MASK64))

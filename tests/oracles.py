@@ -94,7 +94,7 @@ def topic_diameters_oracle(subscriptions, edges) -> dict:
     return result
 
 
-# Greedy overlay design (ICDCS'16 Alg. 1 and 3; NOTES.md section 3) ---------------------------
+# Greedy overlay design (ICDCS'16 Alg. 1 and 3; docs/readings/icdcs16.md#greedy) ----------
 
 
 def _topics_by_node(subscriptions) -> dict:
@@ -190,9 +190,9 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> 
 def check_greedy_sequence(subscriptions, edges, algorithm, max_edges=None, max_degree=None) -> None:
     """Replay `edges` [(u, v)] in order and assert they form a valid greedy sequence.
 
-    Valid (NOTES.md section 3): each edge had the highest gain among the eligible edges when it
-    was added (ties any way), and the run stopped only when nothing eligible with positive gain
-    was left within budget. For MinMaxODA / GPM the phase D is the smallest degree limit under
+    Valid (docs/readings/icdcs16.md#exact): each edge had the highest gain among the eligible edges
+    when it was added (ties any way), and the run stopped only when nothing eligible with positive
+    gain was left within budget. For MinMaxODA / GPM the phase D is the smallest degree limit under
     which some eligible edge has positive gain. Brute force: for small instances only.
     """
     topics = _topics_by_node(subscriptions)

@@ -1,4 +1,5 @@
-"""Feverfew's closed forms against the numbers the paper prints (SCIS'14 Table 1) and NOTES §2."""
+"""Feverfew's closed forms against the numbers the paper prints (SCIS'14 Table 1) and
+docs/readings/feverfew.md#theory."""
 
 import math
 
@@ -29,8 +30,9 @@ def test_the_theory_row_at_a_hundred_thousand_nodes_from_ten_subscribers(n_t, ex
 
 
 def test_where_the_formula_has_no_value_the_paper_fallback_applies():
-    """(10^5, n_t = 2): the log's argument is negative; the table's 14.7 is not derivable (NOTES),
-    so TTL0 takes the fallback log2(N ln N) = 20.1 cycles, rounded up."""
+    """(10^5, n_t = 2): the log's argument is negative; the table's 14.7 is not derivable
+    (docs/readings/feverfew.md#theory), so TTL0 takes the fallback log2(N ln N) = 20.1 cycles,
+    rounded up."""
     assert ttl_theory(100_000, 2) is None
     assert ttl0(100_000, 2) == math.ceil(math.log2(100_000 * math.log(100_000))) == 21
     assert ttl0(10_000, 2) == 12 and ttl0(10_000, 1304) == 1  # ceil(11.52), ceil(0.34)
@@ -40,7 +42,7 @@ def test_where_the_formula_has_no_value_the_paper_fallback_applies():
 def test_need_and_the_push_pull_age_limit():
     assert [need(n) for n in (1, 2, 3, 8, 20, 1304)] == [0, 1, 2, 3, 3, 8]
     assert all(need(n) <= n - 1 for n in range(1, 2000))
-    assert age_limit(1304) == 9  # NOTES: 9 for n = 1304
+    assert age_limit(1304) == 9  # docs/readings/feverfew.md#theory: 9 for n = 1304
     assert [age_limit(n) for n in (1, 2, 3, 50)] == [1, 1, 2, 5]  # n = 3: ceil(1 + ln ln 3 = 1.09)
     with pytest.raises(ValueError):
         need(0)

@@ -1,5 +1,5 @@
-"""The kTCO oracle checks itself (NOTES-ktco 1.6): two vertex connectivities agree, blocks match
-their definition, Harary graphs have the textbook properties, GM2 ends at a 2TCO."""
+"""The kTCO oracle checks itself (docs/readings/ktco.md#oracle): two vertex connectivities agree,
+blocks match their definition, Harary graphs have the textbook properties, GM2 ends at a 2TCO."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_gm2_ends_at_a_2tco_and_replays(seed):
     sequence = K.gm2_ref(subscriptions)
     K.verify_gm2_sequence(subscriptions, sequence)
     gains = [gain for _, _, gain in sequence]
-    assert gains == sorted(gains, reverse=True)  # estimates never grow (NOTES 1.2 fact ii)
+    assert gains == sorted(gains, reverse=True)  # estimates never grow (docs/readings/ktco.md#gm2-facts, fact 2)
     assert K.is_ktco(subscriptions, [(u, v) for u, v, _ in sequence], 2)
 
 
@@ -103,7 +103,7 @@ def test_the_lazy_gm2_gives_the_reference_sequence(seed):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_estimate_is_shared_topics_minus_blocks_holding_both(seed):
-    """NOTES 1.2 fact iii, on a random overlay."""
+    """docs/readings/ktco.md#gm2-facts, fact 3, on a random overlay."""
     rng = random.Random(seed)
     subscriptions = random_instance(seed)
     edges = random_graph(rng, 9, 0.25)

@@ -13,8 +13,9 @@ from overlay.instance.synthetic import SyntheticSpec, log_weights, synthetic_ins
 
 
 def stated_popularity(dist: str, topics: int, alpha: float = 2.0, expo_rate: float = 10.0) -> list[float]:
-    """w(r) of rank r as the generator's docstring states it (NOTES.md section 5: Unif, Zipf
-    with alpha = 2.0, Expo), in plain Python: the reference does not call the generator."""
+    """w(r) of rank r as the generator's docstring states it (docs/readings/icdcs16.md#workloads:
+    Unif, Zipf with alpha = 2.0, Expo), in plain Python: the reference does not call the
+    generator."""
     if dist == "unif":
         return [1.0] * topics
     if dist == "zipf":

@@ -1,6 +1,6 @@
 """Compiled kernels of GM2's "same class" relation: the blocks of every topic, kept as links arrive.
 
-GM2 (kTCO paper, Alg. 1; NOTES-ktco section 1.2) gains on a topic when the two ends lie in no
+GM2 (kTCO paper, Alg. 1; docs/readings/ktco.md#gm2) gains on a topic when the two ends lie in no
 common block (2-connected component) of the topic's subgraph. Each topic's blocks are held as a
 rooted *block-cut forest* over subscription rows (row i: one node's subscription to one topic):
 

@@ -1,13 +1,14 @@
 """The greedy engine: every greedy of the project (GM, GPA, MinMaxODA, GPM, GM2, GSwicoS, GSwicoL),
 in memory where its state fits, else as batched Spark rounds.
 
-The algorithms (ICDCS'16 Alg. 1 and 3, BeaConvey Alg. 1, kTCO Alg. 1, NOTES.md section 3) add, one
-at a time, the eligible link of highest gain, where the gain of (u, v) is the number of shared
-topics on which u and v are in different classes (topic-connected components; for GM2, blocks). Ties go to the smallest
-(u, v): the exact mode's output is *the* canonical greedy sequence, which the tests compare link
-by link with a pure-Python lazy greedy. What varies between algorithms is pluggable: which pairs
-are eligible (`overlay.design.eligibility`: none excluded, degree phases, a ring, finger slots)
-and the "same class" relation (`overlay.design.classes`).
+The algorithms (ICDCS'16 Alg. 1 and 3, BeaConvey Alg. 1, kTCO Alg. 1; our reading:
+docs/readings/icdcs16.md#greedy) add, one at a time, the eligible link of highest gain, where the
+gain of (u, v) is the number of shared topics on which u and v are in different classes
+(topic-connected components; for GM2, blocks). Ties go to the smallest (u, v): the exact mode's
+output is *the* canonical greedy sequence, which the tests compare link by link with a pure-Python
+lazy greedy. What varies between algorithms is pluggable: which pairs are eligible
+(`overlay.design.eligibility`: none excluded, degree phases, a ring, finger slots) and the "same
+class" relation (`overlay.design.classes`).
 
 Two regimes, one canonical sequence. Where the candidate state fits `memory_budget` bytes and the
 rule and relation have compiled forms, the whole greedy runs compiled in the driver process

@@ -1,8 +1,8 @@
 """Shared-topic counts |T(u) & T(v)| for every node pair that shares a topic.
 
 These counts are the gains of all links on the empty overlay, and, because gains never grow
-(NOTES.md section 2), upper bounds on every later gain: the greedy engine starts its candidate
-table from them.
+(docs/readings/icdcs16.md#gain), upper bounds on every later gain: the greedy engine starts its
+candidate table from them.
 
 A self-join of the subscriptions on topic costs sum |V(t)|^2 / 2 rows (8.6e7 on the ICDCS'16
 Zipf 1K x 1K workload, 1.1e9 on Zipf 10K), almost all from a few popular topics, and a shuffle

@@ -1,7 +1,7 @@
 """Per-topic overlays of the kTCO paper: HararyPT (Alg. 2) and CyclePT, one pass over the topics.
 
 Both give every topic its own k-connected subgraph and take the union of the links
-(NOTES-ktco section 1.2):
+(our reading: docs/readings/ktco.md#harary-pt, #cycle-pt):
 
 * **HararyPT** lays each topic's subscribers out in one *global* node order (node ids, or a
   seeded random order) and joins them as the Harary graph H(k, n_t): position i to i +- 1 .. r

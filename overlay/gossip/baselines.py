@@ -1,10 +1,10 @@
-"""Feverfew's comparisons (NOTES-ktco-feverfew-rappel.md §2.2): per-node neighbour choices from a
+"""Feverfew's comparisons (docs/readings/feverfew.md#baselines): per-node neighbour choices from a
 set of known candidates, with full knowledge or with what gossip taught a node.
 
 * Global Feverfew: Alg. 3 (`select.select_ln_covered`) over every node sharing a topic with p
   (every other node would add only candidates of u2 = 0).
 * SpiderCast (DEBS'07 as Feverfew's section 4 runs it: greedy 3-coverage, random 1-coverage),
-  the NOTES rule: greedy first, to the known q covering the most of p's topics whose greedy
+  our reading of the rule: greedy first, to the known q covering the most of p's topics whose greedy
   coverage is below min(K_g, n_t - 1) (ties: the smaller id), until no q covers any; then, for
   each topic of p in ascending order whose random coverage is below min(K_r, n_t - 1), a link to
   the known subscriber q of smallest draw(SPIDERCAST_RANDOM, p, t, q) that is not yet a

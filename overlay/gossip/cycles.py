@@ -1,5 +1,5 @@
 """The cycle engine of the gossip simulators: one synchronous gossip cycle per superstep, as
-DataFrames (NOTES-ktco-feverfew-rappel.md §2.5 (c)).
+DataFrames (our reading: docs/readings/feverfew.md#cycles).
 
 A protocol (`CycleProtocol`, e.g. `overlay.gossip.feverfew.Feverfew`) says what one node does in
 three steps; the engine moves the rows between them:

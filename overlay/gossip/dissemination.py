@@ -1,5 +1,5 @@
 """Push-pull dissemination on any stored overlay, under churn or mass failure (Feverfew Fig. 9;
-NOTES-ktco-feverfew-rappel.md §2.2 "Dissemination for robustness" and §2.4).
+docs/readings/feverfew.md#push-pull, #failures).
 
 A publication is a topic and a publisher; it spreads on the topic's subgraph of the overlay
 (links between two of its subscribers) by `pushpull.push_pull_counts`, one cycle at a time.
@@ -13,7 +13,7 @@ Seeded choices (`overlay.draws`), all keyed so that the oracle repeats them:
   publication k on the k-th; or, for `sizes`, the topic whose size is nearest each (ties: the
   smaller id);
 * the publisher of topic t: its subscriber of smallest draw(PUBLISHER, t, node); it never fails
-  (NOTES: "a random subscriber that survives");
+  (docs/readings/feverfew.md#push-pull: "a random subscriber that survives");
 * substitution churn at rate r: from cycle 1, a node up at cycle c - 1 fails at c when
   draw(CHURN, c, node) < r 2^64, and is back at c + 1 (uninformed): each cycle a share r of the
   nodes fails, in expectation, and the ones failed the cycle before return;

@@ -1,7 +1,8 @@
-"""Feverfew's node protocol (NOTES-ktco-feverfew-rappel.md §2.2) as three per-node steps of one
-synchronous cycle, for the cycle engine (`overlay.gossip.cycles`). Every choice is a keyed draw
-(`overlay.draws`), so a seed gives one run on any layout, and every step reads only the node's
-own state, the messages addressed to it and the static subscriptions.
+"""Feverfew's node protocol (our reading: docs/readings/feverfew.md#cyclon, #gossip-sample, #select,
+#bubble-sample) as three per-node steps of one synchronous cycle, for the cycle engine
+(`overlay.gossip.cycles`). Every choice is a keyed draw (`overlay.draws`), so a seed gives one run
+on any layout, and every step reads only the node's own state, the messages addressed to it and the
+static subscriptions.
 
 One cycle c, as every node sees it (all of it reads the state at the start of the cycle, after
 every random-view age went up by 1):
@@ -67,7 +68,8 @@ NONE = -1
 
 @dataclass(frozen=True)
 class FeverfewParams:
-    """The protocol's settings; the defaults are the paper's (NOTES §2.4) and our readings."""
+    """The protocol's settings; the defaults are the paper's and our readings
+    (docs/readings/feverfew.md#defaults)."""
 
     seed: int = 1
     random_view: int = 20

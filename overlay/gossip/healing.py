@@ -1,8 +1,7 @@
 """Push-pull dissemination inside Feverfew's gossip, under churn or mass failure: the overlay heals
-while the publications spread, as the paper runs Fig. 9 (NOTES-ktco-feverfew-rappel.md §2.2
-"Dissemination for robustness", §2.4 (a), (b)). `overlay.gossip.dissemination` spreads them on a
-stored, static overlay instead; the failures, publishers and exchanges are the same draws, so the
-two are compared like for like.
+while the publications spread, as the paper runs Fig. 9 (docs/readings/feverfew.md#push-pull,
+#failures). `overlay.gossip.dissemination` spreads them on a stored, static overlay instead; the
+failures, publishers and exchanges are the same draws, so the two are compared like for like.
 
 It continues a Feverfew simulation from a state (its last cycle L): dissemination cycle k is
 gossip cycle L + k of the same protocol and seed, with these additions, at every node p:

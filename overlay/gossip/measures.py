@@ -1,4 +1,4 @@
-"""What a gossip cycle measured, from its checkpointed state (NOTES-ktco-feverfew-rappel.md §2.3):
+"""What a gossip cycle measured, from its checkpointed state (docs/readings/feverfew.md#measures):
 the cycle's summary (one small aggregate: one row to the driver), the ln-covered share per topic
 (Fig. 5), the BubbleSample diffusions' events (Table 1's matching times, Table 2's traffic), and
 the overlay the ln-covered views make. All but the summary stay lazy DataFrames."""

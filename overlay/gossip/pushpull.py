@@ -1,6 +1,6 @@
-"""Push-pull dissemination of one publication on one topic's subgraph (NOTES-ktco-feverfew-
-rappel.md §2.2, Karp et al.), as a numpy kernel over the topic's own nodes: topics are
-independent, so `disseminate` can run one topic per call in a grouped pandas function.
+"""Push-pull dissemination of one publication on one topic's subgraph
+(docs/readings/feverfew.md#push-pull, Karp et al.), as a numpy kernel over the topic's own nodes:
+topics are independent, so `disseminate` can run one topic per call in a grouped pandas function.
 
 Synchronous cycles: every alive subscriber u reads the state at the start of cycle c and picks a
 uniform alive neighbour v in G(t) (`draws[c, u]` modulo their number, neighbours in index order);

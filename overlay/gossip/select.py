@@ -1,7 +1,7 @@
-"""Feverfew's per-node choices (NOTES-ktco-feverfew-rappel.md §2.1-2.2): the utilities u1 and u2
-and SelectLnCoveredNeighbors (Alg. 3), on one node's buffer of candidates: a few tens of nodes
-in the simulator (the similar and ln-covered views and the matches received), every node sharing
-a topic in Global Feverfew (thousands on a dense instance). Alg. 3 runs over a boolean matrix
+"""Feverfew's per-node choices (docs/readings/feverfew.md#utilities, #select): the utilities u1 and
+u2 and SelectLnCoveredNeighbors (Alg. 3), on one node's buffer of candidates: a few tens of nodes in
+the simulator (the similar and ln-covered views and the matches received), every node sharing a
+topic in Global Feverfew (thousands on a dense instance). Alg. 3 runs over a boolean matrix
 (candidates x p's topics), one vectorised pass per node taken."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Feverfew's closed forms (NOTES-ktco-feverfew-rappel.md §2.1-2.2): how many neighbours a
+"""Feverfew's closed forms (docs/readings/feverfew.md#theory): how many neighbours a
 subscription needs, how long a BubbleSample diffusion lives (Thm 2), and how long push-pull
 dissemination keeps passing a message on. Pure Python: the simulator and the report both use
 them, one topic at a time (there are as many calls as topics, never as subscriptions)."""
@@ -12,7 +12,8 @@ SHUFFLE_LENGTH = 10  # Cyclon's shuffle length c (the paper's default)
 
 def need(subscribers: int) -> int:
     """Neighbours a subscription of a topic with `subscribers` needs to be ln-covered:
-    ceil(ln n_t), 0 for a topic of one (NOTES reading; always at most n_t - 1)."""
+    ceil(ln n_t), 0 for a topic of one (docs/readings/feverfew.md#ln-covered; always at most
+    n_t - 1)."""
     if subscribers < 1:
         raise ValueError(f"a topic has at least one subscriber, got {subscribers}")
     return math.ceil(math.log(subscribers)) if subscribers > 1 else 0
@@ -46,8 +47,9 @@ def ttl0(network: int, subscribers: int, shuffle: int = SHUFFLE_LENGTH) -> int:
 
 def age_limit(subscribers: int) -> int:
     """Push-pull: cycles since a node was informed during which it still passes the message on,
-    A = ceil(log3 n_t + ln ln n_t) (NOTES reading of "log3 n + O(ln ln n)" as a local age); at
-    least 1 (ln ln n_t is negative or undefined below n_t = 3)."""
+    A = ceil(log3 n_t + ln ln n_t) (our reading of "log3 n + O(ln ln n)" as a local age:
+    docs/readings/feverfew.md#push-pull); at least 1 (ln ln n_t is negative or undefined below
+    n_t = 3)."""
     if subscribers < 3:
         return 1
     return max(1, math.ceil(math.log(subscribers, 3) + math.log(math.log(subscribers))))

@@ -1,7 +1,7 @@
-"""The structure of single topic subgraphs (Feverfew Table 3; NOTES-ktco-feverfew-rappel.md §2.3):
-for a handful of sampled topics, whether G(t) is connected, its diameter and its clustering
-coefficient (the mean local Watts-Strogatz coefficient, nodes of degree < 2 counting 0, as
-networkx's `average_clustering`).
+"""The structure of single topic subgraphs (Feverfew Table 3;
+docs/readings/feverfew.md#topic-structure): for a handful of sampled topics, whether G(t) is
+connected, its diameter and its clustering coefficient (the mean local Watts-Strogatz coefficient,
+nodes of degree < 2 counting 0, as networkx's `average_clustering`).
 
 Topics are sampled by size (the topic nearest each size asked for), so their number is small;
 each is measured exactly in one Python call over its members and links (`mapInArrow` over one

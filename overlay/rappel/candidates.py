@@ -1,5 +1,5 @@
-"""A Rappel node's candidate set (§3.3-3.4, NOTES §3.2): nodes heard of through the ping-ack
-gossip, with votes, an audited flag and when each was last heard of.
+"""A Rappel node's candidate set (§3.3-3.4; docs/rappel.md#candidates): nodes heard of through the
+ping-ack gossip, with votes, an audited flag and when each was last heard of.
 
 * Hearing of q (q is not the node itself nor one of its friends): a new q enters with one vote,
   unaudited; a known one gets a vote more; either way it is refreshed now.

@@ -1,6 +1,6 @@
-"""Rappel's friendship overlay (§3, NOTES-ktco-feverfew-rappel.md §3.2) as one round of 30 s per
-cycle of the gossip cycle engine (`overlay.gossip.cycles`). Every choice is a keyed draw, so a
-seed gives one run on any layout.
+"""Rappel's friendship overlay (§3; our reading: docs/rappel.md#friendship) as one round of 30 s per
+cycle of the gossip cycle engine (`overlay.gossip.cycles`). Every choice is a keyed draw, so a seed
+gives one run on any layout.
 
 A node's state: its friends F (at most alpha), its fans (at most 2 alpha, each with the round it
 last pinged or was accepted), its candidates (`overlay.rappel.candidates`: votes, audited, the
@@ -54,7 +54,7 @@ NONE = -1
 
 @dataclass(frozen=True)
 class RappelParams:
-    """The protocol's settings; the defaults are the paper's (NOTES §3.5)."""
+    """The protocol's settings; the defaults are the paper's (docs/rappel.md#defaults)."""
 
     seed: int = 1
     alpha: int = 6

@@ -1,5 +1,6 @@
-"""Rappel's per-feed trees, the pure pieces (§4, NOTES §3.3): the order key, one join request
-handled at a node (Alg. 2), and the periodic rejoin's choice of ancestor and expected load.
+"""Rappel's per-feed trees, the pure pieces (§4; docs/rappel.md#join, #rejoin): the order key, one
+join request handled at a node (Alg. 2), and the periodic rejoin's choice of ancestor and expected
+load.
 
 Order key of x in feed f's tree: key(x) = (d(x, P(f)), x), the publisher's the least of all
 ((-1, P): it is the root even beside a node at distance 0). Invariant: key(parent) < key(child)."""

@@ -1,4 +1,4 @@
-"""Ring geometry of a small-world overlay (BeaConvey section 3.1, NOTES.md section 4).
+"""Ring geometry of a small-world overlay (BeaConvey section 3.1; docs/readings/beaconvey.md#ring).
 
 Nodes sit at positions 0..n-1 of a ring (the small-world ids). The clockwise distance from a to b
 is (b - a) mod n; b lies in phase i of a when that distance is in [2^i, 2^(i+1)). Property 1:
