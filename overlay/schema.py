@@ -487,6 +487,8 @@ ROUTING_RUNS = TableSpec(
         (MESSAGES, LongType(), True),
         (MESSAGE, StringType(), True),
         (COUNTER_EXAMPLE, StringType(), True),
+        (SPARK_JOBS, LongType(), True),
+        (DELTA_COMMITS, LongType(), True),
     ),
     partition_by=(),
     description=(

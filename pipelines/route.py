@@ -33,7 +33,7 @@ from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
 from pipelines.progress import Progress
 from pipelines.rappel import PROTOCOL as RAPPEL, node_coordinates
-from pipelines.spark import shuffle_partitions
+from pipelines.spark import jobs_started, shuffle_partitions
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.compiled import simulate_compiled
@@ -154,6 +154,7 @@ def run_route(
             "(design --algorithm swico --short ... --long ...)"
         )
     feeds = _feeds_run(lakehouse, request, run)
+    jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
     if existing is not None and existing[S.STATUS] == S.COMPLETE:
         log.info("routing run %s is complete already", routing_run_id)
@@ -197,6 +198,7 @@ def run_route(
                 S.SECONDS: time.monotonic() - clock, S.SUPERSTEPS: simulation.supersteps,
                 S.MESSAGES: simulation.messages, S.COUNTER_EXAMPLE: outcome.counter_example,
                 S.MESSAGE: "deliveries are not exactly once" if failed else None,
+                S.SPARK_JOBS: jobs_started(spark) - jobs, S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
             },
         )
         if failed:

@@ -52,6 +52,22 @@ def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, r
     assert again[S.STARTED_AT] == run[S.STARTED_AT]  # reused, not recomputed
 
 
+ROUTE_COMMITS = 6  # claim, publications, deliveries, load, metrics, completion
+ROUTE_JOBS = {"compiled": 10**6, "supersteps": 10**6}
+
+
+@pytest.mark.ci  # uses the shared small workflow
+@pytest.mark.parametrize("engine", ["compiled", "supersteps"])
+def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, small_world, engine):
+    """The counts are stored on the routing run row and pinned here, so fixed costs cannot creep
+    back (tables already there: no creation commits)."""
+    request = RouteRequest(small_world[S.RUN_ID], "scribe", 12, 7, engine=engine)
+    run = run_route(spark, lakehouse, request, f"counted-{engine}", progress=False)
+    assert run[S.STATUS] == S.COMPLETE
+    assert run[S.DELTA_COMMITS] == ROUTE_COMMITS
+    assert 0 < run[S.SPARK_JOBS] <= ROUTE_JOBS[engine], run[S.SPARK_JOBS]
+
+
 @pytest.mark.ci  # about 15 s
 def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small_world, monkeypatch, capsys):
     real = route.summarise
