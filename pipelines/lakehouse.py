@@ -159,6 +159,9 @@ class Lakehouse:
         self.root = str(root)
         self._commits = 0  # Delta commits this object made (each is latency: jobs count them)
         self._counting = threading.Lock()
+        # Tables this object has created or checked against their declared schema: a later
+        # `ensure` of one skips the Delta reads (the lab never drops a table it made).
+        self._ensured: set[tuple[str, str]] = set()
 
     @property
     def commits(self) -> int:
@@ -187,13 +190,16 @@ class Lakehouse:
         Safe when other processes create the same table at once (two jobs on a fresh lakehouse):
         the first commit creates it, and a creator that loses the race (`CREATE_RACES`) waits a
         moment and uses the winner's table."""
+        key = (table.name, table.schema.json())
         for attempt in range(1, CREATE_ATTEMPTS + 1):
             try:
                 if self.exists(table):
                     existing = DeltaTable.forPath(self.spark, self.path(table))
                     self._add_missing_columns(table, existing)
-                    return existing
-                return self._create(table)
+                else:
+                    existing = self._create(table)
+                self._ensured.add(key)
+                return existing
             except (AnalysisException, *COMMIT_CONFLICTS) as error:
                 if not _lost_create_race(error) or attempt == CREATE_ATTEMPTS:
                     raise
@@ -203,11 +209,16 @@ class Lakehouse:
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
+    def _ensure_once(self, table: S.TableSpec) -> None:
+        """`ensure` before a write, skipped for a table this object has ensured already."""
+        if (table.name, table.schema.json()) not in self._ensured:
+            self.ensure(table)
+
     def ensure_all(self, tables: Sequence[S.TableSpec]) -> None:
         """`ensure` each of `tables` from threads: on a fresh lakehouse each creation is a commit,
         and their latencies overlap."""
         with ThreadPoolExecutor(max_workers=max(1, len(tables)), thread_name_prefix="ensure") as pool:
-            for future in [pool.submit(self.ensure, t) for t in tables]:
+            for future in [pool.submit(self._ensure_once, t) for t in tables]:
                 future.result()
 
     def _create(self, table: S.TableSpec) -> DeltaTable:
@@ -482,7 +493,7 @@ class Lakehouse:
         """Replace one run's rows in a run table, atomically (one Delta commit); `within`: only
         the run's rows with these column values (an int, a string, or a tuple of floats: any of
         them; for example one k), which `frame`'s rows must carry."""
-        self.ensure(table)
+        self._ensure_once(table)
         rows = self._conform(table, run_id, frame, key)
         condition = f"{key} = {sql_literal(run_id)}" + "".join(
             f" AND {column} IN ({', '.join(map(sql_literal, value))})" if isinstance(value, tuple)
@@ -524,7 +535,7 @@ class Lakehouse:
 
     def append_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
         """Add rows of one run (a blind append: never conflicts with other runs' writes)."""
-        self.ensure(table)
+        self._ensure_once(table)
         rows = self._conform(table, run_id, frame)
         self._commit(
             lambda: rows.write.format("delta").mode("append").save(self.path(table)),
@@ -533,7 +544,7 @@ class Lakehouse:
 
     def append_rows(self, table: S.TableSpec, frame: DataFrame) -> None:
         """Add rows to a table not keyed by run (a blind append); `frame` has the table's columns."""
-        self.ensure(table)
+        self._ensure_once(table)
         rows = frame.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
         self._commit(lambda: rows.write.format("delta").mode("append").save(self.path(table)), f"append {table.name}")
 
@@ -557,7 +568,7 @@ class Lakehouse:
     def insert_missing(self, table: S.TableSpec, frame: DataFrame, keys: tuple[str, ...]) -> int:
         """Add the rows of `frame` whose `keys` the table lacks (one MERGE: writers racing on the
         same rows add them once). Returns the rows added."""
-        self.ensure(table)
+        self._ensure_once(table)
         condition = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         metrics = self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).alias("t")
