@@ -140,7 +140,11 @@ def main() -> None:
           f"{args.budget} budget)", flush=True)
     flags = ["--instance", args.case, "--algorithm", args.algorithm, "--max-degree", args.max_degree, "--skip-diameters"]
     reference_s, reference_peaks = design(str(lakehouse), [], [*flags, "--regime", "memory", "--run-id", "memory"])
+    # Executors on this machine advertise its first interface; where connections to it are
+    # blocked (a sandbox), a task result fetched from an executor's block manager (over 1 MiB)
+    # is lost: SPARK_LOCAL_IP keeps every JVM on the loopback.
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cluster_s, cluster_peaks = design(
         str(lakehouse), ["--master", args.master, "--driver-memory", "1g"],
         [*flags, "--regime", "auto", "--memory-budget", args.budget, "--run-id", "cluster"], env,
