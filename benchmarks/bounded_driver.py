@@ -43,13 +43,12 @@ from overlay.design.classes import Subscriptions  # noqa: E402
 
 
 def _rss_bytes(pid: int) -> int:
+    """Resident bytes of a process; 0 once it has exited (or for a kernel thread)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
+        status = Path(f"/proc/{pid}/status").read_text()
     except (FileNotFoundError, ProcessLookupError):
-        pass
-    return 0
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
 
 
 def _children(pid: int) -> list[int]:

@@ -64,15 +64,15 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
     return by_topic.mapInArrow(_topics_in_partition(k), TOPIC_SCHEMA)
 
 
+ROW_SCHEMA = pa.schema([(name, pa.int64()) for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)])
+
+
 def _topics_in_partition(k: int):
     """The executor side of `topic_connectivity` (a `mapInArrow` function over rows sorted by
     topic: a subscriber row has a node id, a link row its two ends)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batches = list(batches)
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
+        table = pa.Table.from_batches(list(batches), schema=ROW_SCHEMA)
         if table.num_rows == 0:
             return
         topic, node, u, v = (
