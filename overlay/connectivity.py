@@ -72,7 +72,9 @@ def _topics_in_partition(k: int):
     topic: a subscriber row has a node id, a link row its two ends)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches), schema=ROW_SCHEMA)
+        # The input's nullability follows the source tables (a Delta column may be NOT NULL), so
+        # each batch is cast to the rows' schema rather than compared with it.
+        table = pa.Table.from_batches([batch.cast(ROW_SCHEMA) for batch in batches], schema=ROW_SCHEMA)
         if table.num_rows == 0:
             return
         topic, node, u, v = (

@@ -62,6 +62,17 @@ def test_topic_connectivity_matches_the_oracle(spark, seed, k):
     assert K.is_ktco(subscriptions, edges, k) == summary.is_ktco
 
 
+def test_not_null_columns_as_delta_stores_them(spark):
+    """Delta tables give NOT NULL columns; the executor side must take them as well as nullable ones."""
+    subscriptions = [(v, t) for v in range(4) for t in (0, 1)]
+    edges = [(0, 1), (1, 2), (2, 3)]
+    subs = spark.createDataFrame(subscriptions, f"{SUBS_SCHEMA.replace('long', 'long not null')}")
+    links = spark.createDataFrame(edges, f"{EDGE_SCHEMA.replace('long', 'long not null')}")
+    got = topic_connectivity(subs, links, 2)
+    assert_df_equality(got, spark.createDataFrame([(0, 4, 3, 1, False), (1, 4, 3, 1, False)], TOPIC_SCHEMA),
+                       ignore_row_order=True, ignore_nullable=True)
+
+
 def test_k_must_be_positive(spark):
     subs = spark.createDataFrame([(0, 0)], SUBS_SCHEMA)
     with pytest.raises(ValueError, match="at least 1"):

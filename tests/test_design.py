@@ -453,19 +453,22 @@ def test_bad_ktco_requests_fail_before_spark(tmp_path, capsys, argv, message):
 # the claim, the instance and run rows read, the subscriptions copied once, the links and rounds
 # appended, the components and metrics written, the completing write; each commit is latency.
 DESIGN_COMMITS = 6  # claim, edges, rounds, components, metrics, completion
-DESIGN_JOBS = {"memory": 16, "rounds": 18}
+DESIGN_JOBS = {"memory": 16, "rounds": 19}  # measured on a fresh lakehouse
 
 
 @pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.ci)])
-def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, instance, regime):
+def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, tmp_path, regime):
     """The counts are stored on the run row and pinned here, so fixed costs cannot creep back;
-    both regimes give the oracle's links."""
+    both regimes give the oracle's links. A lakehouse of its own, so the count does not depend on
+    the designs run before it (on the module's shared lakehouse the rounds count moved by one
+    with the order of the tests)."""
+    lakehouse = Lakehouse(spark, tmp_path / "lakehouse")
+    instance = store_instance(spark, lakehouse, "z", SPEC)
     run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "counted-warm", diameters=False)
-    for regime in (regime,):
-        run_id = f"counted-{regime}"
-        run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id, diameters=False,
-                         engine=design.EngineChoice(regime=regime))
-        assert stored_edges(lakehouse, run_id) == greedy_oracle(instance, "gpm", max_degree=3)
-        assert run[S.REGIME] == regime
-        assert run[S.DELTA_COMMITS] == DESIGN_COMMITS
-        assert 0 < run[S.SPARK_JOBS] <= DESIGN_JOBS[regime], run[S.SPARK_JOBS]
+    run_id = f"counted-{regime}"
+    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id, diameters=False,
+                     engine=design.EngineChoice(regime=regime))
+    assert stored_edges(lakehouse, run_id) == greedy_oracle(instance, "gpm", max_degree=3)
+    assert run[S.REGIME] == regime
+    assert run[S.DELTA_COMMITS] == DESIGN_COMMITS
+    assert run[S.SPARK_JOBS] == DESIGN_JOBS[regime], run[S.SPARK_JOBS]
