@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+
 import numpy as np
 import pytest
 from chispa import assert_df_equality
@@ -191,6 +194,8 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
 
 
 # The default run takes one phased and one unphased case (15-20 s each); the CI pass one more; the rest are slow.
+# These re-read the table each round (keep_rows=False): the path a round takes when its
+# partitions' kept rows are missing.
 @pytest.mark.parametrize("algorithm,budget,open_read_share", [
     pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.slow)
     for algorithm, budget in ALGORITHMS
@@ -203,7 +208,8 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
     open nodes' rows never compacts)."""
     subscriptions = random_instance("unif", 60, 10, 2, 4, seed=21)
     params = GreedyParams(
-        algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, regime="rounds", **budget,
+        algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, regime="rounds",
+        keep_rows=False, **budget,
     )
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     edges = [edge for r in rounds for edge in r.edges]
@@ -217,6 +223,34 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
         assert all(r.rows_read < rounds[0].rows_read for r in rounds if r.open_nodes is not None)
     if algorithm == "gm" or open_read_share == 0:
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
+
+
+@pytest.mark.parametrize("algorithm,budget", [
+    pytest.param(algorithm, budget, marks=() if algorithm in ("gpm", "gm") else pytest.mark.ci)
+    for algorithm, budget in ALGORITHMS
+])
+def test_kept_rows_give_the_same_sequence_computing_few_gains(spark, caplog, algorithm, budget):
+    """Partitions keep their rows between rounds (`overlay.design.round_state`) and compute only
+    the gains that can change their sample (`overlay.design.lazy_round`); one-row samples, ties
+    and stale bounds as above. One partition's files removed mid-run: that round reads the table
+    again and the run stays exact."""
+    subscriptions = random_instance("unif", 60, 10, 2, 4, seed=21)
+    params = GreedyParams(algorithm, batch_size=1, per_node=1, partitions=3, regime="rounds", **budget)
+    engine = GreedyDesign(frame(spark, subscriptions), params).engine()
+    rounds = []
+    caplog.set_level(logging.INFO, logger="overlay.design.candidates")
+    for r in engine.rounds():
+        rounds.append(r)
+        state = engine.table.state
+        if len(rounds) == 2:
+            state.drop(1)
+    edges = [edge for r in rounds for edge in r.edges]
+    assert edges == greedy_oracle(subscriptions, algorithm, **budget)
+    pairs = rounds[0].candidate_rows
+    assert sum(r.rows_read for r in rounds[1:]) <= (len(rounds) - 1) * pairs / 4, "rounds computed most gains"
+    assert not os.path.exists(os.path.join(state.base(), state.token))  # removed at the end
+    assert len(rounds) > 2 or algorithm == "gpa"
+    assert ("partitions [1] kept no rows" in caplog.text) == (len(rounds) > 2)
 
 
 @pytest.mark.parametrize("algorithm,budget", (  # the default run takes GPM (10-22 s each); the CI pass GM; the rest are slow

@@ -29,20 +29,24 @@ checkpoint, so an evicted block is recomputed from there.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark import Broadcast, StorageLevel
+from pyspark import Broadcast, StorageLevel, TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design import kernels
 from overlay.design.eligibility import RowFilter
+from overlay.design.lazy_round import lazy_sample
+from overlay.design.round_state import RoundState
 from overlay.design.settle import Sample
 
+log = logging.getLogger(__name__)
 BOUND = "bound"
 KIND, NODE = "_kind", "_node"
 ROW, SAMPLED, TAIL, LEFT, ALIVE = 0, 1, 2, 3, 4
@@ -106,18 +110,109 @@ def round_in_partition(
     return run
 
 
+def lazy_parts(csr, root_value, row_filter: RowFilter, us, vs, bounds, nodes: int, per_node: int, top: int):
+    """One partition's round over rows that carry bounds, in (u, v) order (`lazy_round`): its
+    sample, tails, first row left out, the rows still alive and the gains computed. Writes the
+    fresh gains, and 0 for rows that can never be eligible again, into `bounds`."""
+    label, head = (np.require(array, requirements="W") for array in root_value)
+    dead = row_filter.dead(us, vs)
+    if dead.any():
+        bounds[dead] = 0
+    order = kernels.order_by_gain(bounds)  # stable: (u, v) order within a bound
+    eligible = row_filter.eligible(us, vs)
+    taken, gains, tail_row, tail_gain, left, left_gain, visited = lazy_sample(
+        csr.offsets, csr.topics, label, head, us, vs, bounds, order, eligible, nodes, per_node, top,
+    )
+    with_tail = np.flatnonzero(tail_row >= 0)
+    rows = tail_row[with_tail]
+    lefts = [left] if left >= 0 else []
+    return {
+        SAMPLED: (None, us[taken], vs[taken], gains),
+        TAIL: (with_tail, us[rows], vs[rows], tail_gain[with_tail]),
+        LEFT: (None, us[lefts], vs[lefts], np.array([left_gain] * len(lefts), dtype=np.int64)),
+        ALIVE: ([int(np.count_nonzero(bounds))], [-1], [-1], [visited]),
+    }
+
+
+def _keep_compact(state: RoundState, partition: int, us, vs, bounds) -> None:
+    """Rewrite a partition's files without its dead rows once they are half of it; else the
+    bounds written in place are flushed."""
+    alive = bounds > 0
+    if 2 * int(np.count_nonzero(alive)) <= len(bounds):
+        state.save(partition, us[alive], vs[alive], bounds[alive])
+    elif isinstance(bounds, np.memmap):
+        bounds.flush()
+
+
+def kept_round_in_partition(
+    state: RoundState, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int,
+    top: int,
+):
+    """The executor side of a round over the rows its partition kept (`round_state`): the parts
+    of `lazy_parts`, or None when the files are not on this machine."""
+
+    def run(partition: int, _) -> Iterator:
+        loaded = state.load(partition)
+        if loaded is None:
+            yield partition, None
+            return
+        us, vs, bounds = loaded
+        parts = lazy_parts(subscriptions.value, root.value, row_filter, us, vs, np.asarray(bounds), nodes, per_node, top)
+        _keep_compact(state, partition, us, vs, bounds)
+        yield partition, parts
+
+    return run
+
+
+def keeping_round_in_partition(
+    state: RoundState, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int,
+    top: int,
+):
+    """The executor side of a round that reads the table and keeps its partition's rows in
+    files for the next rounds (a `mapInArrow` function; the ALIVE row's u says whether they
+    were written)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = list(batches)
+        us, vs, bounds = (
+            np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
+            for name in (S.U, S.V, BOUND)
+        )
+        if len(us) > 1 and not np.all((us[1:] > us[:-1]) | ((us[1:] == us[:-1]) & (vs[1:] > vs[:-1]))):
+            by_pair = np.lexsort((vs, us))  # coalesced partitions: ordered runs, not one order
+            us, vs, bounds = us[by_pair], vs[by_pair], bounds[by_pair]
+        bounds = bounds.copy()
+        parts = lazy_parts(subscriptions.value, root.value, row_filter, us, vs, bounds, nodes, per_node, top)
+        partition = TaskContext.get().partitionId()
+        try:
+            state.drop_stale()
+            alive = bounds > 0
+            state.save(partition, us[alive], vs[alive], bounds[alive])
+            saved = 1
+        except OSError:
+            saved = 0
+        for kind, (node, u, v, bound) in parts.items():
+            if kind == ALIVE:
+                u = [saved]
+            yield _batch(kind, node, u, v, bound)
+
+    return run
+
+
 class CandidateTable:
     """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
 
     def __init__(
         self, pairs: DataFrame, subset_min_rows: int = SUBSET_MIN_ROWS, task_slots: int | None = None,
+        state: RoundState | None = None,
     ) -> None:
         """`pairs`: (u, v, bound), u < v, each pair once (`overlay.design.pairs` cuts them by
         counting work). With `task_slots` (tasks that run at once) the rounds read them in as few
         partitions as that allows, at most `MAX_ROWS_PER_TASK` rows each: every partition of a
         round costs a task's fixed work and sends the driver its own sample. Phase subsets are
         made only of tables of at least `subset_min_rows` rows (below, they cost more than they
-        save)."""
+        save). With `state`, each partition keeps its rows on its executor between rounds
+        (`round_state`) and a round reads the table only when a partition's files are missing."""
         self.subset_min_rows, self.task_slots = subset_min_rows, task_slots
         self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
         self.partitions = self.table.rdd.getNumPartitions()
@@ -137,6 +232,8 @@ class CandidateTable:
         self.subset: DataFrame | None = None
         self.subset_open: np.ndarray | None = None
         self.retired: list[DataFrame] = []  # subsets to release once the pass that replaces them ran
+        self.state = state
+        self.kept = False  # every partition wrote its files in the last pass over the table
 
     def sample(
         self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
@@ -146,6 +243,8 @@ class CandidateTable:
         `open_nodes` (node ids) only the rows between two of them are read (from the phase subset
         while they are among its nodes), and the table is not compacted: the pass does not see
         every row."""
+        if self.state is not None:
+            return self._sample_kept(subscriptions, root, row_filter, nodes, per_node, top)
         full = open_nodes is None
         self.last_from_subset = False
         if full:
@@ -164,18 +263,8 @@ class CandidateTable:
         for frame in self.retired:
             frame.unpersist()
         self.retired = []
-        kind = found.column(KIND).to_numpy()
-        column = {name: found.column(name).to_numpy() for name in (NODE, S.U, S.V, BOUND)}
-
-        def part(k):
-            at = kind == k
-            return column[NODE][at], column[S.U][at], column[S.V][at], column[BOUND][at]
-
-        _, us, vs, gains = part(SAMPLED)
-        tail_nodes, tail_us, tail_vs, tail_gains = part(TAIL)
-        _, left_us, left_vs, left_gains = part(LEFT)
-        alive_counts, _, _, read_counts = part(ALIVE)
-        alive, read = int(alive_counts.sum()), int(read_counts.sum())
+        parts = arrow_parts(found)
+        alive, read = int(np.sum(parts[ALIVE][0])), int(np.sum(parts[ALIVE][3]))
         self.last_read = read
         if keep:
             self.rows, self.dead = alive, 0  # the table is now the rows alive
@@ -183,10 +272,43 @@ class CandidateTable:
             self.rows, self.dead = read, read - alive
         else:
             self.dead = max(self.dead, read - alive)
-        return global_sample(
-            np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
-            (left_us, left_vs, left_gains), nodes, per_node, top,
-        )
+        return parts_sample(parts, nodes, per_node, top)
+
+    def _sample_kept(self, subscriptions, root, row_filter: RowFilter, nodes: int, per_node: int, top: int) -> Sample:
+        """A round over the partitions' kept rows; a pass over the table (which keeps them) on
+        the first round and whenever a partition's files are missing."""
+        parts = None
+        if self.kept:
+            context = self.table.sparkSession.sparkContext
+            run = kept_round_in_partition(self.state, subscriptions, root, row_filter, nodes, per_node, top)
+            found = context.parallelize(range(self.partitions), self.partitions).mapPartitionsWithIndex(run).collect()
+            if all(part is not None for _, part in found):
+                parts = merge_parts([part for _, part in found])
+            else:
+                missing = sorted(partition for partition, part in found if part is None)
+                log.info("rounds: partitions %s kept no rows on their machine; this round reads the table", missing)
+        if parts is None:
+            output = self.table.mapInArrow(
+                keeping_round_in_partition(self.state, subscriptions, root, row_filter, nodes, per_node, top),
+                ROUND_SCHEMA,
+            )
+            found = output.toArrow()
+            parts = arrow_parts(found)
+            self.kept = bool(np.all(parts[ALIVE][1] == 1)) and len(parts[ALIVE][1]) == self.partitions
+        self.rows = int(np.sum(parts[ALIVE][0]))
+        self.last_read = int(np.sum(parts[ALIVE][3]))
+        self.last_received = sum(len(parts[kind][1]) for kind in (SAMPLED, TAIL, LEFT))
+        return parts_sample(parts, nodes, per_node, top)
+
+    def release(self) -> None:
+        """Remove the partitions' kept rows (a small job: each machine removes what it holds)."""
+        if self.state is None:
+            return
+        state = self.state
+        context = self.table.sparkSession.sparkContext
+        context.parallelize(range(self.partitions), self.partitions).foreach(state.drop)
+        state.drop()
+        self.kept = False
 
     def _rows_between(self, open_nodes: np.ndarray, nodes: int) -> DataFrame:
         """The rows between `open_nodes`, from the phase subset when it holds them all; a new,
@@ -212,6 +334,38 @@ class CandidateTable:
         if self.subset is not None:
             self.retired.append(self.subset)
         self.subset = self.subset_open = None
+
+
+def arrow_parts(found: pa.Table) -> dict:
+    """A round's output rows by kind: (nodes, u, v, bounds) arrays each."""
+    kind = found.column(KIND).to_numpy()
+    column = {name: found.column(name).to_numpy() for name in (NODE, S.U, S.V, BOUND)}
+    return {
+        k: (column[NODE][kind == k], column[S.U][kind == k], column[S.V][kind == k], column[BOUND][kind == k])
+        for k in (SAMPLED, TAIL, LEFT, ALIVE)
+    }
+
+
+def merge_parts(many: list[dict]) -> dict:
+    """The parts of several partitions (`lazy_parts`) as one, column by column."""
+    merged = {}
+    for kind in (SAMPLED, TAIL, LEFT, ALIVE):
+        columns = []
+        for i in range(4):
+            pieces = [np.asarray(part[kind][i], dtype=np.int64) for part in many if part[kind][i] is not None]
+            columns.append(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64))
+        merged[kind] = tuple(columns)
+    return merged
+
+
+def parts_sample(parts: dict, nodes: int, per_node: int, top: int) -> Sample:
+    _, us, vs, gains = parts[SAMPLED]
+    _, tail_us, tail_vs, tail_gains = parts[TAIL]
+    _, left_us, left_vs, left_gains = parts[LEFT]
+    return global_sample(
+        np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
+        (left_us, left_vs, left_gains), nodes, per_node, top,
+    )
 
 
 def between(table: DataFrame, open_nodes: np.ndarray) -> DataFrame:

@@ -57,6 +57,7 @@ from overlay.design.candidates import BOUND, CandidateTable
 from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
 from overlay.design.pairs import SHARED, shared_topic_counts
+from overlay.design.round_state import RoundState
 from overlay.design.settle import settle
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class GreedyParams:
     open_read_share: float = OPEN_READ_SHARE  # read only open nodes' rows at most at this share (0: never)
     regime: Regime = "auto"  # memory where the state fits `memory_budget` (auto), or forced
     memory_budget: int = MEMORY_BUDGET
+    keep_rows: bool = True  # rounds: each partition keeps its rows on its executor (False: re-read the table)
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -193,6 +195,7 @@ class GreedyEngine:
         regime: Regime = "auto",
         memory_budget: int = MEMORY_BUDGET,
         round_links: int = memory.ROUND_LINKS,
+        keep_rows: bool = True,
     ) -> None:
         self.spark = spark
         self.subscriptions = subscriptions
@@ -216,6 +219,8 @@ class GreedyEngine:
         self.requested_regime, self.memory_budget, self.round_links = regime, memory_budget, round_links
         self.relaxed = mode == "relaxed"
         self.pair_bound: int | None = None  # the regime's estimate, reused by the memory regime
+        self.keep_rows = keep_rows
+        self.table: CandidateTable | None = None  # the rounds regime's, once its rounds start
 
     @cached_property
     def regime(self) -> str:
@@ -267,7 +272,10 @@ class GreedyEngine:
             counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
         # Partitions chosen by the caller stay (the tests use them to vary the layout).
         slots = None if self.partitions is not None else self.parallelism or spark.sparkContext.defaultParallelism
-        table = CandidateTable(counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)), task_slots=slots)
+        state = RoundState() if self.keep_rows else None
+        self.table = table = CandidateTable(
+            counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)), task_slots=slots, state=state,
+        )
         log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
@@ -276,6 +284,7 @@ class GreedyEngine:
                 if self.finished:
                     return
         finally:
+            table.release()
             static.unpersist()
 
     def _memory_rounds(self) -> Iterator[GreedyRound]:
@@ -419,6 +428,7 @@ class GreedyDesign:
             partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,
             first_round=start.rounds_done + 1, edges_total=len(links),
             name=params.algorithm, regime=params.regime, memory_budget=params.memory_budget,
+            keep_rows=params.keep_rows,
         )
 
     def rounds(self) -> Iterator[GreedyRound]:
