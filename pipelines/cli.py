@@ -557,7 +557,7 @@ def _engine_choice(args: argparse.Namespace, settings: LabSettings) -> design.En
     return design.EngineChoice(
         regime=args.regime or settings.design.regime,
         memory_budget=args.memory_budget or parse_bytes(settings.design.memory_budget),
-        cross_check=args.cross_check,
+        cross_check=args.cross_check, keep_round_rows=settings.design.keep_round_rows,
     )
 
 

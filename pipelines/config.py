@@ -53,10 +53,14 @@ class DesignSettings(_Strict):
     """Where the greedy designs run. `regime`: auto picks the memory regime (the whole greedy
     compiled in the driver process) when a bound on the candidate state fits `memory_budget`, else
     the batched Spark rounds; memory or rounds force one. The default budget holds every instance
-    of the shipped and shared graphs (Slashdot's 41.6 million candidate pairs: about 0.7 GiB)."""
+    of the shipped and shared graphs (Slashdot's 41.6 million candidate pairs: about 0.7 GiB).
+    `keep_round_rows`: in the rounds, each partition keeps its candidate rows in files on its
+    executor's local disk between rounds (false: every round re-reads the table; for executors
+    without local disk to spare)."""
 
     regime: Literal["auto", "memory", "rounds"] = "auto"
     memory_budget: str = Field("4g", pattern=r"^\d+[kmgt]$")
+    keep_round_rows: bool = True  # rounds: partitions keep their rows on their executors' disks
 
 
 class HistorySettings(_Strict):

@@ -197,6 +197,7 @@ class EngineChoice:
     regime: str = "auto"
     memory_budget: int = MEMORY_BUDGET
     cross_check: bool = False
+    keep_round_rows: bool = True  # the rounds' partitions keep their rows between rounds
 
 
 @dataclass(frozen=True)
@@ -496,6 +497,7 @@ def _run_greedy(
         max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
         per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
         parallelism=task_slots(spark), regime=regime, memory_budget=engine.memory_budget,
+        keep_rows=engine.keep_round_rows,
     )
     bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
     tcc = last[S.TCC] if last is not None else None
