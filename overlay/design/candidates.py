@@ -135,13 +135,11 @@ def lazy_parts(csr, root_value, row_filter: RowFilter, us, vs, bounds, nodes: in
 
 
 def _keep_compact(state: RoundState, partition: int, us, vs, bounds) -> None:
-    """Rewrite a partition's files without its dead rows once they are half of it; else the
-    bounds written in place are flushed."""
+    """Rewrite a partition's files without its dead rows once they are half of it. (Bounds
+    written in place need no flush: the next round's task maps the same pages.)"""
     alive = bounds > 0
     if 2 * int(np.count_nonzero(alive)) <= len(bounds):
         state.save(partition, us[alive], vs[alive], bounds[alive])
-    elif isinstance(bounds, np.memmap):
-        bounds.flush()
 
 
 def kept_round_in_partition(
