@@ -453,7 +453,7 @@ def test_bad_ktco_requests_fail_before_spark(tmp_path, capsys, argv, message):
 # the claim, the instance and run rows read, the subscriptions copied once, the links and rounds
 # appended, the components and metrics written, the completing write; each commit is latency.
 DESIGN_COMMITS = 6  # claim, edges, rounds, components, metrics, completion
-DESIGN_JOBS = {"memory": 16, "rounds": 20}  # measured on a fresh lakehouse (rounds: the kept rows removed at the end, one job)
+DESIGN_JOBS = {"memory": 16, "rounds": 20}  # measured on a fresh lakehouse (rounds: + the kept rows removed)
 
 
 @pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.ci)])
