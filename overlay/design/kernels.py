@@ -32,12 +32,8 @@ def find(parent, x):
 
 
 @nb.njit(cache=True, nogil=True)
-def _walk_shared(offsets, topics, parent, u, v, merge):
-    """Walk the shared topics of u and v (a merge of two sorted lists); count those whose two
-    subscriptions are in different classes, and join those classes when `merge`."""
-    i, i_end = offsets[u], offsets[u + 1]
-    j, j_end = offsets[v], offsets[v + 1]
-    apart = 0
+def next_shared(topics, i, i_end, j, j_end):
+    """The next rows i' >= i and j' >= j of one topic in two sorted lists (-1, -1: none left)."""
     while i < i_end and j < j_end:
         ti, tj = topics[i], topics[j]
         if ti < tj:
@@ -45,17 +41,30 @@ def _walk_shared(offsets, topics, parent, u, v, merge):
         elif ti > tj:
             j += 1
         else:
-            a, b = find(parent, i), find(parent, j)
-            if a != b:
-                apart += 1
-                if merge:
-                    if a < b:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
-            i += 1
-            j += 1
-    return apart
+            return i, j
+    return -1, -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _walk_shared(offsets, topics, parent, u, v, merge):
+    """Walk the shared topics of u and v (a merge of two sorted lists); count those whose two
+    subscriptions are in different classes, and join those classes when `merge`."""
+    i, j = offsets[u], offsets[v]
+    apart = 0
+    while True:
+        i, j = next_shared(topics, i, offsets[u + 1], j, offsets[v + 1])
+        if i < 0:
+            return apart
+        a, b = find(parent, i), find(parent, j)
+        if a != b:
+            apart += 1
+            if merge:
+                if a < b:
+                    parent[b] = a
+                else:
+                    parent[a] = b
+        i += 1
+        j += 1
 
 
 @nb.njit(cache=True, nogil=True)

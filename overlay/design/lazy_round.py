@@ -21,33 +21,36 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from overlay.design.kernels import apart
+from overlay.design.kernels import apart, next_shared
 
 
 @nb.njit(cache=True, nogil=True)
 def _fresh_gain(offsets, topics, label, head, u, v):
     """Shared topics of u and v whose subscriptions are apart (a merge of two sorted lists)."""
-    i, i_end = offsets[u], offsets[u + 1]
-    j, j_end = offsets[v], offsets[v + 1]
+    i, j = offsets[u], offsets[v]
     count = 0
-    while i < i_end and j < j_end:
-        ti, tj = topics[i], topics[j]
-        if ti < tj:
-            i += 1
-        elif ti > tj:
-            j += 1
-        else:
-            if apart(label, head, i, j):
-                count += 1
-            i += 1
-            j += 1
-    return count
+    while True:
+        i, j = next_shared(topics, i, offsets[u + 1], j, offsets[v + 1])
+        if i < 0:
+            return count
+        if apart(label, head, i, j):
+            count += 1
+        i += 1
+        j += 1
 
 
 @nb.njit(cache=True, nogil=True)
 def _before(g1, u1, v1, g2, u2, v2):
     """Key order: gain desc, then (u, v)."""
     return g1 > g2 or (g1 == g2 and (u1 < u2 or (u1 == u2 and v1 < v2)))
+
+
+@nb.njit(cache=True, nogil=True)
+def _swap(hg, hu, hv, hr, a, b):
+    hg[a], hg[b] = hg[b], hg[a]
+    hu[a], hu[b] = hu[b], hu[a]
+    hv[a], hv[b] = hv[b], hv[a]
+    hr[a], hr[b] = hr[b], hr[a]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -61,10 +64,7 @@ def _sift_down(hg, hu, hv, hr, size, at):
             best = right
         if best == at:
             return
-        hg[at], hg[best] = hg[best], hg[at]
-        hu[at], hu[best] = hu[best], hu[at]
-        hv[at], hv[best] = hv[best], hv[at]
-        hr[at], hr[best] = hr[best], hr[at]
+        _swap(hg, hu, hv, hr, at, best)
         at = best
 
 
@@ -74,10 +74,7 @@ def _sift_up(hg, hu, hv, hr, at):
         parent = (at - 1) // 2
         if not _before(hg[at], hu[at], hv[at], hg[parent], hu[parent], hv[parent]):
             return
-        hg[at], hg[parent] = hg[parent], hg[at]
-        hu[at], hu[parent] = hu[parent], hu[at]
-        hv[at], hv[parent] = hv[parent], hv[at]
-        hr[at], hr[parent] = hr[parent], hr[at]
+        _swap(hg, hu, hv, hr, at, parent)
         at = parent
 
 
