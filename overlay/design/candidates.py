@@ -303,10 +303,14 @@ class CandidateTable:
         if self.state is None:
             return
         state = self.state
-        context = self.table.sparkSession.sparkContext
-        context.parallelize(range(self.partitions), self.partitions).foreach(state.drop)
-        state.drop()
         self.kept = False
+        try:
+            context = self.table.sparkSession.sparkContext
+            context.parallelize(range(self.partitions), self.partitions).foreach(state.drop)
+        except Exception as error:  # noqa: BLE001 - a clean-up must not hide why the rounds ended
+            log.warning("rounds: the kept rows of %s were not removed from the executors: %s", state.token, error)
+        finally:
+            state.drop()
 
     def _rows_between(self, open_nodes: np.ndarray, nodes: int) -> DataFrame:
         """The rows between `open_nodes`, from the phase subset when it holds them all; a new,
