@@ -85,10 +85,10 @@ def test_the_lazy_sample_is_the_eager_one(seed):
         np.array(label, dtype=np.int64), np.array(head, dtype=np.int64), us, vs, stored, order,
         np.array(eligible, dtype=np.bool_), nodes, per_node, top,
     )
-    rows_taken, gains_taken, tail_row, tail_gain, left, left_gain, visited = got
-    assert list(zip(rows_taken.tolist(), gains_taken.tolist())) == taken
-    assert {x: (int(tail_row[x]), int(tail_gain[x])) for x in range(nodes) if tail_row[x] >= 0} == tails
-    assert (None if left < 0 else (left, left_gain)) == first_left
+    rows_taken, tail_row, left, visited = got  # the gains of the rows returned are their new bounds
+    assert [(r, int(stored[r])) for r in rows_taken.tolist()] == taken
+    assert {x: (int(tail_row[x]), int(stored[tail_row[x]])) for x in range(nodes) if tail_row[x] >= 0} == tails
+    assert (None if left < 0 else (left, int(stored[left]))) == first_left
     # Visited rows now carry their fresh gain, the others their old bound: bounds stay valid.
     assert all(stored[r] == bounds[r] or stored[r] == gains[r] for r in range(len(pairs)))
     assert all(stored[r] >= gains[r] or bounds[r] == 0 for r in range(len(pairs)))
@@ -103,7 +103,7 @@ def test_rows_that_cannot_change_the_sample_are_not_refreshed():
     pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
     us, vs = (np.array(c, dtype=np.int64) for c in zip(*pairs))
     bounds = np.ones(6, dtype=np.int64)  # exact (stale bounds would hold every row back to the end)
-    taken, _, tail_row, _, left, _, visited = lazy_sample(
+    taken, tail_row, left, visited = lazy_sample(
         offsets, topics, np.arange(4, dtype=np.int64), np.zeros(0, dtype=np.int64), us, vs, bounds,
         np.arange(6), np.ones(6, dtype=np.bool_), 4, 1, 0,
     )

@@ -9,6 +9,12 @@ node's tail and the best row it left out (`overlay.design.settle`). Nothing else
 executors, so the driver receives a bounded sample: at most partitions x (top + nodes x per_node)
 rows.
 
+*Kept rows* (the default, `state`): the first round's pass also writes each partition's rows to
+its executor's disk (`overlay.design.round_state`), and the later rounds are small jobs of one
+task per partition over those files, computing only the gains that can change the sample
+(`overlay.design.lazy_round`); a partition whose files are missing makes the round read the
+table again. What follows is the form in which every round reads the table (`state` None).
+
 Rows that cannot gain any more (gain 0, or ends that can never be eligible again) are dropped
 from the table when they make up half of it: that round's pass also writes the surviving rows,
 with their fresh gains as bounds, to a local checkpoint (the next rounds read that).
@@ -72,9 +78,22 @@ def _batch(kind: int, nodes, us, vs, bounds) -> pa.RecordBatch:
 def key_order(us: np.ndarray, vs: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """The order of rows by key (gain desc, u, v): a linear counting sort when they come in (u, v)
     order, as `overlay.design.pairs` writes them and compaction keeps them."""
-    if len(us) > 1 and not np.all((us[1:] > us[:-1]) | ((us[1:] == us[:-1]) & (vs[1:] > vs[:-1]))):
+    if not in_pair_order(us, vs):
         return np.lexsort((vs, us, -gains))
     return kernels.order_by_gain(gains)
+
+
+def in_pair_order(us: np.ndarray, vs: np.ndarray) -> bool:
+    return len(us) < 2 or bool(np.all((us[1:] > us[:-1]) | ((us[1:] == us[:-1]) & (vs[1:] > vs[:-1]))))
+
+
+def columns(batches: Iterator[pa.RecordBatch], names) -> list[np.ndarray]:
+    """A partition's Arrow batches as one int64 array per column."""
+    batches = list(batches)
+    return [
+        np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
+        for name in names
+    ]
 
 
 def round_in_partition(
@@ -83,11 +102,7 @@ def round_in_partition(
     """The executor side of a round (a `mapInArrow` function)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batches = list(batches)
-        us, vs = (
-            np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
-            for name in (S.U, S.V)
-        )
+        us, vs = columns(batches, (S.U, S.V))
         csr = subscriptions.value
         # compiled for writable arrays; never written
         label, head = (np.require(array, requirements="W") for array in root.value)
@@ -120,26 +135,27 @@ def lazy_parts(csr, root_value, row_filter: RowFilter, us, vs, bounds, nodes: in
         bounds[dead] = 0
     order = kernels.order_by_gain(bounds)  # stable: (u, v) order within a bound
     eligible = row_filter.eligible(us, vs)
-    taken, gains, tail_row, tail_gain, left, left_gain, visited = lazy_sample(
+    taken, tail_row, left, visited = lazy_sample(
         csr.offsets, csr.topics, label, head, us, vs, bounds, order, eligible, nodes, per_node, top,
     )
     with_tail = np.flatnonzero(tail_row >= 0)
     rows = tail_row[with_tail]
-    lefts = [left] if left >= 0 else []
-    return {
-        SAMPLED: (None, us[taken], vs[taken], gains),
-        TAIL: (with_tail, us[rows], vs[rows], tail_gain[with_tail]),
-        LEFT: (None, us[lefts], vs[lefts], np.array([left_gain] * len(lefts), dtype=np.int64)),
+    lefts = np.array([left] if left >= 0 else [], dtype=np.int64)
+    return {  # a returned row's gain is its bound now
+        SAMPLED: (None, us[taken], vs[taken], bounds[taken]),
+        TAIL: (with_tail, us[rows], vs[rows], bounds[rows]),
+        LEFT: (None, us[lefts], vs[lefts], bounds[lefts]),
         ALIVE: ([int(np.count_nonzero(bounds))], [-1], [-1], [visited]),
     }
 
 
-def _keep_compact(state: RoundState, partition: int, us, vs, bounds) -> None:
-    """Rewrite a partition's files without its dead rows once they are half of it. (Bounds
-    written in place need no flush: the next round's task maps the same pages.)"""
-    alive = bounds > 0
-    if 2 * int(np.count_nonzero(alive)) <= len(bounds):
-        state.save(partition, us[alive], vs[alive], bounds[alive])
+def _keep_compact(state: RoundState, partition: int, us, vs, bounds, alive: int) -> None:
+    """Rewrite a partition's files without its dead rows once they are half of it (`alive`:
+    rows with a positive bound). Bounds written in place need no flush: the next round's task
+    maps the same pages."""
+    if 2 * alive <= len(bounds):
+        keep = bounds > 0
+        state.save(partition, us[keep], vs[keep], bounds[keep])
 
 
 def kept_round_in_partition(
@@ -156,7 +172,7 @@ def kept_round_in_partition(
             return
         us, vs, bounds = loaded
         parts = lazy_parts(subscriptions.value, root.value, row_filter, us, vs, np.asarray(bounds), nodes, per_node, top)
-        _keep_compact(state, partition, us, vs, bounds)
+        _keep_compact(state, partition, us, vs, bounds, parts[ALIVE][0][0])
         yield partition, parts
 
     return run
@@ -171,12 +187,8 @@ def keeping_round_in_partition(
     were written)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batches = list(batches)
-        us, vs, bounds = (
-            np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
-            for name in (S.U, S.V, BOUND)
-        )
-        if len(us) > 1 and not np.all((us[1:] > us[:-1]) | ((us[1:] == us[:-1]) & (vs[1:] > vs[:-1]))):
+        us, vs, bounds = columns(batches, (S.U, S.V, BOUND))
+        if not in_pair_order(us, vs):
             by_pair = np.lexsort((vs, us))  # coalesced partitions: ordered runs, not one order
             us, vs, bounds = us[by_pair], vs[by_pair], bounds[by_pair]
         bounds = bounds.copy()

@@ -45,24 +45,32 @@ def next_shared(topics, i, i_end, j, j_end):
     return -1, -1
 
 
+COUNT, MERGE, FLAT = 0, 1, 2  # what `_walk_shared` does with each shared topic
+
+
 @nb.njit(cache=True, nogil=True)
-def _walk_shared(offsets, topics, parent, u, v, merge):
-    """Walk the shared topics of u and v (a merge of two sorted lists); count those whose two
-    subscriptions are in different classes, and join those classes when `merge`."""
+def _walk_shared(offsets, topics, parent, head, u, v, mode):
+    """Walk the shared topics of u and v (a merge of two sorted lists) and count those whose two
+    subscriptions are in different classes: of the union-find `parent` (COUNT), joining those
+    classes (MERGE), or of a flattened relation `parent` with `head` (FLAT: `apart`)."""
     i, j = offsets[u], offsets[v]
-    apart = 0
+    count = 0
     while True:
         i, j = next_shared(topics, i, offsets[u + 1], j, offsets[v + 1])
         if i < 0:
-            return apart
-        a, b = find(parent, i), find(parent, j)
-        if a != b:
-            apart += 1
-            if merge:
-                if a < b:
-                    parent[b] = a
-                else:
-                    parent[a] = b
+            return count
+        if mode == FLAT:
+            if apart(parent, head, i, j):
+                count += 1
+        else:
+            a, b = find(parent, i), find(parent, j)
+            if a != b:
+                count += 1
+                if mode == MERGE:
+                    if a < b:
+                        parent[b] = a
+                    else:
+                        parent[a] = b
         i += 1
         j += 1
 
@@ -70,13 +78,19 @@ def _walk_shared(offsets, topics, parent, u, v, merge):
 @nb.njit(cache=True, nogil=True)
 def pair_gain(offsets, topics, parent, u, v):
     """Shared topics of u and v whose two subscriptions are in different classes."""
-    return _walk_shared(offsets, topics, parent, u, v, False)
+    return _walk_shared(offsets, topics, parent, parent[:0], u, v, COUNT)
 
 
 @nb.njit(cache=True, nogil=True)
 def merge_pair(offsets, topics, parent, u, v):
     """Join the classes of u's and v's subscriptions on every shared topic; the gain realised."""
-    return _walk_shared(offsets, topics, parent, u, v, True)
+    return _walk_shared(offsets, topics, parent, parent[:0], u, v, MERGE)
+
+
+@nb.njit(cache=True, nogil=True)
+def flat_pair_gain(offsets, topics, label, head, u, v):
+    """`pair_gain` against a flattened relation (`apart`: one step per lookup, nothing written)."""
+    return _walk_shared(offsets, topics, label, head, u, v, FLAT)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -135,29 +149,36 @@ def flatten(parent):
 
 
 @nb.njit(cache=True, nogil=True)
+def sample_row(count, tail, a, b, position, row, per_node, top):
+    """One row (a, b) of a key-ordered stream, at `position`: whether it is sampled (among the
+    first `top` rows, or among the first `per_node` rows of either end); it becomes the tail
+    (`row`) of an end that has had exactly `per_node` rows before it."""
+    sampled = position < top or count[a] < per_node or count[b] < per_node
+    if count[a] == per_node:
+        tail[a] = row
+    if count[b] == per_node:
+        tail[b] = row
+    count[a] += 1
+    count[b] += 1
+    return sampled
+
+
+@nb.njit(cache=True, nogil=True)
 def sample_in_key_order(us, vs, nodes, per_node, top):
     """Which rows (already in key order: gain desc, u, v) a round samples, and what bounds the rest.
 
-    A row is sampled when it is among the first `top` rows or among the first `per_node` rows of
-    either end. Returns the sampled mask, per node the row index of its (per_node + 1)-th row
-    (-1 when it has no more rows: its *tail*), and the index of the first row not sampled (-1).
-    Every unsampled row containing node x ranks at or after x's tail row."""
+    Returns the sampled mask, per node the row index of its (per_node + 1)-th row (-1 when it
+    has no more rows: its *tail*), and the index of the first row not sampled (-1). Every
+    unsampled row containing node x ranks at or after x's tail row (`sample_row`)."""
     count = np.zeros(nodes, dtype=np.int64)
     tail = np.full(nodes, -1, dtype=np.int64)
     take = np.zeros(len(us), dtype=np.bool_)
     first_left = -1
     for r in range(len(us)):
-        a, b = us[r], vs[r]
-        if r < top or count[a] < per_node or count[b] < per_node:
+        if sample_row(count, tail, us[r], vs[r], r, r, per_node, top):
             take[r] = True
         elif first_left < 0:
             first_left = r
-        if count[a] == per_node:
-            tail[a] = r
-        if count[b] == per_node:
-            tail[b] = r
-        count[a] += 1
-        count[b] += 1
     return take, tail, first_left
 
 

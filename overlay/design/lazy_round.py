@@ -21,22 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from overlay.design.kernels import apart, next_shared
-
-
-@nb.njit(cache=True, nogil=True)
-def _fresh_gain(offsets, topics, label, head, u, v):
-    """Shared topics of u and v whose subscriptions are apart (a merge of two sorted lists)."""
-    i, j = offsets[u], offsets[v]
-    count = 0
-    while True:
-        i, j = next_shared(topics, i, offsets[u + 1], j, offsets[v + 1])
-        if i < 0:
-            return count
-        if apart(label, head, i, j):
-            count += 1
-        i += 1
-        j += 1
+from overlay.design.kernels import flat_pair_gain, sample_row
 
 
 @nb.njit(cache=True, nogil=True)
@@ -84,14 +69,13 @@ def lazy_sample(offsets, topics, label, head, us, vs, bounds, order, eligible, n
 
     `order`: the rows by bound key (bound desc, u, v); `eligible`: the round's row filter.
     Rows with a bound of 0 are dead and skipped. Writes each visited row's fresh gain into
-    `bounds`. Returns the sampled rows (in key order) and their gains, per node the row and gain
-    of its tail (-1: none), the first row left out and its gain (-1: none), and the rows visited."""
+    `bounds` (so the gains of the rows returned are their bounds). Returns the sampled rows in
+    key order, per node the row of its tail (-1: none), the first row left out (-1: none), and
+    the rows visited."""
     count = np.zeros(nodes, dtype=np.int64)
-    tail_row = np.full(nodes, -1, dtype=np.int64)
-    tail_gain = np.zeros(nodes, dtype=np.int64)
+    tail = np.full(nodes, -1, dtype=np.int64)
     capacity = 1024
     taken = np.empty(capacity, dtype=np.int64)
-    taken_gain = np.empty(capacity, dtype=np.int64)
     n_taken = 0
     heap_capacity = 1024
     hg = np.empty(heap_capacity, dtype=np.int64)
@@ -100,7 +84,7 @@ def lazy_sample(offsets, topics, label, head, us, vs, bounds, order, eligible, n
     hr = np.empty(heap_capacity, dtype=np.int64)
     size = 0
     emitted = 0
-    first_left, first_left_gain = -1, 0
+    first_left = -1
     visited = 0
     n = len(order)
     for k in range(n + 1):
@@ -112,27 +96,19 @@ def lazy_sample(offsets, topics, label, head, us, vs, bounds, order, eligible, n
             end = b <= 0  # the rest are dead too (bound order)
         # Emit the heap rows that rank before every unvisited row (all of them at the end).
         while size > 0 and (end or _before(hg[0], hu[0], hv[0], b, u, v)):
-            g, a, c, r = hg[0], hu[0], hv[0], hr[0]
+            a, c, r = hu[0], hv[0], hr[0]
             size -= 1
             if size > 0:
                 hg[0], hu[0], hv[0], hr[0] = hg[size], hu[size], hv[size], hr[size]
                 _sift_down(hg, hu, hv, hr, size, 0)
-            if emitted < top or count[a] < per_node or count[c] < per_node:
+            if sample_row(count, tail, a, c, emitted, r, per_node, top):
                 if n_taken == capacity:
                     capacity *= 2
                     taken = np.concatenate((taken, np.empty(capacity - n_taken, dtype=np.int64)))
-                    taken_gain = np.concatenate((taken_gain, np.empty(capacity - n_taken, dtype=np.int64)))
                 taken[n_taken] = r
-                taken_gain[n_taken] = g
                 n_taken += 1
             elif first_left < 0:
-                first_left, first_left_gain = r, g
-            if count[a] == per_node:
-                tail_row[a], tail_gain[a] = r, g
-            if count[c] == per_node:
-                tail_row[c], tail_gain[c] = r, g
-            count[a] += 1
-            count[c] += 1
+                first_left = r
             emitted += 1
         if end:
             break
@@ -140,7 +116,7 @@ def lazy_sample(offsets, topics, label, head, us, vs, bounds, order, eligible, n
             continue
         if emitted >= top and first_left >= 0 and count[u] > per_node and count[v] > per_node:
             continue  # both ends have their tails: this row cannot change the sample
-        g = _fresh_gain(offsets, topics, label, head, u, v)
+        g = flat_pair_gain(offsets, topics, label, head, u, v)
         visited += 1
         bounds[i] = g
         if g > 0:
@@ -153,4 +129,4 @@ def lazy_sample(offsets, topics, label, head, us, vs, bounds, order, eligible, n
             hg[size], hu[size], hv[size], hr[size] = g, u, v, i
             size += 1
             _sift_up(hg, hu, hv, hr, size - 1)
-    return taken[:n_taken], taken_gain[:n_taken], tail_row, tail_gain, first_left, first_left_gain, visited
+    return taken[:n_taken], tail, first_left, visited
