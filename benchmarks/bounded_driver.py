@@ -23,10 +23,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pyspark
@@ -38,84 +35,15 @@ import numpy as np  # noqa: E402
 
 from benchmarks.design_greedy import INSTANCES, cli, run_summary, table  # noqa: E402
 from benchmarks.engine_limit import subscriptions_of  # noqa: E402
+from benchmarks.peak_memory import measured  # noqa: E402
 from overlay.design import memory  # noqa: E402
 from overlay.design.classes import Subscriptions  # noqa: E402
 
 
-def _rss_bytes(pid: int) -> int:
-    """Resident bytes of a process; 0 once it has exited (or for a kernel thread)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0
-    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        tasks = Path(f"/proc/{pid}/task").iterdir()
-        return [int(c) for t in tasks for c in (t / "children").read_text().split()]
-    except (FileNotFoundError, ProcessLookupError):
-        return []
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (FileNotFoundError, ProcessLookupError):
-        return ""
-
-
-class PeakMemory:
-    """Peak RSS of a process tree by role: the Python driver, its driver JVM, the executor JVMs
-    (summed at each sample), sampled from /proc."""
-
-    def __init__(self, root: int, every: float = 0.2) -> None:
-        self.root, self.every = root, every
-        self.peaks = {"python driver": 0, "driver JVM": 0, "executor JVMs": 0}
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._done.is_set():
-            now = dict.fromkeys(self.peaks, 0)
-            stack, seen = [self.root], set()
-            while stack:
-                pid = stack.pop()
-                if pid in seen:
-                    continue
-                seen.add(pid)
-                stack.extend(_children(pid))
-                command = _cmdline(pid)
-                if pid == self.root:
-                    now["python driver"] += _rss_bytes(pid)
-                elif "CoarseGrainedExecutorBackend" in command:
-                    now["executor JVMs"] += _rss_bytes(pid)
-                elif ("SparkSubmit" in command or "java" in command.split(" ")[0]) and "Worker" not in command:
-                    now["driver JVM"] += _rss_bytes(pid)
-            for role, value in now.items():
-                self.peaks[role] = max(self.peaks[role], value)
-            self._done.wait(self.every)
-
-    def stop(self) -> dict[str, int]:
-        self._done.set()
-        self._thread.join()
-        return self.peaks
-
-
 def design(lakehouse: str, global_flags: list[str], argv: list[str], env: dict | None = None) -> tuple[float, dict]:
-    clock = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, "-q", *global_flags, "design", *argv],
-        cwd=ROOT, stdout=subprocess.DEVNULL, env=env,
+    return measured(
+        [sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, "-q", *global_flags, "design", *argv], env
     )
-    peaks = PeakMemory(process.pid)
-    code = process.wait()
-    memory_peaks = peaks.stop()
-    if code != 0:
-        raise SystemExit(f"design {' '.join(argv)} exited {code}")
-    return time.monotonic() - clock, memory_peaks
 
 
 def main() -> None:

@@ -42,6 +42,13 @@ INSTANCES = {
     "zipf-10k": ["--source", "synthetic", "--dist", "zipf", "--nodes", "10000", "--topics", "10000",
                  "--min-subs", "20", "--max-subs", "60", "--seed", "1"],
     "fb-1k": ["--source", "social", "--path", str(FACEBOOK), "--sample-bfs", "1000", "--seed", "1"],
+    # the scale curve's synthetic steps (benchmarks/scale_curve.py): about 1K, 45K and 4.5M pairs
+    "zipf-50": ["--source", "synthetic", "--dist", "zipf", "--nodes", "50", "--topics", "50",
+                "--min-subs", "5", "--max-subs", "20", "--seed", "1"],
+    "zipf-300": ["--source", "synthetic", "--dist", "zipf", "--nodes", "300", "--topics", "300",
+                 "--min-subs", "20", "--max-subs", "60", "--seed", "1"],
+    "zipf-3k": ["--source", "synthetic", "--dist", "zipf", "--nodes", "3000", "--topics", "3000",
+                "--min-subs", "20", "--max-subs", "60", "--seed", "1"],
     "tiny-150": ["--source", "synthetic", "--dist", "zipf", "--nodes", "150", "--topics", "120",
                  "--min-subs", "3", "--max-subs", "20", "--seed", "1"],
     "douban": ["--source", "social", "--path", str(SHARED / "soc-douban.mtx.gz")],
