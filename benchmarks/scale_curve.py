@@ -142,7 +142,7 @@ def plot(rows: list[dict], figure: Path) -> None:
                     label="target, memory: 5 x oracle + 10 s")
     seconds_ax.plot(pairs, [10 * r["seconds"] + 20 for r in oracle_rows], color="tab:orange", linestyle=":",
                     label="target, rounds: 10 x oracle + 20 s")
-    for ax, label in ((seconds_ax, "seconds (engine: the run's seconds; oracle: candidates + greedy)"),
+    for ax, label in ((seconds_ax, "seconds (engine: run seconds; oracle: compute)"),
                       (memory_ax, "peak resident memory, MiB")):
         ax.set_xscale("log")
         ax.set_yscale("log")
