@@ -13,10 +13,10 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.candidates import BOUND, CandidateTable, between
 from overlay.design.classes import ComponentClasses, Subscriptions
-from overlay.design.eligibility import DegreePhases, Eligibility
+from overlay.design.eligibility import DegreePhases, Unlimited
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
 from overlay.design.pairs import SHARED, shared_topic_counts
-from overlay.design.settle import OutsideBound, Sample, settle
+from overlay.design.settle import Sample, outside_bound, settle
 from tests.instances import random_instance
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
 
@@ -125,7 +125,7 @@ def test_settle_adds_only_links_that_beat_the_outside_bound():
     # (0, 1) gains 2 and beats the bound (1, 0, 3); (2, 3) also gains 2 and is next in key order;
     # then (0, 4) has gain 1 but ranks after the bound (a tie on gain, and (0, 4) > (0, 3)).
     sample = sample_of([(0, 1, 2), (2, 3, 2), (0, 4, 1)], tails=[(5, (1, 0, 3)), (6, (1, 0, 3))], first_left=(1, 0, 3))
-    settled = settle(sample, classes_of(TOY), Eligibility())
+    settled = settle(sample, classes_of(TOY), Unlimited())
     assert settled.accepted == [(0, 1, 2), (2, 3, 2)]
     assert settled.stopped_by_outside and not settled.exhausted
 
@@ -134,7 +134,7 @@ def test_settle_recomputes_stale_gains_before_adding():
     # After (0, 1) and (2, 3), topic 0 has two components: (0, 3) joins them (gain 1, still), and
     # then (1, 2), sampled with gain 1, has gain 0.
     sample = sample_of([(0, 1, 2), (2, 3, 2), (0, 3, 1), (1, 2, 1)])
-    settled = settle(sample, classes_of(TOY), Eligibility())
+    settled = settle(sample, classes_of(TOY), Unlimited())
     assert settled.accepted == [(0, 1, 2), (2, 3, 2), (0, 3, 1)]
     assert settled.reevaluations >= 2 and settled.exhausted
 
@@ -145,8 +145,7 @@ def test_a_full_node_no_longer_bounds_the_rest():
     tails = [(0, (2, 0, 4)), (1, (2, 1, 4)), (2, (1, 2, 4)), (3, (1, 3, 4))]
     sample = sample_of([(0, 1, 2), (2, 3, 2)], tails=tails, first_left=(2, 0, 4))
     rule = DegreePhases(5, max_degree=1)
-    outside = OutsideBound(sample, rule.live)
-    assert outside.key() == (2, 1, 4)  # the second best live tail
+    assert outside_bound(sample, rule) == (2, 1, 4)  # the second best live tail
     settled = settle(sample, classes_of(TOY), rule)
     # (0, 1) beats (2, 1, 4); then 0 and 1 are full, the bound is (1, 3, 4) and (2, 3) beats it.
     assert settled.accepted == [(0, 1, 2), (2, 3, 2)]
@@ -155,8 +154,8 @@ def test_a_full_node_no_longer_bounds_the_rest():
 
 def test_relaxed_settling_goes_within_epsilon_of_the_bound():
     sample = sample_of([(0, 1, 2), (2, 3, 2), (0, 4, 1)], tails=[(5, (3, 5, 6)), (6, (3, 5, 6))], first_left=(3, 5, 6))
-    exact = settle(sample, classes_of(TOY), Eligibility())
-    relaxed = settle(sample, classes_of(TOY), Eligibility(), epsilon=0.5)
+    exact = settle(sample, classes_of(TOY), Unlimited())
+    relaxed = settle(sample, classes_of(TOY), Unlimited(), epsilon=0.5)
     assert exact.accepted == [] and exact.stopped_by_outside  # something outside may gain 3
     assert relaxed.accepted == [(0, 1, 2), (2, 3, 2)]  # 2 * 1.5 >= 3, then 1 * 1.5 < 3
 
