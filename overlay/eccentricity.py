@@ -101,3 +101,105 @@ def diameters_by_topic(sources: DataFrame, topic_edges: DataFrame, node_bits: in
     )
     by_topic = rows.repartition(F.shiftright(F.col(SRC), node_bits))
     return by_topic.mapInArrow(_partition_diameters(node_bits), f"{S.TOPIC_ID} long, {DIAMETER} int")
+
+
+# Spark's xxhash64 (`org.apache.spark.sql.catalyst.expressions.XXH64`, seed 42), for the same
+# BFS sources as `overlay.quality.topic_diameters` picks with `xxhash64(lit(seed), node_id)`.
+_P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
+_P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
+SPARK_HASH_SEED = 42
+
+
+@nb.njit(cache=True, nogil=True)
+def _rotl(x, r):
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@nb.njit(cache=True, nogil=True)
+def _fmix(h):
+    h ^= h >> np.uint64(33)
+    h *= _P2
+    h ^= h >> np.uint64(29)
+    h *= _P3
+    return h ^ (h >> np.uint64(32))
+
+
+@nb.njit(cache=True, nogil=True)
+def spark_xxhash64_int_long(first, values):
+    """`xxhash64(int first, long value)` for each value, as Spark computes it (signed)."""
+    h = np.uint64(SPARK_HASH_SEED) + _P5 + np.uint64(4)
+    h ^= np.uint64(first & 0xFFFFFFFF) * _P1
+    seed = _fmix(_rotl(h, 23) * _P2 + _P3)
+    out = np.empty(len(values), dtype=np.int64)
+    for i in range(len(values)):
+        h = seed + _P5 + np.uint64(8)
+        h ^= _rotl(np.uint64(values[i]) * _P2, 31) * _P1
+        out[i] = np.int64(_fmix(_rotl(h, 27) * _P1 + _P4))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _diameters(topic_offsets, topic_nodes, link_offsets, link_targets, keys, exact_limit, samples, nodes):
+    topics = len(topic_offsets) - 1
+    mark = np.full(nodes, -1, dtype=np.int64)  # topic index of the topic being searched
+    local = np.zeros(nodes, dtype=np.int64)  # a member's index within it
+    diameters = np.zeros(topics, dtype=np.int64)
+    for t in range(topics):
+        start, end = topic_offsets[t], topic_offsets[t + 1]
+        size = end - start
+        if size < 2:
+            continue
+        members = topic_nodes[start:end]
+        for i in range(size):
+            mark[members[i]], local[members[i]] = t, i
+        offsets = np.zeros(size + 1, dtype=np.int64)  # the topic subgraph, local CSR
+        for i in range(size):
+            x = members[i]
+            count = 0
+            for e in range(link_offsets[x], link_offsets[x + 1]):
+                if mark[link_targets[e]] == t:
+                    count += 1
+            offsets[i + 1] = offsets[i] + count
+        targets = np.empty(offsets[size], dtype=np.int64)
+        for i in range(size):
+            x, k = members[i], offsets[i]
+            for e in range(link_offsets[x], link_offsets[x + 1]):
+                y = link_targets[e]
+                if mark[y] == t:
+                    targets[k] = local[y]
+                    k += 1
+        if offsets[size] == 0:
+            continue  # no link: diameter 0
+        if size <= exact_limit:
+            sources = np.arange(size)
+        else:  # the smallest (key, node): members are in node order, the sort is stable
+            sources = np.argsort(keys[members], kind="mergesort")[:samples]
+        diameters[t] = source_eccentricities(offsets, targets, sources).max()
+    return diameters
+
+
+def diameters_in_memory(
+    topics: np.ndarray, topic_nodes: np.ndarray, links: np.ndarray, nodes: int,
+    exact_limit: int, samples: int, seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(topic_id, diameter, exact) for every topic with at least two subscribers, the values
+    `overlay.quality.topic_diameters` computes (the same BFS sources), on the driver's copy.
+
+    `topics`, `topic_nodes`: one row per subscription, topic-major with nodes ascending within a
+    topic (`overlay.certified.TopicForest`); `links` (k x 2) in node ids. For the design job, whose
+    engine holds both: no Spark job."""
+    links = np.asarray(links, dtype=np.int64).reshape(-1, 2)
+    ends = np.concatenate([links, links[:, ::-1]])
+    ends = ends[ends[:, 0] != ends[:, 1]]
+    ends = ends[np.lexsort((ends[:, 1], ends[:, 0]))]
+    link_offsets = np.searchsorted(ends[:, 0], np.arange(nodes + 1)).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]) if len(topics) else np.zeros(0, np.int64)
+    topic_offsets = np.r_[starts, len(topics)].astype(np.int64)
+    keys = spark_xxhash64_int_long(seed, np.arange(nodes, dtype=np.int64))
+    diameters = _diameters(
+        topic_offsets, np.ascontiguousarray(topic_nodes, dtype=np.int64), link_offsets,
+        np.ascontiguousarray(ends[:, 1]), keys, exact_limit, samples, nodes,
+    )
+    sizes = np.diff(topic_offsets)
+    keep = sizes >= 2
+    return topics[starts][keep], diameters[keep], sizes[keep] <= exact_limit

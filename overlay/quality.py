@@ -219,8 +219,19 @@ def summarise_diameters(diameters: DataFrame, exact_limit: int, samples: int) ->
         F.coalesce(F.sum(F.when(F.col("exact"), 1).otherwise(0)), F.lit(0)).alias("exact"),
         F.count(F.lit(1)).alias("all"),
     ).first()
-    exact, sampled = int(row["exact"]), int(row["all"]) - int(row["exact"])
+    return _diameter_summary(int(row["max"]), float(row["avg"]), int(row["exact"]), int(row["all"]), exact_limit, samples)
+
+
+def summarise_diameter_arrays(diameters: np.ndarray, exact: np.ndarray, exact_limit: int, samples: int) -> DiameterSummary:
+    """`summarise_diameters` of `overlay.eccentricity.diameters_in_memory`'s arrays."""
+    top = int(diameters.max()) if len(diameters) else 0
+    avg = float(diameters.mean()) if len(diameters) else 0.0
+    return _diameter_summary(top, avg, int(exact.sum()), len(diameters), exact_limit, samples)
+
+
+def _diameter_summary(top: int, avg: float, exact: int, topics: int, exact_limit: int, samples: int) -> DiameterSummary:
+    sampled = topics - exact
     method = f"exact (all-source BFS) for {exact} topics with <= {exact_limit} subscribers"
     if sampled:
         method += f"; lower bound from {samples} sampled BFS sources for {sampled} larger topics"
-    return DiameterSummary(int(row["max"]), float(row["avg"]), exact, sampled, method)
+    return DiameterSummary(top, avg, exact, sampled, method)

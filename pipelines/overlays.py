@@ -21,6 +21,7 @@ from overlay import schema as S
 from overlay.certified import certified_components, topic_forest
 from overlay.connectivity import KtcoSummary, summarise_ktco, topic_connectivity
 from overlay.design.classes import Subscriptions
+from overlay.eccentricity import diameters_in_memory
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.graph import Backend
@@ -30,6 +31,7 @@ from overlay.quality import (
     check_id_ranges,
     degree_summary,
     summarise_degrees,
+    summarise_diameter_arrays,
     summarise_diameters,
     summarise_tccs,
     topic_components,
@@ -274,6 +276,7 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
         if certified and engine_links is None else None
     )
+    forest = None
     if engine_links is not None and driver_subscriptions is not None:
         forest = topic_forest(driver_subscriptions, engine_links)
         method, tccs = "engine links' forest", forest.tcc_summary()
@@ -299,8 +302,12 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
         step="degrees", max=degrees.max_degree,
     )
     clock = time.monotonic()
-    clock = time.monotonic()
-    if diameters:
+    if diameters and forest is not None:  # the engine's links and subscriptions: on the driver, no Spark job
+        _, per_topic, exact = diameters_in_memory(
+            forest.topics, forest.nodes, engine_links, instance[S.NODES], diameter_exact_limit, diameter_samples,
+        )
+        diameters = summarise_diameter_arrays(per_topic, exact, diameter_exact_limit, diameter_samples)
+    elif diameters:
         diameters = summarise_diameters(
             topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples, backend=backend),
             diameter_exact_limit,

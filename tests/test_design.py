@@ -466,8 +466,8 @@ def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, tmp_path, regim
     instance = store_instance(spark, lakehouse, "z", SPEC)
     run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "counted-warm", diameters=False)
     run_id = f"counted-{regime}"
-    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id, diameters=False,
-                     engine=design.EngineChoice(regime=regime))
+    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id,
+                     engine=design.EngineChoice(regime=regime))  # diameters included: from the engine's state
     assert stored_edges(lakehouse, run_id) == greedy_oracle(instance, "gpm", max_degree=3)
     assert run[S.REGIME] == regime
     assert run[S.DELTA_COMMITS] == DESIGN_COMMITS

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
-from overlay.quality import summarise_degrees, summarise_tccs, topic_components, topic_graph
+from overlay.quality import summarise_degrees, summarise_tccs, topic_components, topic_diameters, topic_graph
 from tests.conftest import FACEBOOK
 from tests.oracles import tco_support_oracle, topic_components_oracle
 
@@ -170,3 +170,46 @@ def test_driver_degree_summary_counts_like_the_dataframe_form():
     assert degree_summary(links, 3) == DegreeSummary(edges=3, avg_degree=2.0, min_degree=1, max_degree=3)
     assert degree_summary(links, 4) == DegreeSummary(edges=3, avg_degree=1.5, min_degree=0, max_degree=3)
     assert degree_summary(np.zeros((0, 2)), 2) == DegreeSummary(edges=0, avg_degree=0.0, min_degree=0, max_degree=0)
+
+
+def test_spark_xxhash64_as_spark_computes_it(spark):
+    """The driver's copy of `xxhash64(int, long)` picks the same diameter sources as Spark's."""
+    from overlay.eccentricity import spark_xxhash64_int_long
+
+    values = [0, 1, 2, 7, 41, 1 << 31, (1 << 32) + 5, -1, -(1 << 62), (1 << 63) - 1]
+    frame = spark.createDataFrame([(v,) for v in values], "x long")
+    for seed in (0, 3, -2):
+        expected = [r[0] for r in frame.select(F.xxhash64(F.lit(seed), F.col("x"))).collect()]
+        assert spark_xxhash64_int_long(seed, np.array(values, dtype=np.int64)).tolist() == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_diameters_in_memory_are_the_dataframe_forms(spark, seed):
+    """The design job's driver diameters against `topic_diameters`: exact topics against the
+    oracle, sampled ones (a lower bound that depends on the sources) against the Spark form."""
+    from overlay.certified import topic_forest
+    from overlay.design.classes import Subscriptions
+    from overlay.eccentricity import diameters_in_memory
+    from tests.oracles import topic_diameters_oracle
+
+    rng = random.Random(seed)
+    nodes = 30
+    subscriptions = sorted({(rng.randrange(nodes), min(rng.randrange(5), rng.randrange(5))) for _ in range(90)})
+    path = list(range(nodes))
+    rng.shuffle(path)  # long paths: a sampled source set changes the lower bound
+    edges = sorted({tuple(sorted(p)) for p in zip(path, path[1:])} | set(random_overlay(rng, nodes, 6)))
+    forest = topic_forest(Subscriptions.from_pairs(nodes, np.array(subscriptions)), np.array(edges))
+    subs, links = spark.createDataFrame(subscriptions, SUBS_SCHEMA), spark.createDataFrame(edges, EDGE_SCHEMA)
+    expected = topic_diameters_oracle(subscriptions, edges)
+    for exact_limit, samples in ((100, 8), (4, 2), (6, 1)):
+        topics, diameters, exact = diameters_in_memory(
+            forest.topics, forest.nodes, np.array(edges), nodes, exact_limit, samples, seed=seed,
+        )
+        got = dict(zip(topics.tolist(), zip(diameters.tolist(), exact.tolist())))
+        spark_form = {
+            r[S.TOPIC_ID]: (r["diameter"], r["exact"])
+            for r in topic_diameters(subs, links, exact_limit, samples, seed=seed, backend="dataframe").collect()
+        }
+        assert got == spark_form
+        assert all(d == expected[t] if e else d <= expected[t] for t, (d, e) in got.items())
+    assert not all(e for _, e in got.values())
