@@ -313,6 +313,7 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
             diameter_exact_limit,
             diameter_samples,
         )
+    if diameters:
         bar.step(
             f"topic diameters: max {diameters.diameter_max}, average {diameters.diameter_avg:.2f} "
             f"({diameters.exact_topics} topics exact, {diameters.sampled_topics} sampled), {time.monotonic() - clock:.1f}s",
