@@ -71,7 +71,8 @@ Regime = Literal["auto", "memory", "rounds"]
 REGIMES: tuple[str, ...] = ("auto", "memory", "rounds")
 MEMORY_BUDGET = 4 << 30  # bytes of candidate state the memory regime may hold (conf/lab.yaml: design.memory_budget)
 DEFAULT_EPSILON = 0.1
-SAMPLE_ROWS = 400_000  # rows each partition of a round sends the driver, at most about (auto sizes)
+TOP_ROWS = 1_000_000  # best rows each partition of a round sends the driver (auto sizes)
+TAIL_ROWS = 200_000  # and about as many rows of its open nodes, spread over them
 MAX_PER_NODE = 1024
 OPEN_READ_SHARE = 0.9  # read only the open nodes' rows when at most this share of nodes is open
 MAX_LOOKAHEAD = 64  # phases one round may sample ahead, once a whole phase fits in a sample
@@ -245,11 +246,12 @@ class GreedyEngine:
         return "memory" if fits else "rounds"
 
     def _sample_sizes(self, open_nodes: int) -> tuple[int, int]:
-        """Rows per node and best rows overall a round samples. Auto: half the sample for the
-        nodes whose rows the round reads, so a filling matching phase samples its open nodes
-        deeper (and their tails bound less)."""
-        per_node = self.per_node or max(1, min(MAX_PER_NODE, SAMPLE_ROWS // (2 * max(1, open_nodes))))
-        top = self.batch_size or max(1, SAMPLE_ROWS // 2)
+        """Rows per node and best rows overall a round samples. Auto: the best rows bound what a
+        round can settle (the first row left out bounds every row not sent), so they take most of
+        the sample; the open nodes share the rest, so a filling matching phase samples them deeper
+        (and their tails bound less)."""
+        per_node = self.per_node or max(1, min(MAX_PER_NODE, TAIL_ROWS // max(1, open_nodes)))
+        top = self.batch_size or TOP_ROWS
         return per_node, top
 
     def done(self) -> bool:
