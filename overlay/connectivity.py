@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.graph import DST, SRC
-from overlay.kappa import connectivity_upto
+from overlay.kappa import csr_connectivity_upto
 from overlay.quality import NODE_BITS, topic_graph
 
 
@@ -58,17 +59,58 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
         S.TOPIC_ID, S.NODE_ID, F.lit(None).cast("long").alias(S.U), F.lit(None).cast("long").alias(S.V)
     ).unionByName(inside.select(S.TOPIC_ID, F.lit(None).cast("long").alias(S.NODE_ID), S.U, S.V))
 
-    # Every row of a topic in one partition, in topic order; each task then walks its topics in
-    # one pass (a pandas group per topic costs milliseconds: minutes on a social graph's topics).
-    by_topic = rows.repartition(S.TOPIC_ID).sortWithinPartitions(S.TOPIC_ID)
+    # Every row of a topic in one partition; each task then checks all its topics in one compiled
+    # pass (a Python step per topic costs a millisecond: minutes on a social graph's topics).
+    by_topic = rows.repartition(S.TOPIC_ID)
     return by_topic.mapInArrow(_topics_in_partition(k), TOPIC_SCHEMA)
 
 
 ROW_SCHEMA = pa.schema([(name, pa.int64()) for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)])
 
 
+@nb.njit(cache=True, nogil=True)
+def _each_topic(topic_starts, offsets, targets, k):
+    """min(kappa, k) of each topic: its vertices are `topic_starts[t]:topic_starts[t + 1]` of the
+    partition's CSR, whose links stay within a topic."""
+    topics = len(topic_starts) - 1
+    out = np.empty(topics, dtype=np.int64)
+    for t in range(topics):
+        first, last = topic_starts[t], topic_starts[t + 1]
+        local = offsets[first:last + 1] - offsets[first]
+        out[t] = csr_connectivity_upto(local, targets[offsets[first]:offsets[last]] - first, k)
+    return out
+
+
+def topics_connectivity(topic, node, u, v, k: int) -> dict[str, np.ndarray]:
+    """The rows of `topic_connectivity` for the topics of these rows (all rows of each topic): a
+    subscriber row has `node` >= 0, a link row its ends `u`, `v` >= 0 (distinct, u < v, both
+    subscribers of the topic). One compiled pass, no Python per topic."""
+    is_subscriber = node >= 0
+    keys = np.unique((topic[is_subscriber] << NODE_BITS) | node[is_subscriber])  # topic-major vertices
+    vertex_topic = keys >> NODE_BITS
+    topic_starts = np.flatnonzero(np.r_[True, vertex_topic[1:] != vertex_topic[:-1]]) if len(keys) else np.zeros(0, np.int64)
+    link_topic = topic[~is_subscriber]
+    a = np.searchsorted(keys, (link_topic << NODE_BITS) | u[~is_subscriber])
+    b = np.searchsorted(keys, (link_topic << NODE_BITS) | v[~is_subscriber])
+    tails, heads = np.concatenate([a, b]), np.concatenate([b, a])
+    order = np.lexsort((heads, tails))
+    offsets = np.searchsorted(tails[order], np.arange(len(keys) + 1)).astype(np.int64)
+    connectivity = _each_topic(
+        np.r_[topic_starts, len(keys)].astype(np.int64), offsets, np.ascontiguousarray(heads[order], dtype=np.int64), k,
+    )
+    topics = vertex_topic[topic_starts]
+    subscribers = np.diff(np.r_[topic_starts, len(keys)])
+    edges = np.bincount(np.searchsorted(topics, link_topic), minlength=len(topics)) if len(topics) else subscribers
+    clique = edges == subscribers * (subscribers - 1) // 2
+    fine = (subscribers <= 1) | np.where(subscribers <= k, clique, connectivity >= k)  # is_k_connected_topic
+    return {
+        S.TOPIC_ID: topics, S.SUBSCRIBERS: subscribers, S.EDGES: edges,
+        S.CONNECTIVITY: connectivity.astype(np.int32), S.K_CONNECTED: fine,
+    }
+
+
 def _topics_in_partition(k: int):
-    """The executor side of `topic_connectivity` (a `mapInArrow` function over rows sorted by
+    """The executor side of `topic_connectivity` (a `mapInArrow` function over rows grouped by
     topic: a subscriber row has a node id, a link row its two ends)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -78,28 +120,12 @@ def _topics_in_partition(k: int):
         if table.num_rows == 0:
             return
         topic, node, u, v = (
-            pc.fill_null(table.column(name), -1).to_numpy() for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)
+            pc.fill_null(table.column(name), -1).to_numpy().astype(np.int64) for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)
         )
-        starts = np.flatnonzero(np.r_[True, topic[1:] != topic[:-1]])
-        ends = np.r_[starts[1:], len(topic)]
-        result = {name: [] for name in (S.TOPIC_ID, S.SUBSCRIBERS, S.EDGES, S.CONNECTIVITY, S.K_CONNECTED)}
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            nodes = np.unique(node[start:end][node[start:end] >= 0])
-            is_link = u[start:end] >= 0
-            pairs = np.column_stack([u[start:end][is_link], v[start:end][is_link]])
-            connectivity = connectivity_upto(nodes, pairs, k)
-            result[S.TOPIC_ID].append(int(topic[start]))
-            result[S.SUBSCRIBERS].append(len(nodes))
-            result[S.EDGES].append(len(pairs))
-            result[S.CONNECTIVITY].append(connectivity)
-            result[S.K_CONNECTED].append(is_k_connected_topic(len(nodes), len(pairs), connectivity, k))
-        yield pa.RecordBatch.from_pydict({
-            S.TOPIC_ID: pa.array(result[S.TOPIC_ID], pa.int64()),
-            S.SUBSCRIBERS: pa.array(result[S.SUBSCRIBERS], pa.int64()),
-            S.EDGES: pa.array(result[S.EDGES], pa.int64()),
-            S.CONNECTIVITY: pa.array(result[S.CONNECTIVITY], pa.int32()),
-            S.K_CONNECTED: pa.array(result[S.K_CONNECTED], pa.bool_()),
-        })
+        result = topics_connectivity(topic, node, u, v, k)
+        types = {S.TOPIC_ID: pa.int64(), S.SUBSCRIBERS: pa.int64(), S.EDGES: pa.int64(),
+                 S.CONNECTIVITY: pa.int32(), S.K_CONNECTED: pa.bool_()}
+        yield pa.RecordBatch.from_pydict({name: pa.array(result[name], types[name]) for name in types})
 
     return run
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 from itertools import combinations
 
+import numpy as np
 import pytest
 from chispa import assert_df_equality
 
-from overlay.connectivity import TOPIC_SCHEMA, connectivity_upto, summarise_ktco, topic_connectivity
+from overlay.connectivity import TOPIC_SCHEMA, summarise_ktco, topic_connectivity
+from overlay.kappa import connectivity_upto
 from tests import ktco_oracle as K
 from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA
 
@@ -60,6 +62,30 @@ def test_topic_connectivity_matches_the_oracle(spark, seed, k):
     fine = sum(row[-1] for row in expected)
     assert (summary.topics, summary.k_connected_topics, summary.is_ktco) == (len(expected), fine, fine == len(expected))
     assert K.is_ktco(subscriptions, edges, k) == summary.is_ktco
+
+
+@pytest.mark.parametrize(("seed", "k"), [(s, k) for s in range(6) for k in (1, 2, 3)])
+def test_one_compiled_pass_over_a_partitions_topics_is_the_oracles(seed, k):
+    """`topics_connectivity` gets many topics' rows at once, in any order (what a task sees)."""
+    from overlay.connectivity import topics_connectivity
+
+    rng = random.Random(500 + seed)
+    nodes = rng.randint(5, 14)
+    subscriptions = sorted({(v, t) for v in range(nodes) for t in rng.sample(range(9), rng.randint(1, 5))})
+    edges = sorted(K.harary_pt(subscriptions, k))
+    edges = sorted({e for e in edges if rng.random() < 0.85} | {(u, v) for u, v in combinations(range(nodes), 2) if rng.random() < 0.1})
+    rows = [(t, v, -1, -1) for v, t in subscriptions]
+    expected = {}
+    for topic, members in sorted(K.subscribers(subscriptions).items()):
+        inside = {(u, v) for u, v in edges if u in members and v in members}
+        rows += [(topic, -1, u, v) for u, v in inside]
+        kappa = K.vertex_connectivity_flow(members, inside) if len(members) > 1 else 0
+        expected[topic] = (len(members), len(inside), min(kappa, k), K.ktco_ok(members, inside, k))
+    rng.shuffle(rows)
+    topic, node, u, v = (np.array(column, dtype=np.int64) for column in zip(*rows))
+    got = topics_connectivity(topic, node, u, v, k)
+    columns = ("subscribers", "edges", "connectivity", "k_connected")
+    assert {t: tuple(got[c][i].item() for c in columns) for i, t in enumerate(got["topic_id"].tolist())} == expected
 
 
 def test_not_null_columns_as_delta_stores_them(spark):
