@@ -8,7 +8,7 @@ seconds) and the Spark jobs started so far.
 
 Usage (nothing else running; a fresh lakehouse shows the tables' creation):
   .venv/bin/python benchmarks/cli_timeline.py --lakehouse /tmp/tl -q ingest --instance tiny \\
-      --source subscriptions --path tiny.csv
+      --source subscriptions --path benchmarks/data/tiny.csv
   .venv/bin/python benchmarks/cli_timeline.py --lakehouse /tmp/tl -q design --instance tiny \\
       --algorithm gpm --max-degree 2 --skip-diameters
 """
