@@ -11,6 +11,8 @@ Usage (nothing else running; a fresh lakehouse shows the tables' creation):
       --source subscriptions --path benchmarks/data/tiny.csv
   .venv/bin/python benchmarks/cli_timeline.py --lakehouse /tmp/tl -q design --instance tiny \\
       --algorithm gpm --max-degree 2 --skip-diameters
+  .venv/bin/python benchmarks/cli_timeline.py --lakehouse LAKEHOUSE -q route --run-id RUN \\
+      --protocol pie --publications 10000
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipelines import cli, design, ingest, overlays, spark  # noqa: E402
+from pipelines import cli, design, ingest, overlays, route, spark  # noqa: E402
 from pipelines.lakehouse import Lakehouse  # noqa: E402
 
 marks: list[tuple[float, str]] = []
@@ -71,6 +73,19 @@ def main() -> int:
         timed(design, name)
     for name in ("topic_forest", "degree_summary"):
         timed(overlays, name)
+    for name in ("complete_run", "claim_run", "_network_and_workload", "build_network", "summarise", "node_coordinates"):
+        timed(route, name)
+    for engine in list(route.ENGINES):  # the dict holds the functions: wrap its entries
+        original = route.ENGINES[engine]
+
+        def simulated(*args, _original=original, _engine=engine, **kwargs):
+            clock = time.monotonic()
+            result = _original(*args, **kwargs)
+            mark(f"simulate ({_engine}, {time.monotonic() - clock:.2f}s)")
+            return result
+
+        route.ENGINES[engine] = simulated
+    timed(Lakehouse, "update_run")
     code = cli.main(sys.argv[1:])
     mark("done")
     previous = 0.0
