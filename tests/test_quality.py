@@ -183,7 +183,7 @@ def test_spark_xxhash64_as_spark_computes_it(spark):
         assert spark_xxhash64_int_long(seed, np.array(values, dtype=np.int64)).tolist() == expected
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_diameters_in_memory_are_the_dataframe_forms(spark, seed):
     """The design job's driver diameters against `topic_diameters`: exact topics against the
     oracle, sampled ones (a lower bound that depends on the sources) against the Spark form."""
