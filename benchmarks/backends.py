@@ -121,7 +121,9 @@ def random_m_overlay(label: str, subscriptions: DataFrame, max_degree: int) -> O
 def zipf(spark: SparkSession, nodes: int, links: int, min_subs: int, max_subs: int) -> Overlay:
     """The instance and random overlay of benchmarks/evaluate_10k.py (nodes = topics, seed 1)."""
     spec = SyntheticSpec(dist="zipf", nodes=nodes, topics=nodes, min_subs=min_subs, max_subs=max_subs, seed=1)
-    subscriptions = synthetic_instance(spark, spec).subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    subscriptions = (
+        synthetic_instance(spark, spec).subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    )
     rng = random.Random(1)
     pairs = set()
     while len(pairs) < links:  # drawn on the driver as in evaluate_10k: the benchmark's fixed input
@@ -135,9 +137,12 @@ def scribe_workload(label: str, subscriptions: DataFrame, n: int, count: int) ->
     """A RandomS + Chord overlay over nodes 0..n-1 and `count` publications (seed 1)."""
     overlay = small_world_overlay(subscriptions, n, "random", "chord", seed=1)
     network = build_network(overlay.ring, overlay.fingers, subscriptions, n)
-    placed = publications(subscriptions, count, seed=1).join(
-        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
-    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
+    placed = (
+        publications(subscriptions, count, seed=1)
+        .join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
+        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+        .localCheckpoint(eager=True)
+    )
     return Routing(f"{label} RandomS + Chord, {count:,} publications", network, placed)
 
 
@@ -158,7 +163,7 @@ def same_rows(a: DataFrame, b: DataFrame) -> bool:
 
 def compare(spark: SparkSession, operation: str, size: str, compute) -> str:
     """One table row: `compute(backend)` on both backends."""
-    runs = [timed(spark, lambda: compute(backend)) for backend in BACKENDS]
+    runs = [timed(spark, lambda backend=backend: compute(backend)) for backend in BACKENDS]
     (df_seconds, df_result, df_jobs), (gf_seconds, gf_result, gf_jobs) = runs
     same = "yes" if same_rows(df_result, gf_result) else "NO"
     row = (
@@ -182,7 +187,9 @@ def overlay_rows(spark: SparkSession, overlay: Overlay, operations: set[str]) ->
         ),
         "degrees": lambda: compare(spark, "node degrees", overlay.label, lambda b: node_degrees(overlay.links, b)),
         "diameters": lambda: compare(
-            spark, "topic diameters", overlay.label,
+            spark,
+            "topic diameters",
+            overlay.label,
             lambda b: topic_diameters(overlay.subscriptions, overlay.links, backend=b),
         ),
     }
@@ -213,7 +220,9 @@ def busiest() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", choices=("small", "1k", "10k", "full"), default="full")
-    parser.add_argument("--operations", default=",".join(OPERATIONS), help=f"comma-separated, of {','.join(OPERATIONS)}")
+    parser.add_argument(
+        "--operations", default=",".join(OPERATIONS), help=f"comma-separated, of {','.join(OPERATIONS)}"
+    )
     args = parser.parse_args()
     operations = set(args.operations.split(","))
     if not operations <= set(OPERATIONS):
@@ -221,10 +230,15 @@ def main() -> None:
     print(f"before: {load()}\n{busiest()}", flush=True)
     started = time.monotonic()
     root = tempfile.mkdtemp(prefix="bench-backends-")
-    settings = apply_overrides(LabSettings(), {"lakehouse": root + "/lakehouse", "spark.conf": {"spark.ui.retainedJobs": "100000"}})
+    settings = apply_overrides(
+        LabSettings(), {"lakehouse": root + "/lakehouse", "spark.conf": {"spark.ui.retainedJobs": "100000"}}
+    )
     spark = build_local_session(settings)
-    print(f"Spark {spark.version}, master {spark.sparkContext.master}, {shuffle_partitions(spark)} shuffle partitions, "
-          f"PID {os.getpid()}", flush=True)
+    print(
+        f"Spark {spark.version}, master {spark.sparkContext.master}, {shuffle_partitions(spark)} shuffle partitions, "
+        f"PID {os.getpid()}",
+        flush=True,
+    )
     spark.range(1000).groupBy((F.col("id") % 7).alias("k")).count().collect()  # warm-up, not measured
 
     print(HEADER + "\n" + RULE, flush=True)
@@ -243,7 +257,9 @@ def main() -> None:
     if args.sizes in ("10k", "full"):
         rows += overlay_rows(spark, zipf(spark, 10_000, 20_000, 20, 60), operations)
         if "routing" in operations:
-            tw, n = social_sample(spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1))
+            tw, n = social_sample(
+                spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1)
+            )
             rows.append(routing_row(spark, scribe_workload("tw-10k", tw, n, 10_000)))
     print("\n" + "\n".join([HEADER, RULE, *rows]))
     print(f"\ntotal {time.monotonic() - started:.0f} s\nafter: {load()}\n{busiest()}", flush=True)

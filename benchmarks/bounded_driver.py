@@ -63,9 +63,20 @@ def main() -> None:
     nodes, node_ids, topic_ids = subscriptions_of(str(lakehouse), args.case)
     pairs, needed = memory.estimate(Subscriptions.from_pairs(nodes, np.column_stack([node_ids, topic_ids])))
     budget = memory.parse_bytes(args.budget)
-    print(f"candidate state: at most {pairs:,} pairs, {memory.human_bytes(needed)} ({needed / budget:.1f}x the "
-          f"{args.budget} budget)", flush=True)
-    flags = ["--instance", args.case, "--algorithm", args.algorithm, "--max-degree", args.max_degree, "--skip-diameters"]
+    print(
+        f"candidate state: at most {pairs:,} pairs, {memory.human_bytes(needed)} ({needed / budget:.1f}x the "
+        f"{args.budget} budget)",
+        flush=True,
+    )
+    flags = [
+        "--instance",
+        args.case,
+        "--algorithm",
+        args.algorithm,
+        "--max-degree",
+        args.max_degree,
+        "--skip-diameters",
+    ]
     reference_s, reference_peaks = design(str(lakehouse), [], [*flags, "--regime", "memory", "--run-id", "memory"])
     # Executors on this machine advertise its first interface; where connections to it are
     # blocked (a sandbox), a task result fetched from an executor's block manager (over 1 MiB)
@@ -73,16 +84,23 @@ def main() -> None:
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cluster_s, cluster_peaks = design(
-        str(lakehouse), ["--master", args.master, "--driver-memory", "1g"],
-        [*flags, "--regime", "auto", "--memory-budget", args.budget, "--run-id", "cluster"], env,
+        str(lakehouse),
+        ["--master", args.master, "--driver-memory", "1g"],
+        [*flags, "--regime", "auto", "--memory-budget", args.budget, "--run-id", "cluster"],
+        env,
     )
     runs = table(str(lakehouse), "overlay_runs").set_index("run_id")
     memory_run, cluster_run = run_summary(str(lakehouse), "memory"), run_summary(str(lakehouse), "cluster")
     row = {
-        "case": args.case, "subscriptions": len(node_ids), "pairs": memory_run["candidates"],
+        "case": args.case,
+        "subscriptions": len(node_ids),
+        "pairs": memory_run["candidates"],
         "candidate state": f"{memory.human_bytes(needed)} ({needed / budget:.1f}x the budget)",
-        "budget": memory.human_bytes(budget), "master": args.master, "cluster regime": runs.loc["cluster"].regime,
-        "links": cluster_run["edges"], "same links": "yes" if cluster_run["sequence"] == memory_run["sequence"] else "DIFFERENT",
+        "budget": memory.human_bytes(budget),
+        "master": args.master,
+        "cluster regime": runs.loc["cluster"].regime,
+        "links": cluster_run["edges"],
+        "same links": "yes" if cluster_run["sequence"] == memory_run["sequence"] else "DIFFERENT",
         "memory regime: engine / end to end s": f"{memory_run['seconds']:.1f} / {reference_s:.1f}",
         "cluster: engine / end to end s": f"{cluster_run['seconds']:.1f} / {cluster_s:.1f}",
         "memory regime peak RSS (python / JVM)": " / ".join(

@@ -73,7 +73,14 @@ def main() -> int:
         timed(design, name)
     for name in ("topic_forest", "degree_summary"):
         timed(overlays, name)
-    for name in ("complete_run", "claim_run", "_network_and_workload", "build_network", "summarise", "node_coordinates"):
+    for name in (
+        "complete_run",
+        "claim_run",
+        "_network_and_workload",
+        "build_network",
+        "summarise",
+        "node_coordinates",
+    ):
         timed(route, name)
     for engine in list(route.ENGINES):  # the dict holds the functions: wrap its entries
         original = route.ENGINES[engine]

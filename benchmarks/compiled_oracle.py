@@ -415,11 +415,18 @@ def _greedy(nodes, node_ptr, node_topic, topic_ptr, ptr, keys, use_blocks, phase
     tail = np.arange(member_next.size).astype(np.int32)
     size = np.ones(member_next.size, dtype=np.int32)
     vertices = positions if use_blocks else 0
-    state = (np.full(vertices, -1, dtype=np.int64), np.full(vertices, -1, dtype=np.int64),
-             np.full(vertices, -1, dtype=np.int64), np.full(vertices, -1, dtype=np.int64),
-             np.empty(vertices, dtype=np.int64), np.empty(vertices, dtype=np.int64),
-             np.empty(vertices, dtype=np.int64), np.empty(vertices, dtype=np.int64),
-             np.empty(vertices, dtype=np.int64), np.empty(vertices, dtype=np.int64))
+    state = (
+        np.full(vertices, -1, dtype=np.int64),
+        np.full(vertices, -1, dtype=np.int64),
+        np.full(vertices, -1, dtype=np.int64),
+        np.full(vertices, -1, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+        np.empty(vertices, dtype=np.int64),
+    )
     to = np.empty(1024 if use_blocks else 0, dtype=np.int64)
     nxt = np.empty(to.size, dtype=np.int64)
     count = np.int64(0)
@@ -558,14 +565,27 @@ def warm_up() -> None:
     node_ids = np.array([0, 0, 1, 1, 2, 2, 3, 4], dtype=np.int64)
     topic_ids = np.array([0, 1, 0, 1, 0, 1, 1, 0], dtype=np.int64)
     for algorithm in ALGORITHMS:
-        greedy(6, node_ids, topic_ids, algorithm, max_edges=2 if algorithm == "gpa" else None,
-               max_degree=2 if algorithm == "gpm" else None)
+        greedy(
+            6,
+            node_ids,
+            topic_ids,
+            algorithm,
+            max_edges=2 if algorithm == "gpa" else None,
+            max_degree=2 if algorithm == "gpm" else None,
+        )
     tco_support(6, node_ids, topic_ids, np.array([0]), np.array([1]))
 
 
-def greedy(nodes: int, node_ids, topic_ids, algorithm: str, max_edges: int | None = None,
-           max_degree: int | None = None, *, counts: dict | None = None
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+def greedy(
+    nodes: int,
+    node_ids,
+    topic_ids,
+    algorithm: str,
+    max_edges: int | None = None,
+    max_degree: int | None = None,
+    *,
+    counts: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """(u, v, gain) of the links in the order added, and {"candidates": s, "greedy": s}.
 
     gm, gpa (max_edges = m), minmaxoda, gpm (max_degree = d), gm2. Node ids in [0, nodes);
@@ -582,12 +602,25 @@ def greedy(nodes: int, node_ids, topic_ids, algorithm: str, max_edges: int | Non
     start = time.perf_counter()
     instance = Instance(nodes, node_ids, topic_ids)
     keys = np.empty(instance.pair_capacity(), dtype=np.int64)
-    ptr = _candidates(nodes, instance.node_ptr, instance.node_topic, instance.topic_ptr,
-                      instance.topic_nodes, instance.index_in_topic, keys)
+    ptr = _candidates(
+        nodes,
+        instance.node_ptr,
+        instance.node_topic,
+        instance.topic_ptr,
+        instance.topic_nodes,
+        instance.index_in_topic,
+        keys,
+    )
     built = time.perf_counter()
     u, v, gain, work_counts = _greedy(
-        nodes, instance.node_ptr, instance.node_topic, instance.topic_ptr, ptr, keys,
-        algorithm == "gm2", algorithm in ("minmaxoda", "gpm"),
+        nodes,
+        instance.node_ptr,
+        instance.node_topic,
+        instance.topic_ptr,
+        ptr,
+        keys,
+        algorithm == "gm2",
+        algorithm in ("minmaxoda", "gpm"),
         NEVER if max_edges is None else np.int64(max_edges),
         np.int64(max_degree) if algorithm == "gpm" else NEVER,
     )
@@ -604,8 +637,9 @@ def tco_support(nodes: int, node_ids, topic_ids, u, v) -> float:
     span = instance.subscriptions - int(np.count_nonzero(np.diff(instance.topic_ptr)))
     if span == 0:
         return 1.0
-    merges = _merges(instance.node_ptr, instance.node_topic, np.asarray(u, dtype=np.int64),
-                     np.asarray(v, dtype=np.int64))
+    merges = _merges(
+        instance.node_ptr, instance.node_topic, np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    )
     return merges / span
 
 
@@ -652,15 +686,19 @@ def main(argv=None) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if args.links:
         np.savez(args.links, u=u, v=v, gain=gain)
-    print(json.dumps({
-        "links": int(u.size),
-        "tco_support": tco_support(nodes, node_ids, topic_ids, u, v),
-        "seconds_candidates": round(seconds["candidates"], 4),
-        "seconds_greedy": round(seconds["greedy"], 4),
-        "gain_sum": int(gain.sum()),
-        "peak_rss_bytes": peak,
-        "peak_rss_before_bytes": before,
-    }))
+    print(
+        json.dumps(
+            {
+                "links": int(u.size),
+                "tco_support": tco_support(nodes, node_ids, topic_ids, u, v),
+                "seconds_candidates": round(seconds["candidates"], 4),
+                "seconds_greedy": round(seconds["greedy"], 4),
+                "gain_sum": int(gain.sum()),
+                "peak_rss_bytes": peak,
+                "peak_rss_before_bytes": before,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ def subscriptions_of(lakehouse: str, instance: str) -> tuple[int, np.ndarray, np
 def oracle_row(nodes: int, node_ids, topic_ids, algorithm: str, summary: dict) -> dict:
     budget = summary["params"]["budget"]
     u, v, gain, seconds = compiled_oracle.greedy(
-        nodes, node_ids, topic_ids, algorithm,
+        nodes,
+        node_ids,
+        topic_ids,
+        algorithm,
         max_edges=budget["max_edges"] if algorithm == "gpa" else None,
         max_degree=budget["max_degree"] if algorithm == "gpm" else None,
     )
@@ -77,23 +80,40 @@ def run_case(root: Path, case: str, algorithms: list[str], regime: str | None) -
             cli(str(lakehouse), "design", "--instance", case, "--algorithm", "minmaxoda", "--skip-diameters")
         run_id = f"{case}.{algorithm}.bench"
         flags = [*DESIGNS[algorithm], *(["--regime", regime] if regime else [])]
-        end_to_end = cli(str(lakehouse), "design", "--instance", case, "--algorithm", algorithm, *flags,
-                         "--run-id", run_id, "--skip-diameters")
+        end_to_end = cli(
+            str(lakehouse),
+            "design",
+            "--instance",
+            case,
+            "--algorithm",
+            algorithm,
+            *flags,
+            "--run-id",
+            run_id,
+            "--skip-diameters",
+        )
         summary = run_summary(str(lakehouse), run_id)
         run = table(str(lakehouse), "overlay_runs").set_index("run_id").loc[run_id]
         oracle = oracle_row(nodes, node_ids, topic_ids, algorithm, summary)
         compute = oracle["candidates"] + oracle["greedy"]
         limit = 5 * compute + 10 if run.regime == "memory" else 10 * compute + 20
         row = {
-            "case": case, "algorithm": f"{algorithm} {' '.join(DESIGNS[algorithm])}".strip(), "regime": run.regime,
-            "pairs": summary["candidates"], "links": summary["edges"], "TcoSuppR": f"{summary['tco']:.4f}",
+            "case": case,
+            "algorithm": f"{algorithm} {' '.join(DESIGNS[algorithm])}".strip(),
+            "regime": run.regime,
+            "pairs": summary["candidates"],
+            "links": summary["edges"],
+            "TcoSuppR": f"{summary['tco']:.4f}",
             "engine s": f"{summary['seconds']:.1f}",
             "setup / rounds / commits / check s": (
                 f"{summary['setup']:.1f} / {summary['rounds_s']:.1f} / {summary['commits']:.1f} / {summary['evaluate']:.1f}"
             ),
-            "end to end s": f"{end_to_end:.1f}", "jobs": int(run.spark_jobs), "commits": int(run.delta_commits),
+            "end to end s": f"{end_to_end:.1f}",
+            "jobs": int(run.spark_jobs),
+            "commits": int(run.delta_commits),
             "oracle s (cand. + greedy)": f"{compute:.2f} ({oracle['candidates']:.2f} + {oracle['greedy']:.2f})",
-            "engine limit s": f"{limit:.1f}", "met": "yes" if summary["seconds"] <= limit else "NO",
+            "engine limit s": f"{limit:.1f}",
+            "met": "yes" if summary["seconds"] <= limit else "NO",
             "greedy ratio": f"{summary['rounds_s'] / max(oracle['greedy'], 1e-9):.2f}",
             "e2e - engine s": f"{end_to_end - summary['seconds']:.1f}",
             "same links": "yes" if oracle["same"] else "DIFFERENT",
@@ -128,9 +148,13 @@ def greedy_only(root: Path, cases: list[str], algorithms: list[str]) -> list[dic
             links = [link for r in rounds for link in r.edges]
             u, v, gain, seconds = compiled_oracle.greedy(nodes, node_ids, topic_ids, algorithm, max_degree=max_degree)
             row = {
-                "case": case, "algorithm": algorithm, "links": len(links),
-                "engine build s": f"{total - sweep_s:.2f}", "engine sweep s": f"{sweep_s:.2f}",
-                "oracle candidates s": f"{seconds['candidates']:.2f}", "oracle greedy s": f"{seconds['greedy']:.2f}",
+                "case": case,
+                "algorithm": algorithm,
+                "links": len(links),
+                "engine build s": f"{total - sweep_s:.2f}",
+                "engine sweep s": f"{sweep_s:.2f}",
+                "oracle candidates s": f"{seconds['candidates']:.2f}",
+                "oracle greedy s": f"{seconds['greedy']:.2f}",
                 "sweep / oracle greedy": f"{sweep_s / max(seconds['greedy'], 1e-9):.2f}",
                 "same links": "yes" if links == list(zip(u.tolist(), v.tolist(), gain.tolist())) else "DIFFERENT",
             }
@@ -145,8 +169,11 @@ def main() -> None:
     parser.add_argument("--cases", default="zipf-1k,zipf-10k,douban,slashdot")
     parser.add_argument("--algorithms", default="gpm")
     parser.add_argument("--regime", choices=("memory", "rounds"), default=None, help="default: the settings' (auto)")
-    parser.add_argument("--greedy-only", action="store_true",
-                        help="no Spark: the greedy alone on the instances a previous run of the cases stored")
+    parser.add_argument(
+        "--greedy-only",
+        action="store_true",
+        help="no Spark: the greedy alone on the instances a previous run of the cases stored",
+    )
     args = parser.parse_args()
     compiled_oracle.warm_up()
     clock = time.monotonic()

@@ -39,7 +39,9 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="bench-evaluate-")
     spark = build_local_session(apply_overrides(LabSettings(), {"lakehouse": root + "/lakehouse"}))
     lakehouse = Lakehouse(spark, root + "/lakehouse")
-    spec = SyntheticSpec(dist="zipf", nodes=args.nodes, topics=args.topics, min_subs=args.min_subs, max_subs=args.max_subs, seed=1)
+    spec = SyntheticSpec(
+        dist="zipf", nodes=args.nodes, topics=args.topics, min_subs=args.min_subs, max_subs=args.max_subs, seed=1
+    )
     lakehouse.replace_instance("bench", synthetic_instance(spark, spec))
 
     rng = random.Random(1)
@@ -80,12 +82,16 @@ def main() -> None:
     count, _ = scipy_components(graph, directed=False)
     scipy_seconds = time.monotonic() - started
 
-    print(f"instance: {args.nodes:,} nodes, {args.topics:,} topics, {metrics[S.TCC_EMPTY]:,} subscriptions; "
-          f"overlay: {metrics[S.EDGES]:,} links; topic graph: {len(vertex_ids):,} vertices, {len(pairs):,} edges")
+    print(
+        f"instance: {args.nodes:,} nodes, {args.topics:,} topics, {metrics[S.TCC_EMPTY]:,} subscriptions; "
+        f"overlay: {metrics[S.EDGES]:,} links; topic graph: {len(vertex_ids):,} vertices, {len(pairs):,} edges"
+    )
     print(f"TCC = {metrics[S.TCC]:,} (scipy: {count:,}), TcoSuppR = {metrics[S.TCO_SUPPORT]:.4f}")
-    print(f"evaluate total {total:.1f} s; connected components {spent['components']:.1f} s "
-          f"({spent['components'] / total:.0%} of it); scipy {scipy_seconds:.3f} s; "
-          f"components / scipy = {spent['components'] / scipy_seconds:,.0f}x")
+    print(
+        f"evaluate total {total:.1f} s; connected components {spent['components']:.1f} s "
+        f"({spent['components'] / total:.0%} of it); scipy {scipy_seconds:.3f} s; "
+        f"components / scipy = {spent['components'] / scipy_seconds:,.0f}x"
+    )
     assert count == metrics[S.TCC], "the DataFrame components disagree with scipy"
 
 

@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchmarks.design_greedy import current_subscriptions, print_markdown, table  # noqa: E402
 from feverfew_oracle import FeverfewOracle  # noqa: E402
+
+from benchmarks.design_greedy import current_subscriptions, print_markdown, table  # noqa: E402
 
 INSTANCE = "tw-10k"
 
@@ -40,25 +41,61 @@ def cli(lakehouse: str, *argv: str) -> float:
 def benchmark(lakehouse: str, cycles: int, oracle_cycles: int) -> None:
     instances = table(lakehouse, "instances") if (Path(lakehouse) / "instances").exists() else None
     if instances is None or INSTANCE not in set(instances.instance):
-        seconds = cli(lakehouse, "ingest", "--instance", INSTANCE, "--source", "social", "--dataset", "twitter",
-                      "--sample-bfs", "10000", "--seed", "1")
+        seconds = cli(
+            lakehouse,
+            "ingest",
+            "--instance",
+            INSTANCE,
+            "--source",
+            "social",
+            "--dataset",
+            "twitter",
+            "--sample-bfs",
+            "10000",
+            "--seed",
+            "1",
+        )
         print(f"ingest {INSTANCE}: {seconds:.0f} s", flush=True)
     run_id = f"{INSTANCE}.feverfew.bench.c{cycles}"
-    wall = cli(lakehouse, "simulate", "--instance", INSTANCE, "--protocol", "feverfew", "--cycles", str(cycles),
-               "--run-id", run_id, "--replace", "--skip-diameters")
+    wall = cli(
+        lakehouse,
+        "simulate",
+        "--instance",
+        INSTANCE,
+        "--protocol",
+        "feverfew",
+        "--cycles",
+        str(cycles),
+        "--run-id",
+        run_id,
+        "--replace",
+        "--skip-diameters",
+    )
     runs = table(lakehouse, "overlay_runs")
     run = runs[runs.run_id == run_id].iloc[0]
     per_cycle = table(lakehouse, "gossip_cycles")
     per_cycle = per_cycle[per_cycle.run_id == run_id].sort_values("cycle")
     spark_cycle = float(per_cycle.seconds.mean())
-    print(f"simulate {run_id}: {wall:.0f} s wall (the process), {run.seconds:.0f} s in the run "
-          f"({run.seconds_rounds:.0f} s simulating, {run.seconds_evaluate:.0f} s evaluating), "
-          f"{spark_cycle:.2f} s per cycle's Spark job on average (max {per_cycle.seconds.max():.2f} s)", flush=True)
-    print_markdown([
-        {"cycle": int(r.cycle), "covered_share": f"{r.covered_share:.4f}", "view_avg": f"{r.view_avg:.2f}",
-         "copies": int(r.copies), "matches": int(r.matches), "seconds": f"{r.seconds:.2f}"}
-        for r in per_cycle.itertuples() if r.cycle % 5 == 0 or r.cycle == cycles
-    ])
+    print(
+        f"simulate {run_id}: {wall:.0f} s wall (the process), {run.seconds:.0f} s in the run "
+        f"({run.seconds_rounds:.0f} s simulating, {run.seconds_evaluate:.0f} s evaluating), "
+        f"{spark_cycle:.2f} s per cycle's Spark job on average (max {per_cycle.seconds.max():.2f} s)",
+        flush=True,
+    )
+    print_markdown(
+        [
+            {
+                "cycle": int(r.cycle),
+                "covered_share": f"{r.covered_share:.4f}",
+                "view_avg": f"{r.view_avg:.2f}",
+                "copies": int(r.copies),
+                "matches": int(r.matches),
+                "seconds": f"{r.seconds:.2f}",
+            }
+            for r in per_cycle.itertuples()
+            if r.cycle % 5 == 0 or r.cycle == cycles
+        ]
+    )
 
     pairs = current_subscriptions(lakehouse, INSTANCE)
     subs: dict[int, set] = {}
@@ -77,10 +114,14 @@ def benchmark(lakehouse: str, cycles: int, oracle_cycles: int) -> None:
         print(f"no snapshot at cycle {oracle_cycles} (snapshots every 10 cycles): states not compared")
     else:
         rows = {int(r.node_id): r for r in snapshot.itertuples()}
-        differ = [v for v in range(nodes) if list(rows[v].lv) != oracle.lv[v] or list(rows[v].rv) != sorted(oracle.rv[v])]
-        print(f"oracle: {oracle_cycles} cycles in {oracle_seconds:.0f} s ({oracle_seconds / oracle_cycles:.1f} s per cycle); "
-              f"states at cycle {oracle_cycles}: {'equal' if not differ else f'{len(differ)} nodes differ'}; "
-              f"oracle / Spark per cycle: {oracle_seconds / oracle_cycles / spark_cycle:.1f}x")
+        differ = [
+            v for v in range(nodes) if list(rows[v].lv) != oracle.lv[v] or list(rows[v].rv) != sorted(oracle.rv[v])
+        ]
+        print(
+            f"oracle: {oracle_cycles} cycles in {oracle_seconds:.0f} s ({oracle_seconds / oracle_cycles:.1f} s per cycle); "
+            f"states at cycle {oracle_cycles}: {'equal' if not differ else f'{len(differ)} nodes differ'}; "
+            f"oracle / Spark per cycle: {oracle_seconds / oracle_cycles / spark_cycle:.1f}x"
+        )
 
 
 def main() -> None:

@@ -144,8 +144,13 @@ def estimate(path: str, grid: str, lakehouse: str, ingest_seconds: float, report
     reports = sum(1 for s in steps if s.command == "report")
     total += ingests * ingest_seconds + reports * report_seconds
     return {
-        "workflow": target.workflow.name, "grid": grid, "steps": len(steps), "measured_hours": known / 3600,
-        "fitted_steps": fitted, "unmodelled_steps": missing, "hours_here": total / 3600,
+        "workflow": target.workflow.name,
+        "grid": grid,
+        "steps": len(steps),
+        "measured_hours": known / 3600,
+        "fitted_steps": fitted,
+        "unmodelled_steps": missing,
+        "hours_here": total / 3600,
         "models": {k: m[2] for k, m in models.items()},
     }
 
@@ -159,7 +164,9 @@ def main() -> None:
     parser.add_argument("--report-seconds", type=float, default=90.0)
     args = parser.parse_args()
     rows = [estimate(f, args.grid, args.lakehouse, args.ingest_seconds, args.report_seconds) for f in args.files]
-    print("| workflow | grid | steps | measured h | fitted steps | unmodelled | hours here (2 cores) | core-hours | models |")
+    print(
+        "| workflow | grid | steps | measured h | fitted steps | unmodelled | hours here (2 cores) | core-hours | models |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         models = "; ".join(f"{k}: {v}" for k, v in sorted(r["models"].items()))

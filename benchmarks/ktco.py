@@ -44,7 +44,11 @@ def cli(lakehouse: str, *argv: str) -> tuple[float, str]:
     clock = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, *argv],
-        check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        check=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     return time.monotonic() - clock, done.stderr
 
@@ -75,47 +79,102 @@ def plain_fine_topics(subscriptions, links, k: int) -> int:
 
 def benchmark(lakehouse: str, nodes: int, max_k: int) -> None:
     instance = f"kexpo-{nodes}"
-    seconds, _ = cli(lakehouse, "-q", "ingest", "--instance", instance, "--source", "synthetic", "--dist", "expo",
-                     "--nodes", str(nodes), "--topics", "200", "--min-subs", "30", "--max-subs", "30", "--seed", "1")
+    seconds, _ = cli(
+        lakehouse,
+        "-q",
+        "ingest",
+        "--instance",
+        instance,
+        "--source",
+        "synthetic",
+        "--dist",
+        "expo",
+        "--nodes",
+        str(nodes),
+        "--topics",
+        "200",
+        "--min-subs",
+        "30",
+        "--max-subs",
+        "30",
+        "--seed",
+        "1",
+    )
     print(f"ingest {instance}: {seconds:.0f}s", flush=True)
     subscriptions = current_subscriptions(lakehouse, instance)
     rows = []
     runs = {}
     for label, algorithm, flags in (
-        ("gm2", "gm2", []), ("gm2 relaxed", "gm2", ["--mode", "relaxed"]), ("gm", "gm", []), ("cycle-pt", "cycle-pt", []),
+        ("gm2", "gm2", []),
+        ("gm2 relaxed", "gm2", ["--mode", "relaxed"]),
+        ("gm", "gm", []),
+        ("cycle-pt", "cycle-pt", []),
     ):
         run_id = f"{instance}.{label.replace(' ', '-')}"
-        end_to_end, _ = cli(lakehouse, "-q", "design", "--instance", instance, "--algorithm", algorithm, *flags,
-                            "--run-id", run_id, "--skip-diameters")
+        end_to_end, _ = cli(
+            lakehouse,
+            "-q",
+            "design",
+            "--instance",
+            instance,
+            "--algorithm",
+            algorithm,
+            *flags,
+            "--run-id",
+            run_id,
+            "--skip-diameters",
+        )
         summary = run_summary(lakehouse, run_id)
         runs[label] = summary
         row = {
-            "case": f"{instance} {label}", "rounds": summary["rounds"], "links": summary["edges"],
-            "avg degree": f"{2 * summary['edges'] / nodes:.2f}", "engine s": f"{summary['seconds']:.1f}",
-            "end to end s": f"{end_to_end:.0f}", "oracle s": "-", "ratio": "-", "check": "-",
+            "case": f"{instance} {label}",
+            "rounds": summary["rounds"],
+            "links": summary["edges"],
+            "avg degree": f"{2 * summary['edges'] / nodes:.2f}",
+            "engine s": f"{summary['seconds']:.1f}",
+            "end to end s": f"{end_to_end:.0f}",
+            "oracle s": "-",
+            "ratio": "-",
+            "check": "-",
         }
         if label == "gm2":
             clock = time.monotonic()
             expected = oracle.gm2_lazy(subscriptions)
             taken = time.monotonic() - clock
-            row.update({
-                "oracle s": f"{taken:.0f}", "ratio": f"{taken / summary['seconds']:.1f}x",
-                "check": "same links" if expected == summary["sequence"] else "DIFFERENT",
-            })
+            row.update(
+                {
+                    "oracle s": f"{taken:.0f}",
+                    "ratio": f"{taken / summary['seconds']:.1f}x",
+                    "check": "same links" if expected == summary["sequence"] else "DIFFERENT",
+                }
+            )
         elif label == "gm2 relaxed":
             row["check"] = "a 2TCO (the run's own check)"
         rows.append(row)
         print(row, flush=True)
-    end_to_end, _ = cli(lakehouse, "-q", "design", "--instance", instance, "--algorithm", "harary-pt",
-                        "--k", ",".join(str(k) for k in range(2, max_k + 1)), "--skip-diameters")
+    end_to_end, _ = cli(
+        lakehouse,
+        "-q",
+        "design",
+        "--instance",
+        instance,
+        "--algorithm",
+        "harary-pt",
+        "--k",
+        ",".join(str(k) for k in range(2, max_k + 1)),
+        "--skip-diameters",
+    )
     cycle_links = runs["cycle-pt"]["edges"]
     harary = {k: run_summary(lakehouse, f"{instance}.harary-pt.{k}tco.s1")["edges"] for k in range(2, max_k + 1)}
     within = [k for k, links in harary.items() if links <= cycle_links]
-    rows.append({
-        "case": f"{instance} harary-pt k = 2..{max_k} (one process)", "links": ", ".join(f"{harary[k]}" for k in harary),
-        "end to end s": f"{end_to_end:.0f}",
-        "check": f"largest k with no more links than CyclePT ({cycle_links}): {max(within) if within else 'none'}",
-    })
+    rows.append(
+        {
+            "case": f"{instance} harary-pt k = 2..{max_k} (one process)",
+            "links": ", ".join(f"{harary[k]}" for k in harary),
+            "end to end s": f"{end_to_end:.0f}",
+            "check": f"largest k with no more links than CyclePT ({cycle_links}): {max(within) if within else 'none'}",
+        }
+    )
     print(rows[-1], flush=True)
     gm2_links = links_of(lakehouse, f"{instance}.gm2")
     for k in (2, 3):
@@ -126,15 +185,21 @@ def benchmark(lakehouse: str, nodes: int, max_k: int) -> None:
         clock = time.monotonic()
         fine = plain_fine_topics(subscriptions, gm2_links, k)
         taken = time.monotonic() - clock
-        rows.append({
-            "case": f"{instance} evaluate gm2 --k {k}", "engine s": f"{found[0]:.1f}" if found else "?",
-            "oracle s": f"{taken:.0f}", "ratio": f"{taken / found[0]:.1f}x" if found else "-",
-            "check": f"{int(stored.k_connected_topics)} of {int(stored.topics)} topics fine"
-                     + (" (plain Python: same)" if fine == stored.k_connected_topics else f" (plain Python: {fine})"),
-        })
+        rows.append(
+            {
+                "case": f"{instance} evaluate gm2 --k {k}",
+                "engine s": f"{found[0]:.1f}" if found else "?",
+                "oracle s": f"{taken:.0f}",
+                "ratio": f"{taken / found[0]:.1f}x" if found else "-",
+                "check": f"{int(stored.k_connected_topics)} of {int(stored.topics)} topics fine"
+                + (" (plain Python: same)" if fine == stored.k_connected_topics else f" (plain Python: {fine})"),
+            }
+        )
         print(rows[-1], flush=True)
     gm, gm2, cycle = runs["gm"]["edges"], runs["gm2"]["edges"], runs["cycle-pt"]["edges"]
-    print(f"\navg degree ratios: GM2 / GM = {gm2 / gm:.2f} (paper: < 1.65), CyclePT / GM2 = {cycle / gm2:.2f} (paper: about 5)\n")
+    print(
+        f"\navg degree ratios: GM2 / GM = {gm2 / gm:.2f} (paper: < 1.65), CyclePT / GM2 = {cycle / gm2:.2f} (paper: about 5)\n"
+    )
     print_markdown(rows)
 
 

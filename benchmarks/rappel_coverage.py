@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from rappel_trees_oracle import coupled_run  # noqa: E402
+
 from benchmarks.design_greedy import print_markdown, table  # noqa: E402
 from benchmarks.rappel_1k import oracle_inputs  # noqa: E402
-from rappel_trees_oracle import coupled_run  # noqa: E402
 
 MIN_SECONDS = 1e-4  # the utility's distance guard (docs/rappel.md#utilities)
 MANY = 9  # the last bucket of feeds subscribed: that many or more
@@ -65,8 +66,7 @@ def utility_greedy(member: np.ndarray, seconds: np.ndarray | None, alpha: int) -
             sole = np.zeros(member.shape[1])  # per feed held once: its holder's weight (the bonus it would lose)
             for f in np.flatnonzero(once):
                 sole[f] = weight[next(j for j in friends if member[j, f])]
-            gain = (weight * (jaccard[i] + member[:, uncovered].sum(axis=1) / sizes[i])
-                    - as_float @ sole / sizes[i])
+            gain = weight * (jaccard[i] + member[:, uncovered].sum(axis=1) / sizes[i]) - as_float @ sole / sizes[i]
             gain[friends + [i]] = -np.inf
             if gain.max() == -np.inf:  # everyone else is a friend already
                 break
@@ -82,7 +82,7 @@ def summary(label: str, member: np.ndarray, held: np.ndarray) -> dict:
     full = (held.sum(axis=1) == sizes)[sizes > 0]
     row = {"friends chosen by": label, "full": f"{full.mean():.1%}", "covered": f"{held.sum() / member.sum():.1%}"}
     for k in range(1, MANY + 1):
-        bucket = (np.minimum(sizes, MANY) == k)
+        bucket = np.minimum(sizes, MANY) == k
         if bucket.any():
             row[f"{k}{'+' if k == MANY else ''}"] = f"{(held.sum(axis=1) == sizes)[bucket].mean():.0%}"
     return row
@@ -94,8 +94,12 @@ def main() -> None:
     parser.add_argument("--run-id", required=True, help="a stored Rappel run (its instance, inputs and settings)")
     parser.add_argument("--hours", type=float, default=2.0, help="the oracle's replay (default 2; 0: none)")
     parser.add_argument("--heights", default="10,20", help="what-if mean access heights in ms (default 10,20)")
-    parser.add_argument("--tree-hours", type=float, default=0.0,
-                        help="what-if replay with tree neighbours as candidates, this long (default 0: none)")
+    parser.add_argument(
+        "--tree-hours",
+        type=float,
+        default=0.0,
+        help="what-if replay with tree neighbours as candidates, this long (default 0: none)",
+    )
     args = parser.parse_args()
 
     runs = table(args.lakehouse, "overlay_runs")
@@ -118,8 +122,13 @@ def main() -> None:
     for mean in [float(m) for m in args.heights.split(",") if m]:
         height = np.random.default_rng(1).uniform(0.0, 2.0 * mean, nodes)
         with_heights = plane_ms + height[:, None] + height[None, :]
-        rows.append(summary(f"utility, heights of mean {mean:g} ms (what-if)", member,
-                            utility_greedy(member, with_heights / 1000.0, alpha)))
+        rows.append(
+            summary(
+                f"utility, heights of mean {mean:g} ms (what-if)",
+                member,
+                utility_greedy(member, with_heights / 1000.0, alpha),
+            )
+        )
     print(f"global-knowledge greedy ({time.monotonic() - clock:.0f} s): full coverage overall and by feeds subscribed")
     print_markdown(rows)
 
@@ -143,10 +152,20 @@ def replay(instance: str, request: dict, inputs, hours: float, tree_neighbours: 
     settings = RappelRequest(**{**keep, "instance": instance, "hours": hours})
     presence = settings.presence(frozenset(publishers))
     clock, timeline = time.monotonic(), []
-    for r, fo, trees in coupled_run(nodes, subs, coords, publishers, settings.rounds, seed=settings.seed,
-                                    alpha=settings.alpha, mode=settings.mode, utility=settings.utility,
-                                    beta=settings.beta, presence_down=lambda r: presence.down(range(nodes), r),
-                                    proper=presence.leaves_properly):
+    for r, fo, trees in coupled_run(
+        nodes,
+        subs,
+        coords,
+        publishers,
+        settings.rounds,
+        seed=settings.seed,
+        alpha=settings.alpha,
+        mode=settings.mode,
+        utility=settings.utility,
+        beta=settings.beta,
+        presence_down=lambda r: presence.down(range(nodes), r),
+        proper=presence.leaves_properly,
+    ):
         if tree_neighbours:  # heard of at the next round, as the walks' met nodes
             for tree in trees.trees:
                 for x, m in tree.members.items():
@@ -159,8 +178,13 @@ def replay(instance: str, request: dict, inputs, hours: float, tree_neighbours: 
                 for j in fo.friends[v]:
                     held[v] |= member[j]
             held &= member
-            timeline.append({"minutes": r // 2, **summary(f"protocol at {r // 2} min", member, held),
-                             "seconds": f"{time.monotonic() - clock:.0f}"})
+            timeline.append(
+                {
+                    "minutes": r // 2,
+                    **summary(f"protocol at {r // 2} min", member, held),
+                    "seconds": f"{time.monotonic() - clock:.0f}",
+                }
+            )
     return timeline
 
 

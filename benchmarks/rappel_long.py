@@ -48,8 +48,26 @@ def single_feed(lakehouse: str, nodes: int) -> str:
     name = f"rappel-single-{nodes}"
     instances = table(lakehouse, "instances") if (Path(lakehouse) / "instances").exists() else None
     if instances is None or name not in set(instances.instance):
-        seconds = cli(lakehouse, "ingest", "--instance", name, "--source", "synthetic", "--dist", "unif", "--nodes",
-                      str(nodes), "--topics", "1", "--min-subs", "1", "--max-subs", "1", "--seed", "1")
+        seconds = cli(
+            lakehouse,
+            "ingest",
+            "--instance",
+            name,
+            "--source",
+            "synthetic",
+            "--dist",
+            "unif",
+            "--nodes",
+            str(nodes),
+            "--topics",
+            "1",
+            "--min-subs",
+            "1",
+            "--max-subs",
+            "1",
+            "--seed",
+            "1",
+        )
         print(f"ingest {name}: {seconds:.0f} s", flush=True)
     return name
 
@@ -61,8 +79,19 @@ def simulate(lakehouse: str, instance: str, run_id: str, *flags: str, stored: bo
     """Runs (or, `stored`, only reads) one simulation and prints its times and timeline."""
     wall = None
     if not stored:
-        wall = cli(lakehouse, "simulate", "--instance", instance, "--protocol", "rappel", *flags, "--run-id", run_id,
-                   "--replace", "--skip-diameters")
+        wall = cli(
+            lakehouse,
+            "simulate",
+            "--instance",
+            instance,
+            "--protocol",
+            "rappel",
+            *flags,
+            "--run-id",
+            run_id,
+            "--replace",
+            "--skip-diameters",
+        )
     runs = table(lakehouse, "overlay_runs")
     run = runs[runs.run_id == run_id].iloc[0]
     rounds = table(lakehouse, "rappel_rounds")
@@ -70,23 +99,35 @@ def simulate(lakehouse: str, instance: str, run_id: str, *flags: str, stored: bo
     deliveries = table(lakehouse, "rappel_deliveries")
     deliveries = deliveries[deliveries.run_id == run_id]
     process = f"{wall:.0f} s wall (the process), " if wall is not None else ""
-    print(f"simulate {run_id} ({' '.join(flags)}): {process}{run.seconds:.0f} s in the run, "
-          f"{rounds.seconds.mean():.2f} s per round on average (max {rounds.seconds.max():.2f} s)", flush=True)
+    print(
+        f"simulate {run_id} ({' '.join(flags)}): {process}{run.seconds:.0f} s in the run, "
+        f"{rounds.seconds.mean():.2f} s per round on average (max {rounds.seconds.max():.2f} s)",
+        flush=True,
+    )
     timeline = []
     for start in range(1, int(rounds["round"].max()) + 1, WINDOW):
         window = rounds[(rounds["round"] >= start) & (rounds["round"] < start + WINDOW)]
         arrived = deliveries[(deliveries["round"] >= start) & (deliveries["round"] < start + WINDOW)]
-        timeline.append({
-            "rounds": f"{start}-{start + len(window) - 1}", "hours": f"{(start - 1) / 120:.2f}",
-            "up (min)": int(window.nodes_up.min()), "deliveries": len(arrived),
-            "median ms": f"{arrived.latency_ms.median():.0f}" if len(arrived) else "-",
-            "p95 ms": f"{arrived.latency_ms.quantile(0.95):.0f}" if len(arrived) else "-",
-            "stretch": f"{(arrived.latency_ms / arrived.direct_ms).median():.2f}" if len(arrived) else "-",
-            "noise": int(window.noise.sum()), "seconds per round": f"{window.seconds.mean():.2f}",
-        })
+        timeline.append(
+            {
+                "rounds": f"{start}-{start + len(window) - 1}",
+                "hours": f"{(start - 1) / 120:.2f}",
+                "up (min)": int(window.nodes_up.min()),
+                "deliveries": len(arrived),
+                "median ms": f"{arrived.latency_ms.median():.0f}" if len(arrived) else "-",
+                "p95 ms": f"{arrived.latency_ms.quantile(0.95):.0f}" if len(arrived) else "-",
+                "stretch": f"{(arrived.latency_ms / arrived.direct_ms).median():.2f}" if len(arrived) else "-",
+                "noise": int(window.noise.sum()),
+                "seconds per round": f"{window.seconds.mean():.2f}",
+            }
+        )
     print_markdown(timeline)
-    return {"wall": wall if wall is not None else float(run.seconds), "median": float(deliveries.latency_ms.median()),
-            "within_1s": float((deliveries.latency_ms <= 1000).mean()), "worst": float(deliveries.latency_ms.max())}
+    return {
+        "wall": wall if wall is not None else float(run.seconds),
+        "median": float(deliveries.latency_ms.median()),
+        "within_1s": float((deliveries.latency_ms <= 1000).mean()),
+        "worst": float(deliveries.latency_ms.max()),
+    }
 
 
 def main() -> None:
@@ -99,10 +140,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.figure == "7":
         instance = "rappel-single-250" if args.stored else single_feed(args.lakehouse, 250)
-        got = simulate(args.lakehouse, instance, f"{instance}.fig7", "--hours", "4", "--failure", "0.5@2-3",
-                       stored=args.stored)
-        print(f"Fig. 7: {got['wall']:.0f} s; every delivery's latency: median {got['median']:.0f} ms, "
-              f"{got['within_1s']:.1%} within 1 s, worst {got['worst']:.0f} ms")
+        got = simulate(
+            args.lakehouse, instance, f"{instance}.fig7", "--hours", "4", "--failure", "0.5@2-3", stored=args.stored
+        )
+        print(
+            f"Fig. 7: {got['wall']:.0f} s; every delivery's latency: median {got['median']:.0f} ms, "
+            f"{got['within_1s']:.1%} within 1 s, worst {got['worst']:.0f} ms"
+        )
         return
     instance = f"rappel-single-{args.nodes}" if args.stored else single_feed(args.lakehouse, args.nodes)
     hours = f"{FIG8B_HOURS:.4f}"
@@ -128,29 +172,54 @@ def fig8b(lakehouse: str, instance: str, churned_id: str, static_id: str, plot: 
     deliveries = table(lakehouse, "rappel_deliveries")
     rounds = int(deliveries[deliveries.run_id == churned_id]["round"].max())
     watched = set(observers(lakehouse, instance, churned_id, rounds))
-    latency = {name: deliveries[(deliveries.run_id == run_id) & deliveries.node_id.isin(watched)].latency_ms
-               for name, run_id in (("churned", churned_id), ("static", static_id))}
+    latency = {
+        name: deliveries[(deliveries.run_id == run_id) & deliveries.node_id.isin(watched)].latency_ms
+        for name, run_id in (("churned", churned_id), ("static", static_id))
+    }
     quantiles = (0.5, 0.85, 0.95, 0.99)
-    print(f"Fig. 8b at {len(watched)} observers (online all along in the churned run), "
-          f"{len(latency['churned'])} / {len(latency['static'])} deliveries:")
-    print_markdown([{"run": name, **{f"q{q:g} ms": f"{values.quantile(q):.0f}" for q in quantiles},
-                     "within 1 s": f"{(values <= 1000).mean():.1%}", "worst s": f"{values.max() / 1000:.1f}"}
-                    for name, values in latency.items()])
+    print(
+        f"Fig. 8b at {len(watched)} observers (online all along in the churned run), "
+        f"{len(latency['churned'])} / {len(latency['static'])} deliveries:"
+    )
+    print_markdown(
+        [
+            {
+                "run": name,
+                **{f"q{q:g} ms": f"{values.quantile(q):.0f}" for q in quantiles},
+                "within 1 s": f"{(values <= 1000).mean():.1%}",
+                "worst s": f"{values.max() / 1000:.1f}",
+            }
+            for name, values in latency.items()
+        ]
+    )
     difference = latency["churned"].median() - latency["static"].median()
-    print(f"Fig. 8b: median difference {difference:+.0f} ms (paper {PAPER_8B['median_difference_ms']:+d} ms); "
-          f"within 1 s {(latency['churned'] <= 1000).mean():.1%} (paper {PAPER_8B['within_1s']:.0%}); worst "
-          f"{latency['churned'].max() / 1000:.1f} s (paper about {PAPER_8B['worst_s']} s)")
+    print(
+        f"Fig. 8b: median difference {difference:+.0f} ms (paper {PAPER_8B['median_difference_ms']:+d} ms); "
+        f"within 1 s {(latency['churned'] <= 1000).mean():.1%} (paper {PAPER_8B['within_1s']:.0%}); worst "
+        f"{latency['churned'].max() / 1000:.1f} s (paper about {PAPER_8B['worst_s']} s)"
+    )
     static = deliveries[deliveries.run_id == static_id]
     last = static[static.update_id == static.update_id.max()].copy()
     last["stretch"] = last.latency_ms / last.direct_ms
     last["distance"] = pd.qcut(last.direct_ms, 4, labels=["nearest quarter", "second", "third", "farthest quarter"])
-    print(f"Fig. 8a (static run, update {int(last.update_id.iloc[0])}, {len(last)} subscribers): stretch by distance to "
-          "the publisher")
-    print_markdown([{"distance": str(d), "direct ms": f"{g.direct_ms.min():.0f}-{g.direct_ms.max():.0f}",
-                     "median stretch": f"{g.stretch.median():.2f}", "p95 stretch": f"{g.stretch.quantile(0.95):.2f}"}
-                    for d, g in last.groupby("distance", observed=True)])
+    print(
+        f"Fig. 8a (static run, update {int(last.update_id.iloc[0])}, {len(last)} subscribers): stretch by distance to "
+        "the publisher"
+    )
+    print_markdown(
+        [
+            {
+                "distance": str(d),
+                "direct ms": f"{g.direct_ms.min():.0f}-{g.direct_ms.max():.0f}",
+                "median stretch": f"{g.stretch.median():.2f}",
+                "p95 stretch": f"{g.stretch.quantile(0.95):.2f}",
+            }
+            for d, g in last.groupby("distance", observed=True)
+        ]
+    )
     if plot:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
@@ -164,11 +233,14 @@ def fig8b(lakehouse: str, instance: str, churned_id: str, static_id: str, plot: 
         ax.axvline(1, color="grey", linewidth=0.6)
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
-        ax.set_title(f"Rappel under churn, {len(watched):,} observers (ComNet'09 Fig. 8b; paper: 85% within 1 s)",
-                     fontsize="small")
+        ax.set_title(
+            f"Rappel under churn, {len(watched):,} observers (ComNet'09 Fig. 8b; paper: 85% within 1 s)",
+            fontsize="small",
+        )
         figure.tight_layout()
         figure.savefig(plot, dpi=100)
         print(f"figure saved to {plot}")
+
 
 if __name__ == "__main__":
     main()

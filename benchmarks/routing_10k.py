@@ -42,7 +42,10 @@ def cli(lakehouse: str, *argv: str) -> tuple[float, str]:
     clock = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, *argv],
-        check=True, cwd=ROOT, capture_output=True, text=True,
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     return time.monotonic() - clock, done.stderr + done.stdout
 
@@ -82,23 +85,66 @@ def main() -> None:
     args = parser.parse_args()
     lakehouse, instance = args.lakehouse, "tw-10k"
     if not Path(lakehouse, "instances").exists() or instance not in set(table(lakehouse, "instances").instance):
-        seconds, _ = cli(lakehouse, "-q", "ingest", "--instance", instance, "--source", "social", "--path", str(TWITTER),
-                         "--directed", "--reverse", "--sample-bfs", "10000", "--seed", "1")
+        seconds, _ = cli(
+            lakehouse,
+            "-q",
+            "ingest",
+            "--instance",
+            instance,
+            "--source",
+            "social",
+            "--path",
+            str(TWITTER),
+            "--directed",
+            "--reverse",
+            "--sample-bfs",
+            "10000",
+            "--seed",
+            "1",
+        )
         print(f"ingest {instance}: {seconds:.0f}s")
     run_id = f"{instance}.swico.{args.short}-{args.long}.s1"
-    seconds, _ = cli(lakehouse, "-q", "design", "--instance", instance, "--algorithm", "swico", "--short", args.short,
-                     "--long", args.long, "--skip-diameters")
+    seconds, _ = cli(
+        lakehouse,
+        "-q",
+        "design",
+        "--instance",
+        instance,
+        "--algorithm",
+        "swico",
+        "--short",
+        args.short,
+        "--long",
+        args.long,
+        "--skip-diameters",
+    )
     print(f"design {run_id}: {seconds:.0f}s (0 when reused)")
     n, position, fingers, subs = python_network(lakehouse, run_id, instance)
     node_at = {p: node for node, p in position.items()}
-    print("| protocol | engine | supersteps | messages | simulation | route job | oracle | oracle / job | oracle / simulation | deliveries | max hops |")
+    print(
+        "| protocol | engine | supersteps | messages | simulation | route job | oracle | oracle / job | oracle / simulation | deliveries | max hops |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for protocol in args.protocols.split(","):
         expected, oracle_seconds = None, 0.0
         for engine in args.engines.split(","):
             routing_run_id = f"{run_id}.{protocol}.p{args.publications}.s1.{engine}"
-            seconds, log = cli(lakehouse, "route", "--run-id", run_id, "--protocol", protocol, "--engine", engine,
-                               "--publications", str(args.publications), "--seed", "1", "--routing-run-id", routing_run_id)
+            seconds, log = cli(
+                lakehouse,
+                "route",
+                "--run-id",
+                run_id,
+                "--protocol",
+                protocol,
+                "--engine",
+                engine,
+                "--publications",
+                str(args.publications),
+                "--seed",
+                "1",
+                "--routing-run-id",
+                routing_run_id,
+            )
             simulation = sum(float(t) for t in SIMULATION.findall(log))
             runs = table(lakehouse, "routing_runs")
             run = runs[runs.routing_run_id == routing_run_id].iloc[0]

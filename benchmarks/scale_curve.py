@@ -53,9 +53,23 @@ def oracle(lakehouse: Path, nodes: int, node_ids: np.ndarray, topic_ids: np.ndar
     pq.write_table(pa.table({"node_id": node_ids, "topic_id": topic_ids}), source)
     out = lakehouse / "oracle.json"
     with out.open("w") as stdout:
-        measured([sys.executable, str(ROOT / "benchmarks" / "compiled_oracle.py"), "--subscriptions", str(source),
-                  "--algorithm", "gpm", "--max-degree", str(MAX_DEGREE), "--nodes", str(nodes),
-                  "--links", str(links)], stdout=stdout)
+        measured(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "compiled_oracle.py"),
+                "--subscriptions",
+                str(source),
+                "--algorithm",
+                "gpm",
+                "--max-degree",
+                str(MAX_DEGREE),
+                "--nodes",
+                str(nodes),
+                "--links",
+                str(links),
+            ],
+            stdout=stdout,
+        )
     report = json.loads(out.read_text())
     with np.load(links) as saved:
         report["sequence"] = list(zip(saved["u"].tolist(), saved["v"].tolist(), saved["gain"].tolist()))
@@ -71,26 +85,61 @@ def run_case(root: Path, case: str) -> list[dict]:
     print(f"{case}: {nodes:,} nodes, {node_ids.size:,} subscriptions, ingested in {ingest_s:.1f} s", flush=True)
     reference = oracle(lakehouse, nodes, node_ids, topic_ids)
     compute = reference["seconds_candidates"] + reference["seconds_greedy"]
-    rows = [{
-        "case": case, "way": "compiled oracle", "pairs": None, "links": reference["links"],
-        "seconds": compute, "end_to_end": None, "peak_total": reference["peak_rss_bytes"],
-        "peak_python": reference["peak_rss_bytes"], "peak_jvm": 0, "same": True,
-        "oracle_before_bytes": reference["peak_rss_before_bytes"],
-    }]
+    rows = [
+        {
+            "case": case,
+            "way": "compiled oracle",
+            "pairs": None,
+            "links": reference["links"],
+            "seconds": compute,
+            "end_to_end": None,
+            "peak_total": reference["peak_rss_bytes"],
+            "peak_python": reference["peak_rss_bytes"],
+            "peak_jvm": 0,
+            "same": True,
+            "oracle_before_bytes": reference["peak_rss_before_bytes"],
+        }
+    ]
     for regime in REGIMES:
         run_id = f"{case}.{regime}"
-        end_to_end, peaks = measured([
-            sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "-q", "design", "--instance", case,
-            "--algorithm", "gpm", "--max-degree", str(MAX_DEGREE), "--regime", regime, "--run-id", run_id,
-            "--skip-diameters",
-        ])
+        end_to_end, peaks = measured(
+            [
+                sys.executable,
+                "-m",
+                "pipelines",
+                "--lakehouse",
+                str(lakehouse),
+                "-q",
+                "design",
+                "--instance",
+                case,
+                "--algorithm",
+                "gpm",
+                "--max-degree",
+                str(MAX_DEGREE),
+                "--regime",
+                regime,
+                "--run-id",
+                run_id,
+                "--skip-diameters",
+            ]
+        )
         summary = run_summary(str(lakehouse), run_id)
-        rows.append({
-            "case": case, "way": f"{regime} regime", "pairs": summary["candidates"], "links": summary["edges"],
-            "seconds": summary["seconds"], "end_to_end": end_to_end, "peak_total": peaks["total"],
-            "peak_python": peaks["python driver"], "peak_jvm": peaks["driver JVM"],
-            "same": summary["sequence"] == reference["sequence"], "rounds": summary["rounds"],
-        })
+        rows.append(
+            {
+                "case": case,
+                "way": f"{regime} regime",
+                "pairs": summary["candidates"],
+                "links": summary["edges"],
+                "seconds": summary["seconds"],
+                "end_to_end": end_to_end,
+                "peak_total": peaks["total"],
+                "peak_python": peaks["python driver"],
+                "peak_jvm": peaks["driver JVM"],
+                "same": summary["sequence"] == reference["sequence"],
+                "rounds": summary["rounds"],
+            }
+        )
     pairs = rows[1]["pairs"]
     rows[0]["pairs"] = pairs
     for row in rows:
@@ -103,17 +152,23 @@ def markdown_rows(rows: list[dict]) -> list[dict]:
     for row in rows:
         oracle_s = next(r["seconds"] for r in rows if r["case"] == row["case"] and r["way"] == "compiled oracle")
         target = {"memory regime": 5 * oracle_s + 10, "rounds regime": 10 * oracle_s + 20}.get(row["way"])
-        out.append({
-            "case": row["case"], "pairs": f"{row['pairs']:,}", "way": row["way"], "links": f"{row['links']:,}",
-            "s": f"{row['seconds']:.2f}" if row["way"] == "compiled oracle" else f"{row['seconds']:.1f}",
-            "target s": "" if target is None else f"{target:.1f}",
-            "end to end s": "" if row["end_to_end"] is None else f"{row['end_to_end']:.1f}",
-            "peak RSS MiB (python + JVM)": (
-                f"{row['peak_total'] / MIB:.0f}" if row["way"] == "compiled oracle"
-                else f"{row['peak_total'] / MIB:.0f} ({row['peak_python'] / MIB:.0f} + {row['peak_jvm'] / MIB:.0f})"
-            ),
-            "same links": "yes" if row["same"] else "DIFFERENT",
-        })
+        out.append(
+            {
+                "case": row["case"],
+                "pairs": f"{row['pairs']:,}",
+                "way": row["way"],
+                "links": f"{row['links']:,}",
+                "s": f"{row['seconds']:.2f}" if row["way"] == "compiled oracle" else f"{row['seconds']:.1f}",
+                "target s": "" if target is None else f"{target:.1f}",
+                "end to end s": "" if row["end_to_end"] is None else f"{row['end_to_end']:.1f}",
+                "peak RSS MiB (python + JVM)": (
+                    f"{row['peak_total'] / MIB:.0f}"
+                    if row["way"] == "compiled oracle"
+                    else f"{row['peak_total'] / MIB:.0f} ({row['peak_python'] / MIB:.0f} + {row['peak_jvm'] / MIB:.0f})"
+                ),
+                "same links": "yes" if row["same"] else "DIFFERENT",
+            }
+        )
     return out
 
 
@@ -124,8 +179,11 @@ def plot(rows: list[dict], figure: Path) -> None:
     import matplotlib.pyplot as plt
 
     ways = ("memory regime", "rounds regime", "compiled oracle")
-    styles = {"memory regime": ("tab:blue", "o"), "rounds regime": ("tab:orange", "s"),
-              "compiled oracle": ("tab:green", "^")}
+    styles = {
+        "memory regime": ("tab:blue", "o"),
+        "rounds regime": ("tab:orange", "s"),
+        "compiled oracle": ("tab:green", "^"),
+    }
     fig, (seconds_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
     for way in ways:
         mine = sorted((r for r in rows if r["way"] == way), key=lambda r: r["pairs"])
@@ -134,16 +192,35 @@ def plot(rows: list[dict], figure: Path) -> None:
         seconds_ax.plot(pairs, [r["seconds"] for r in mine], marker=marker, color=color, label=way)
         memory_ax.plot(pairs, [r["peak_total"] / MIB for r in mine], marker=marker, color=color, label=way)
         if way != "compiled oracle":
-            memory_ax.plot(pairs, [r["peak_python"] / MIB for r in mine], marker=marker, color=color,
-                           linestyle="--", alpha=0.6, label=f"{way}: Python driver alone")
+            memory_ax.plot(
+                pairs,
+                [r["peak_python"] / MIB for r in mine],
+                marker=marker,
+                color=color,
+                linestyle="--",
+                alpha=0.6,
+                label=f"{way}: Python driver alone",
+            )
     oracle_rows = sorted((r for r in rows if r["way"] == "compiled oracle"), key=lambda r: r["pairs"])
     pairs = [r["pairs"] for r in oracle_rows]
-    seconds_ax.plot(pairs, [5 * r["seconds"] + 10 for r in oracle_rows], color="tab:blue", linestyle=":",
-                    label="target, memory: 5 x oracle + 10 s")
-    seconds_ax.plot(pairs, [10 * r["seconds"] + 20 for r in oracle_rows], color="tab:orange", linestyle=":",
-                    label="target, rounds: 10 x oracle + 20 s")
-    for ax, label in ((seconds_ax, "seconds (engine: run seconds; oracle: compute)"),
-                      (memory_ax, "peak resident memory, MiB")):
+    seconds_ax.plot(
+        pairs,
+        [5 * r["seconds"] + 10 for r in oracle_rows],
+        color="tab:blue",
+        linestyle=":",
+        label="target, memory: 5 x oracle + 10 s",
+    )
+    seconds_ax.plot(
+        pairs,
+        [10 * r["seconds"] + 20 for r in oracle_rows],
+        color="tab:orange",
+        linestyle=":",
+        label="target, rounds: 10 x oracle + 20 s",
+    )
+    for ax, label in (
+        (seconds_ax, "seconds (engine: run seconds; oracle: compute)"),
+        (memory_ax, "peak resident memory, MiB"),
+    ):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("candidate pairs")

@@ -23,12 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from spidercast_m_oracle import spidercast_m_oracle  # noqa: E402
+
 from overlay import schema as S  # noqa: E402
 from overlay.design.spidercast import SpiderCastParams, spidercast_m  # noqa: E402
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance  # noqa: E402
 from pipelines.config import LabSettings, apply_overrides  # noqa: E402
 from pipelines.spark import build_local_session, task_slots  # noqa: E402
-from spidercast_m_oracle import spidercast_m_oracle  # noqa: E402
 
 # ICDCS'16 Figs. 6-9 draw 20-600 topics per node; expo-300 is a smaller workload of the same kind.
 CASES = {

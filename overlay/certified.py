@@ -107,15 +107,23 @@ class TopicForest:
         roots = self.parent == NO_PARENT
         roots_per_topic = np.bincount(np.searchsorted(topics, self.topics[roots]), minlength=len(topics))
         return TccSummary(
-            tcc_empty=len(self.topics), tcc=int(roots.sum()), tcc_complete=len(topics),
-            subscribed_topics=len(topics), topics_connected=int((roots_per_topic == 1).sum()),
+            tcc_empty=len(self.topics),
+            tcc=int(roots.sum()),
+            tcc_complete=len(topics),
+            subscribed_topics=len(topics),
+            topics_connected=int((roots_per_topic == 1).sum()),
         )
 
     def to_arrow(self) -> pa.Table:
-        return pa.table({
-            S.TOPIC_ID: self.topics, S.NODE_ID: self.nodes, S.COMPONENT: self.component,
-            PARENT: pa.array(self.parent, mask=self.parent == NO_PARENT), DEPTH: self.depth,
-        })
+        return pa.table(
+            {
+                S.TOPIC_ID: self.topics,
+                S.NODE_ID: self.nodes,
+                S.COMPONENT: self.component,
+                PARENT: pa.array(self.parent, mask=self.parent == NO_PARENT),
+                DEPTH: self.depth,
+            }
+        )
 
 
 def topic_forest(subscriptions: Subscriptions, links: np.ndarray) -> TopicForest:
@@ -140,7 +148,10 @@ def topic_forest(subscriptions: Subscriptions, links: np.ndarray) -> TopicForest
 
 
 def forest_violations(
-    subscriptions: DataFrame, edges: DataFrame, forest: DataFrame, broadcast_links: bool = False,
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    forest: DataFrame,
+    broadcast_links: bool = False,
 ) -> dict[str, int]:
     """How many (topic, node) keys break each rule of the module docstring (one Spark job, one
     shuffle when the links are broadcast: every fact about a key meets in one group; all 0:
@@ -166,7 +177,9 @@ def forest_violations(
         one_way, ["_a", "_b"], "left_anti"
     )
     is_root = F.col(d) == 0
-    bad_root = (F.col(d) < 0) | (is_root != F.col(p).isNull()) | (is_root != (F.col(c) == F.col(x))) | (F.col(c) > F.col(x))
+    bad_root = (
+        (F.col(d) < 0) | (is_root != F.col(p).isNull()) | (is_root != (F.col(c) == F.col(x))) | (F.col(c) > F.col(x))
+    )
     facts = [  # (topic, node) keyed: a subscription, a forest row, a child's ask, a neighbour's label
         subscriptions.select(t, x, F.lit(1).alias("_s")),
         forest.select(t, x, c, d, F.lit(1).alias("_f"), bad_root.cast("int").alias("_bad")),
@@ -179,11 +192,19 @@ def forest_violations(
         union = union.unionByName(frame, allowMissingColumns=True)
     count = lambda column: F.coalesce(F.sum(column), F.lit(0))  # noqa: E731
     keys = union.groupBy(t, x).agg(  # min / max only: a hash aggregate, never sort-based
-        count("_s").alias("_s"), count("_f").alias("_f"), count("_bad").alias("_bad"),
-        count("_unlinked").alias("_unlinked"), F.max(c).alias(c), F.max(d).alias(d),
-        F.count("_ac").alias("_asks"), F.min("_ac").alias("_ac_min"), F.max("_ac").alias("_ac_max"),
-        F.min("_ad").alias("_ad_min"), F.max("_ad").alias("_ad_max"),
-        F.min("_nc").alias("_nc_min"), F.max("_nc").alias("_nc_max"),
+        count("_s").alias("_s"),
+        count("_f").alias("_f"),
+        count("_bad").alias("_bad"),
+        count("_unlinked").alias("_unlinked"),
+        F.max(c).alias(c),
+        F.max(d).alias(d),
+        F.count("_ac").alias("_asks"),
+        F.min("_ac").alias("_ac_min"),
+        F.max("_ac").alias("_ac_max"),
+        F.min("_ad").alias("_ad_min"),
+        F.max("_ad").alias("_ad_max"),
+        F.min("_nc").alias("_nc_min"),
+        F.max("_nc").alias("_nc_max"),
     )
     has_row, asked = F.col("_f") == 1, F.col("_asks") > 0
     rules = {
@@ -191,12 +212,17 @@ def forest_violations(
         "forest row without a subscription": (F.col("_f") > 0) & (F.col("_s") == 0),
         "bad root, depth or component": F.col("_bad") > 0,
         "parent not a subscriber of the topic": asked & (F.col("_f") == 0),
-        "parent not one level up in the component": asked & has_row & (
-            (F.col("_ac_min") != F.col(c)) | (F.col("_ac_max") != F.col(c))
-            | (F.col("_ad_min") != F.col(d) + 1) | (F.col("_ad_max") != F.col(d) + 1)
+        "parent not one level up in the component": asked
+        & has_row
+        & (
+            (F.col("_ac_min") != F.col(c))
+            | (F.col("_ac_max") != F.col(c))
+            | (F.col("_ad_min") != F.col(d) + 1)
+            | (F.col("_ad_max") != F.col(d) + 1)
         ),
         "tree edge not an overlay link": F.col("_unlinked") > 0,
-        "link joining two components of a topic": has_row & ((F.col("_nc_min") != F.col(c)) | (F.col("_nc_max") != F.col(c))),
+        "link joining two components of a topic": has_row
+        & ((F.col("_nc_min") != F.col(c)) | (F.col("_nc_max") != F.col(c))),
     }
     row = keys.agg(*[count(F.when(rule, 1)).alias(name) for name, rule in rules.items()]).first()
     return {name: row[name] for name in rules if row[name]}
@@ -212,8 +238,12 @@ class CertifiedComponents:
 
 
 def certified_components(
-    spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int | None = None,
-    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS, driver_subscriptions: Subscriptions | None = None,
+    spark: SparkSession,
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    nodes: int | None = None,
+    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
+    driver_subscriptions: Subscriptions | None = None,
     broadcast_links: int = BROADCAST_LINKS,
 ) -> CertifiedComponents:
     """The TCC labels of every subscription computed on the driver and proven in Spark, and
@@ -229,9 +259,11 @@ def certified_components(
     table = edges.select(S.U, S.V).limit(max_rows - driver_subscriptions.rows + 1).toArrow()
     if driver_subscriptions.rows + table.num_rows > max_rows:
         raise InputError(f"subscriptions and links exceed the driver cap of {max_rows:,} rows")
-    links = np.column_stack([
-        table.column(S.U).to_numpy().astype(np.int64), table.column(S.V).to_numpy().astype(np.int64)
-    ]) if table.num_rows else np.zeros((0, 2), dtype=np.int64)
+    links = (
+        np.column_stack([table.column(S.U).to_numpy().astype(np.int64), table.column(S.V).to_numpy().astype(np.int64)])
+        if table.num_rows
+        else np.zeros((0, 2), dtype=np.int64)
+    )
     driver_forest = topic_forest(driver_subscriptions, links)
     # Materialised once: the check reads it four times, and an Arrow-built frame is slow to reread.
     forest = spark.createDataFrame(driver_forest.to_arrow()).localCheckpoint(eager=True)
@@ -242,14 +274,19 @@ def certified_components(
             + ", ".join(f"{rule}: {count:,}" for rule, count in sorted(violations.items()))
         )
     return CertifiedComponents(
-        forest.select(S.TOPIC_ID, S.NODE_ID, S.COMPONENT), driver_forest.tcc_summary(),
+        forest.select(S.TOPIC_ID, S.NODE_ID, S.COMPONENT),
+        driver_forest.tcc_summary(),
         degree_summary(links, driver_subscriptions.nodes if nodes is None else nodes),
     )
 
 
 def certified_topic_components(
-    spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int | None = None,
-    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS, broadcast_links: int = BROADCAST_LINKS,
+    spark: SparkSession,
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    nodes: int | None = None,
+    max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
+    broadcast_links: int = BROADCAST_LINKS,
 ) -> DataFrame:
     """(topic_id, node_id, component) for every subscription, as `topic_components` gives them:
     `certified_components` without the summaries."""

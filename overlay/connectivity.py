@@ -34,9 +34,7 @@ def is_k_connected_topic(subscribers: int, edges: int, connectivity: int, k: int
     return connectivity >= k
 
 
-TOPIC_SCHEMA = (
-    f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {S.EDGES} long, {S.CONNECTIVITY} int, {S.K_CONNECTED} boolean"
-)
+TOPIC_SCHEMA = f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {S.EDGES} long, {S.CONNECTIVITY} int, {S.K_CONNECTED} boolean"
 
 
 def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> DataFrame:
@@ -49,11 +47,15 @@ def topic_connectivity(subscriptions: DataFrame, edges: DataFrame, k: int) -> Da
         raise ValueError(f"k must be at least 1, not {k}")
     _, topic_edges = topic_graph(subscriptions, edges)  # packed (topic, node) ids, both in t
     mask = F.lit((1 << NODE_BITS) - 1)
-    inside = topic_edges.filter(F.col(SRC) != F.col(DST)).select(
-        F.least(SRC, DST).alias(SRC), F.greatest(SRC, DST).alias(DST)
-    ).distinct().select(
-        F.shiftright(SRC, NODE_BITS).alias(S.TOPIC_ID),
-        F.col(SRC).bitwiseAND(mask).alias(S.U), F.col(DST).bitwiseAND(mask).alias(S.V),
+    inside = (
+        topic_edges.filter(F.col(SRC) != F.col(DST))
+        .select(F.least(SRC, DST).alias(SRC), F.greatest(SRC, DST).alias(DST))
+        .distinct()
+        .select(
+            F.shiftright(SRC, NODE_BITS).alias(S.TOPIC_ID),
+            F.col(SRC).bitwiseAND(mask).alias(S.U),
+            F.col(DST).bitwiseAND(mask).alias(S.V),
+        )
     )
     rows = subscriptions.select(
         S.TOPIC_ID, S.NODE_ID, F.lit(None).cast("long").alias(S.U), F.lit(None).cast("long").alias(S.V)
@@ -76,8 +78,8 @@ def _each_topic(topic_starts, offsets, targets, k):
     out = np.empty(topics, dtype=np.int64)
     for t in range(topics):
         first, last = topic_starts[t], topic_starts[t + 1]
-        local = offsets[first:last + 1] - offsets[first]
-        out[t] = csr_connectivity_upto(local, targets[offsets[first]:offsets[last]] - first, k)
+        local = offsets[first : last + 1] - offsets[first]
+        out[t] = csr_connectivity_upto(local, targets[offsets[first] : offsets[last]] - first, k)
     return out
 
 
@@ -88,7 +90,9 @@ def topics_connectivity(topic, node, u, v, k: int) -> dict[str, np.ndarray]:
     is_subscriber = node >= 0
     keys = np.unique((topic[is_subscriber] << NODE_BITS) | node[is_subscriber])  # topic-major vertices
     vertex_topic = keys >> NODE_BITS
-    topic_starts = np.flatnonzero(np.r_[True, vertex_topic[1:] != vertex_topic[:-1]]) if len(keys) else np.zeros(0, np.int64)
+    topic_starts = (
+        np.flatnonzero(np.r_[True, vertex_topic[1:] != vertex_topic[:-1]]) if len(keys) else np.zeros(0, np.int64)
+    )
     link_topic = topic[~is_subscriber]
     a = np.searchsorted(keys, (link_topic << NODE_BITS) | u[~is_subscriber])
     b = np.searchsorted(keys, (link_topic << NODE_BITS) | v[~is_subscriber])
@@ -96,7 +100,10 @@ def topics_connectivity(topic, node, u, v, k: int) -> dict[str, np.ndarray]:
     order = np.lexsort((heads, tails))
     offsets = np.searchsorted(tails[order], np.arange(len(keys) + 1)).astype(np.int64)
     connectivity = _each_topic(
-        np.r_[topic_starts, len(keys)].astype(np.int64), offsets, np.ascontiguousarray(heads[order], dtype=np.int64), k,
+        np.r_[topic_starts, len(keys)].astype(np.int64),
+        offsets,
+        np.ascontiguousarray(heads[order], dtype=np.int64),
+        k,
     )
     topics = vertex_topic[topic_starts]
     subscribers = np.diff(np.r_[topic_starts, len(keys)])
@@ -104,8 +111,11 @@ def topics_connectivity(topic, node, u, v, k: int) -> dict[str, np.ndarray]:
     clique = edges == subscribers * (subscribers - 1) // 2
     fine = (subscribers <= 1) | np.where(subscribers <= k, clique, connectivity >= k)  # is_k_connected_topic
     return {
-        S.TOPIC_ID: topics, S.SUBSCRIBERS: subscribers, S.EDGES: edges,
-        S.CONNECTIVITY: connectivity.astype(np.int32), S.K_CONNECTED: fine,
+        S.TOPIC_ID: topics,
+        S.SUBSCRIBERS: subscribers,
+        S.EDGES: edges,
+        S.CONNECTIVITY: connectivity.astype(np.int32),
+        S.K_CONNECTED: fine,
     }
 
 
@@ -120,11 +130,17 @@ def _topics_in_partition(k: int):
         if table.num_rows == 0:
             return
         topic, node, u, v = (
-            pc.fill_null(table.column(name), -1).to_numpy().astype(np.int64) for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)
+            pc.fill_null(table.column(name), -1).to_numpy().astype(np.int64)
+            for name in (S.TOPIC_ID, S.NODE_ID, S.U, S.V)
         )
         result = topics_connectivity(topic, node, u, v, k)
-        types = {S.TOPIC_ID: pa.int64(), S.SUBSCRIBERS: pa.int64(), S.EDGES: pa.int64(),
-                 S.CONNECTIVITY: pa.int32(), S.K_CONNECTED: pa.bool_()}
+        types = {
+            S.TOPIC_ID: pa.int64(),
+            S.SUBSCRIBERS: pa.int64(),
+            S.EDGES: pa.int64(),
+            S.CONNECTIVITY: pa.int32(),
+            S.K_CONNECTED: pa.bool_(),
+        }
         yield pa.RecordBatch.from_pydict({name: pa.array(result[name], types[name]) for name in types})
 
     return run

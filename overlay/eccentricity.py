@@ -54,7 +54,10 @@ def source_eccentricities(offsets, targets, sources):
 
 
 def topic_eccentricities(
-    src: np.ndarray, dst: np.ndarray, is_edge: np.ndarray, node_bits: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    is_edge: np.ndarray,
+    node_bits: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(topics, diameters): per topic, the largest eccentricity of its sources. Rows are packed
     vertex ids (the topic above `node_bits`): an edge (src, dst) where `is_edge`, else a source
@@ -179,8 +182,13 @@ def _diameters(topic_offsets, topic_nodes, link_offsets, link_targets, keys, exa
 
 
 def diameters_in_memory(
-    topics: np.ndarray, topic_nodes: np.ndarray, links: np.ndarray, nodes: int,
-    exact_limit: int, samples: int, seed: int = 0,
+    topics: np.ndarray,
+    topic_nodes: np.ndarray,
+    links: np.ndarray,
+    nodes: int,
+    exact_limit: int,
+    samples: int,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(topic_id, diameter, exact) for every topic with at least two subscribers, the values
     `overlay.quality.topic_diameters` computes (the same BFS sources), on the driver's copy.
@@ -197,8 +205,14 @@ def diameters_in_memory(
     topic_offsets = np.r_[starts, len(topics)].astype(np.int64)
     keys = spark_xxhash64_int_long(seed, np.arange(nodes, dtype=np.int64))
     diameters = _diameters(
-        topic_offsets, np.ascontiguousarray(topic_nodes, dtype=np.int64), link_offsets,
-        np.ascontiguousarray(ends[:, 1]), keys, exact_limit, samples, nodes,
+        topic_offsets,
+        np.ascontiguousarray(topic_nodes, dtype=np.int64),
+        link_offsets,
+        np.ascontiguousarray(ends[:, 1]),
+        keys,
+        exact_limit,
+        samples,
+        nodes,
     )
     sizes = np.diff(topic_offsets)
     keep = sizes >= 2

@@ -63,7 +63,7 @@ def jvm_class_available(spark: SparkSession, class_name: str) -> bool:
         loader = jvm.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(class_name, False, loader)
         return True
-    except Exception:  # noqa: BLE001 - any failure means "not usable here"
+    except Exception:
         return False
 
 
@@ -72,8 +72,7 @@ def resolve_backend(spark: SparkSession, backend: Backend) -> str:
         return "graphframes" if jvm_class_available(spark, GRAPHFRAMES_CLASS) else "dataframe"
     if backend == "graphframes" and not jvm_class_available(spark, GRAPHFRAMES_CLASS):
         raise RuntimeError(
-            "backend 'graphframes' requested but the GraphFrames jar is not loaded; "
-            "use backend 'auto' or 'dataframe'"
+            "backend 'graphframes' requested but the GraphFrames jar is not loaded; use backend 'auto' or 'dataframe'"
         )
     return backend
 

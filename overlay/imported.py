@@ -36,8 +36,12 @@ def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> Impo
     """Read an overlay file and map its keys through the instance's `node_keys` (key, id)."""
     raw = read_key_pairs(spark, path, COLUMNS, "one overlay link per row")
     rows = raw.withColumn(S.REASON, key_pair_problem(COLUMNS)).select(
-        S.SOURCE_FILE, S.LINE, S.RECORD, S.REASON,
-        F.trim(FIRST).alias("_a"), F.trim(SECOND).alias("_b"),
+        S.SOURCE_FILE,
+        S.LINE,
+        S.RECORD,
+        S.REASON,
+        F.trim(FIRST).alias("_a"),
+        F.trim(SECOND).alias("_b"),
     )
     for end in ("_a", "_b"):
         ids = node_keys.select(F.col(S.KEY).alias(end), F.col(S.ID).alias(end + "_id"))
@@ -66,7 +70,9 @@ def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> Impo
     ).first()
     read = int(counts["read"])  # a header-only file is an empty overlay, which is allowed
     rejected_count, duplicates = int(counts["rejected"]), int(counts["duplicates"])
-    tally = RowTally(read=read, accepted=read - rejected_count - duplicates, rejected=rejected_count, duplicates=duplicates)
+    tally = RowTally(
+        read=read, accepted=read - rejected_count - duplicates, rejected=rejected_count, duplicates=duplicates
+    )
     accepted = rows.filter(F.col(S.REASON).isNull() & ~F.col("_duplicate"))
     edges = with_dense_id(accepted.select(S.U, S.V, S.SOURCE_FILE, S.LINE), [S.SOURCE_FILE, S.LINE], S.ADDED_ORDER)
     quarantined = rows.filter(F.col(S.REASON).isNotNull() | F.col("_duplicate")).select(

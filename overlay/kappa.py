@@ -170,7 +170,7 @@ def csr_connectivity_upto(offsets, targets, k):
     for w in range(n):
         if w != v and not adjacent[w] and best > 1:
             best = min(best, _disjoint_paths(start, head, reverse, base, capacity, parent_arc, queue, v, w, best))
-    neighbours = targets[offsets[v]:offsets[v + 1]]
+    neighbours = targets[offsets[v] : offsets[v + 1]]
     mark = np.zeros(n, dtype=np.bool_)
     for i in range(len(neighbours)):
         x = neighbours[i]

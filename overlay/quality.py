@@ -30,8 +30,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.graph import COMPONENT, DST, ID, SRC, Backend, Lineage, connected_components
 from overlay.eccentricity import diameters_by_topic
+from overlay.graph import COMPONENT, DST, ID, SRC, Backend, Lineage, connected_components
 from overlay.graph_ops import DEGREE, FARTHEST, SOURCE, aggregate_degrees, farthest_source, pick_backend
 
 NODE_BITS = 32
@@ -50,9 +50,7 @@ def topic_graph(subscriptions: DataFrame, edges: DataFrame) -> tuple[DataFrame, 
 
     `subscriptions`: (node_id, topic_id); `edges`: (u, v) overlay links in node ids.
     """
-    vertices = subscriptions.select(
-        _vertex_id(F.col(S.TOPIC_ID), F.col(S.NODE_ID)).alias(ID), S.TOPIC_ID, S.NODE_ID
-    )
+    vertices = subscriptions.select(_vertex_id(F.col(S.TOPIC_ID), F.col(S.NODE_ID)).alias(ID), S.TOPIC_ID, S.NODE_ID)
     at_u = subscriptions.select(F.col(S.NODE_ID).alias(S.U), F.col(S.TOPIC_ID).alias("_t"))
     at_v = subscriptions.select(F.col(S.NODE_ID).alias(S.V), F.col(S.TOPIC_ID).alias("_t"))
     shared = edges.select(S.U, S.V).join(at_u, on=S.U).join(at_v, on=[S.V, "_t"])
@@ -73,9 +71,8 @@ def topic_components(subscriptions: DataFrame, edges: DataFrame, backend: Backen
     """(topic_id, node_id, component) for every subscription; component = smallest node of its TCC."""
     vertices, topic_edges = topic_graph(subscriptions, edges)
     labelled = connected_components(vertices.select(ID), topic_edges, backend=backend)
-    return (
-        vertices.join(labelled, on=ID)
-        .select(S.TOPIC_ID, S.NODE_ID, F.col(COMPONENT).bitwiseAND(F.lit(_NODE_MASK)).alias(S.COMPONENT))
+    return vertices.join(labelled, on=ID).select(
+        S.TOPIC_ID, S.NODE_ID, F.col(COMPONENT).bitwiseAND(F.lit(_NODE_MASK)).alias(S.COMPONENT)
     )
 
 
@@ -150,10 +147,16 @@ def degree_summary(links: np.ndarray, node_count: int) -> DegreeSummary:
 
 def summarise_degrees(edges: DataFrame, node_count: int, backend: Backend = "auto") -> DegreeSummary:
     """Degrees over all `node_count` nodes of the instance (nodes without links have degree 0)."""
-    row = node_degrees(edges, backend).agg(
-        F.count(F.lit(1)).alias("linked"), F.coalesce(F.sum(DEGREE), F.lit(0)).alias("ends"),
-        F.min(DEGREE).alias("min"), F.max(DEGREE).alias("max"),
-    ).first()
+    row = (
+        node_degrees(edges, backend)
+        .agg(
+            F.count(F.lit(1)).alias("linked"),
+            F.coalesce(F.sum(DEGREE), F.lit(0)).alias("ends"),
+            F.min(DEGREE).alias("min"),
+            F.max(DEGREE).alias("max"),
+        )
+        .first()
+    )
     edge_count = int(row["ends"]) // 2
     unlinked = node_count - int(row["linked"])
     return DegreeSummary(
@@ -195,9 +198,10 @@ def topic_diameters(
     vertices, topic_edges = topic_graph(subscriptions, edges)
     sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias("_size"))
     ranked = vertices.join(sizes.filter(F.col("_size") >= 2), on=S.TOPIC_ID).withColumn(
-        "_rank", F.row_number().over(
+        "_rank",
+        F.row_number().over(
             Window.partitionBy(S.TOPIC_ID).orderBy(F.xxhash64(F.lit(seed), F.col(S.NODE_ID)), S.NODE_ID)
-        )
+        ),
     )
     is_source = (F.col("_size") <= exact_limit) | (F.col("_rank") <= samples)
     if pick_backend(subscriptions.sparkSession, backend, DIAMETERS_DEFAULT) == "dataframe":
@@ -219,10 +223,14 @@ def summarise_diameters(diameters: DataFrame, exact_limit: int, samples: int) ->
         F.coalesce(F.sum(F.when(F.col("exact"), 1).otherwise(0)), F.lit(0)).alias("exact"),
         F.count(F.lit(1)).alias("all"),
     ).first()
-    return _diameter_summary(int(row["max"]), float(row["avg"]), int(row["exact"]), int(row["all"]), exact_limit, samples)
+    return _diameter_summary(
+        int(row["max"]), float(row["avg"]), int(row["exact"]), int(row["all"]), exact_limit, samples
+    )
 
 
-def summarise_diameter_arrays(diameters: np.ndarray, exact: np.ndarray, exact_limit: int, samples: int) -> DiameterSummary:
+def summarise_diameter_arrays(
+    diameters: np.ndarray, exact: np.ndarray, exact_limit: int, samples: int
+) -> DiameterSummary:
     """`summarise_diameters` of `overlay.eccentricity.diameters_in_memory`'s arrays."""
     top = int(diameters.max()) if len(diameters) else 0
     avg = float(diameters.mean()) if len(diameters) else 0.0

@@ -26,10 +26,9 @@ union-find (`mapInArrow`); only per-partition sums per scenario leave the execut
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import math
 
 import numba as nb
 import numpy as np
@@ -137,7 +136,9 @@ def _keyed_population(plan: FailurePlan, population: DataFrame) -> DataFrame:
             for t in np.unique(trial):
                 at = trial == t
                 keys[at] = failure_keys(plan.model, plan.seed, int(t), ids[at], degrees[at])
-            yield pa.RecordBatch.from_arrays([pa.array(trial), pa.array(keys), pa.array(ids)], names=[_TRIAL, _KEY, _ID])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(trial), pa.array(keys), pa.array(ids)], names=[_TRIAL, _KEY, _ID]
+            )
 
     return rows.mapInArrow(keyed, f"{_TRIAL} long, {_KEY} long, {_ID} long")
 
@@ -149,7 +150,9 @@ def scenarios(plan: FailurePlan, population: DataFrame) -> list[Scenario]:
     only the threshold rows (and each trial's first, which carries the size) reach the driver."""
     size = F.count(F.lit(1)).over(Window.partitionBy(_TRIAL))
     ranked = _keyed_population(plan, population).select(
-        "*", (F.row_number().over(Window.partitionBy(_TRIAL).orderBy(_KEY, _ID)) - 1).alias(_RANK), size.alias(_SIZE),
+        "*",
+        (F.row_number().over(Window.partitionBy(_TRIAL).orderBy(_KEY, _ID)) - 1).alias(_RANK),
+        size.alias(_SIZE),
     )
     wanted = F.col(_RANK) == 0
     for share in plan.shares:  # failed_count, in Spark
@@ -238,7 +241,11 @@ def _partition_outcomes(plan: FailurePlan, scenarios_: list[Scenario]):
 
 
 def resilience(
-    spark: SparkSession, subscriptions: DataFrame, edges: DataFrame, nodes: int, plan: FailurePlan,
+    spark: SparkSession,
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    nodes: int,
+    plan: FailurePlan,
 ) -> list[Outcome]:
     """Every scenario of `plan` on the overlay `edges` (u, v), u < v, each link once (as
     `overlay_edges` holds them), of an instance with node ids in [0, nodes): what survives and
@@ -250,8 +257,10 @@ def resilience(
         population = links.select(F.shiftleft(F.col(S.U), 32).bitwiseOR(F.col(S.V)).alias(_ID), F.lit(0).alias(_DEGREE))
     elif plan.model == "targeted-nodes":  # nodes ordered by degree: the population and each row carry it
         degree = (
-            links.select(F.col(S.U).alias(_ID)).unionAll(links.select(F.col(S.V).alias(_ID)))
-            .groupBy(_ID).agg(F.count("*").alias(_DEGREE))
+            links.select(F.col(S.U).alias(_ID))
+            .unionAll(links.select(F.col(S.V).alias(_ID)))
+            .groupBy(_ID)
+            .agg(F.count("*").alias(_DEGREE))
         )
         population = spark.range(nodes).select(F.col("id").alias(_ID)).join(degree, _ID, "left").fillna(0, [_DEGREE])
         vertices = vertices.join(degree.withColumnRenamed(_ID, S.NODE_ID), S.NODE_ID, "left")
@@ -261,13 +270,17 @@ def resilience(
         vertices = vertices.withColumn(_DEGREE, no_degree)
     planned = scenarios(plan, population)
     rows = vertices.select(
-        F.lit(0).alias(_KIND), F.col(ID).alias(SRC), F.lit(None).cast("long").alias(DST), F.col(_DEGREE).cast("long"),
+        F.lit(0).alias(_KIND),
+        F.col(ID).alias(SRC),
+        F.lit(None).cast("long").alias(DST),
+        F.col(_DEGREE).cast("long"),
     ).unionByName(topic_edges.select(F.lit(1).alias(_KIND), SRC, DST, no_degree))
     by_topic = rows.repartition(F.shiftright(F.col(SRC), NODE_BITS))
     schema = ", ".join([f"{_SCENARIO} long", *(f"{name} long" for name in _SUMS)])
     totals = (
         by_topic.mapInArrow(_partition_outcomes(plan, planned), schema)
-        .groupBy(_SCENARIO).agg(*(F.sum(name).alias(name) for name in _SUMS))
+        .groupBy(_SCENARIO)
+        .agg(*(F.sum(name).alias(name) for name in _SUMS))
         .collect()  # one row per scenario
     )
     found = {r[_SCENARIO]: r for r in totals}

@@ -418,8 +418,7 @@ RING = TableSpec(
     ),
     partition_by=(),
     description=(
-        "The ring of a small-world run: every node's position 0..n-1, its small-world id "
-        "(BeaConvey section 3.1)."
+        "The ring of a small-world run: every node's position 0..n-1, its small-world id (BeaConvey section 3.1)."
     ),
 )
 
@@ -736,11 +735,23 @@ GOSSIP_DIFFUSIONS = TableSpec(
 )
 
 GOSSIP_STATE_ARRAYS = (
-    ("rv", LongType()), ("rv_age", IntegerType()), ("sv", LongType()), ("lv", LongType()), ("mb", LongType()),
-    ("av_origin", LongType()), ("av_topic", LongType()), ("reported_origin", LongType()),
-    ("reported_other", LongType()), ("held_origin", LongType()), ("held_topic", LongType()),
-    ("held_ttl", IntegerType()), ("own_topic", LongType()), ("own_started", IntegerType()),
-    ("own_ttl", IntegerType()), ("own_first_match", IntegerType()), ("own_matches", IntegerType()),
+    ("rv", LongType()),
+    ("rv_age", IntegerType()),
+    ("sv", LongType()),
+    ("lv", LongType()),
+    ("mb", LongType()),
+    ("av_origin", LongType()),
+    ("av_topic", LongType()),
+    ("reported_origin", LongType()),
+    ("reported_other", LongType()),
+    ("held_origin", LongType()),
+    ("held_topic", LongType()),
+    ("held_ttl", IntegerType()),
+    ("own_topic", LongType()),
+    ("own_started", IntegerType()),
+    ("own_ttl", IntegerType()),
+    ("own_first_match", IntegerType()),
+    ("own_matches", IntegerType()),
 )
 
 GOSSIP_STATES = TableSpec(
@@ -1010,8 +1021,14 @@ RAPPEL_NODES = TableSpec(
 
 TREE = "tree"
 RAPPEL_STATE_ARRAYS = (
-    ("friends", LongType()), ("fans", LongType()), ("fan_seen", IntegerType()), ("cand", LongType()),
-    ("cand_votes", IntegerType()), ("cand_audited", IntegerType()), ("cand_heard", IntegerType()), ("met", LongType()),
+    ("friends", LongType()),
+    ("fans", LongType()),
+    ("fan_seen", IntegerType()),
+    ("cand", LongType()),
+    ("cand_votes", IntegerType()),
+    ("cand_audited", IntegerType()),
+    ("cand_heard", IntegerType()),
+    ("met", LongType()),
 )
 
 RAPPEL_STATES = TableSpec(
@@ -1076,23 +1093,51 @@ FRIEND_BOUND = TableSpec(
     ),
 )
 
-RAPPEL_TABLES = (NODE_COORDINATES, FEED_PUBLISHERS, FEED_TREES, RAPPEL_ROUNDS, RAPPEL_DELIVERIES, RAPPEL_TRAFFIC,
-                 RAPPEL_NODES, RAPPEL_STATES, RAPPEL_TREE_STATES)
+RAPPEL_TABLES = (
+    NODE_COORDINATES,
+    FEED_PUBLISHERS,
+    FEED_TREES,
+    RAPPEL_ROUNDS,
+    RAPPEL_DELIVERIES,
+    RAPPEL_TRAFFIC,
+    RAPPEL_NODES,
+    RAPPEL_STATES,
+    RAPPEL_TREE_STATES,
+)
 RAPPEL_RUN_TABLES = RAPPEL_TABLES[1:]  # those keyed by run_id
 
 ROUTING_TABLES = (
-    ROUTING_RUNS, ROUTING_PUBLICATIONS, ROUTING_DELIVERIES, ROUTING_LOAD, ROUTING_METRICS, ROUTING_COMPARISON,
+    ROUTING_RUNS,
+    ROUTING_PUBLICATIONS,
+    ROUTING_DELIVERIES,
+    ROUTING_LOAD,
+    ROUTING_METRICS,
+    ROUTING_COMPARISON,
     DISSEMINATION_COMPLETION,
 )
 
 OVERLAY_TABLES = (
-    OVERLAY_RUNS, OVERLAY_EDGES, OVERLAY_ROUNDS, REJECTED_OVERLAY_EDGES, TOPIC_COMPONENTS, OVERLAY_METRICS,
-    TOPIC_CONNECTIVITY, OVERLAY_KTCO, RESILIENCE,
+    OVERLAY_RUNS,
+    OVERLAY_EDGES,
+    OVERLAY_ROUNDS,
+    REJECTED_OVERLAY_EDGES,
+    TOPIC_COMPONENTS,
+    OVERLAY_METRICS,
+    TOPIC_CONNECTIVITY,
+    OVERLAY_KTCO,
+    RESILIENCE,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (
-    INSTANCES, INSTANCE_VERSIONS, *INSTANCE_TABLES, *OVERLAY_TABLES, *SMALL_WORLD_TABLES, *GOSSIP_TABLES, *ROUTING_TABLES,
-    *RAPPEL_TABLES, FRIEND_BOUND,
+    INSTANCES,
+    INSTANCE_VERSIONS,
+    *INSTANCE_TABLES,
+    *OVERLAY_TABLES,
+    *SMALL_WORLD_TABLES,
+    *GOSSIP_TABLES,
+    *ROUTING_TABLES,
+    *RAPPEL_TABLES,
+    FRIEND_BOUND,
 )
 
 # The shape of each instance table as the library produces it, before the job stamps

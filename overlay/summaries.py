@@ -40,9 +40,11 @@ def with_budget(runs: DataFrame) -> DataFrame:
             BUDGET,
             F.coalesce(
                 F.concat(
-                    F.lit("ratio "), F.get_json_object(request, "$.request.budget_ratio"),
-                    F.when(F.get_json_object(request, "$.request.ratio_edges") == "degree", F.lit(", m = d|V|/2"))
-                    .otherwise(F.lit("")),
+                    F.lit("ratio "),
+                    F.get_json_object(request, "$.request.budget_ratio"),
+                    F.when(
+                        F.get_json_object(request, "$.request.ratio_edges") == "degree", F.lit(", m = d|V|/2")
+                    ).otherwise(F.lit("")),
                 ),
                 F.concat(F.lit("d = "), F.get_json_object(request, "$.request.max_degree")),
                 F.concat(F.lit("m = "), F.get_json_object(request, "$.request.max_edges")),
@@ -56,12 +58,19 @@ def with_budget(runs: DataFrame) -> DataFrame:
 
 def run_quality(runs: DataFrame, metrics: DataFrame) -> DataFrame:
     """One row per current run: its budget and its quality metrics."""
-    return runs.select(
-        S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, SHORT, LONG, S.K, S.SECONDS
-    ).join(
+    return runs.select(S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, BUDGET_RATIO, SHORT, LONG, S.K, S.SECONDS).join(
         metrics.select(
-            S.RUN_ID, S.NODES, S.EDGES, S.AVG_DEGREE, S.MAX_DEGREE, S.TCO_SUPPORT, S.TOPICS_CONNECTED,
-            S.SUBSCRIBED_TOPICS, S.DIAMETER_AVG, S.DIAMETER_MAX, S.DIAMETER_METHOD,
+            S.RUN_ID,
+            S.NODES,
+            S.EDGES,
+            S.AVG_DEGREE,
+            S.MAX_DEGREE,
+            S.TCO_SUPPORT,
+            S.TOPICS_CONNECTED,
+            S.SUBSCRIBED_TOPICS,
+            S.DIAMETER_AVG,
+            S.DIAMETER_MAX,
+            S.DIAMETER_METHOD,
         ),
         on=S.RUN_ID,
     )
@@ -79,7 +88,8 @@ def degree_distribution(edges: DataFrame, nodes: DataFrame) -> DataFrame:
     histogram = degrees.groupBy(S.RUN_ID, DEGREE).agg(F.count(F.lit(1)).alias("_n"))
     linked = histogram.groupBy(S.RUN_ID).agg(F.sum("_n").alias("_linked"))
     isolated = nodes.join(linked, on=S.RUN_ID, how="left").select(
-        S.RUN_ID, F.lit(0).cast("long").alias(DEGREE),
+        S.RUN_ID,
+        F.lit(0).cast("long").alias(DEGREE),
         (F.col(S.NODES) - F.coalesce(F.col("_linked"), F.lit(0))).alias("_n"),
     )
     counts = histogram.unionByName(isolated)

@@ -71,7 +71,7 @@ def comparable(location: str) -> str:
     text = location.strip()
     for prefix in ("file://", "file:", "dbfs:"):
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
             break
     return text.rstrip("/") or "/"
 
@@ -153,8 +153,10 @@ def register_tables(
     if not planned:
         raise InputError(f"the lakehouse {lakehouse.root} has no tables yet: run a job (ingest, ...) first")
     conflicts = [
-        _conflict(name, existing, location) for _, name, location, existing, _ in planned
-        if existing is not None and not _same_location(existing, location)
+        _conflict(name, existing, location)
+        for _, name, location, existing, _ in planned
+        if existing is not None
+        and not _same_location(existing, location)
         and not (repoint and existing.kind == "EXTERNAL")
     ]
     if conflicts:

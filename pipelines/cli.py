@@ -20,13 +20,25 @@ from overlay import schema as S
 from overlay.design.memory import parse_bytes
 from overlay.errors import InputError
 from pipelines import (
-    compare, design, disseminate, failures, friend_bound, ingest, logs, overlays, rappel, report, route, runs, simulate,
+    catalog,
+    compare,
+    design,
+    disseminate,
+    failures,
+    friend_bound,
+    ingest,
+    logs,
+    overlays,
+    rappel,
+    report,
+    resources,
+    route,
+    runs,
+    simulate,
     structure,
 )
 from pipelines.config import ConfigError, LabSettings, apply_overrides, load_settings
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
-from pipelines import resources
-from pipelines import catalog
 from pipelines.lakehouse import (
     Lakehouse,
     UnknownInstanceError,
@@ -45,11 +57,28 @@ log = logging.getLogger(__name__)
 IMPORT_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.ROWS_READ, S.EDGES, S.REJECTED, S.DUPLICATES)
 DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
 HISTORY_COLUMNS = (
-    S.INGEST_ID, "version", S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.SUPERSEDED_AT,
+    S.INGEST_ID,
+    "version",
+    S.SOURCE,
+    S.NODES,
+    S.TOPICS,
+    S.SUBSCRIPTIONS,
+    S.CREATED_AT,
+    S.SUPERSEDED_AT,
 )
 ROUTE_COLUMNS = (
-    S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN,
-    S.DELIVERY_RATIO, S.DUPLICATE_DELIVERIES, S.MISSING_DELIVERIES, S.DELIVERIES, S.MESSAGES, S.SUPERSTEPS,
+    S.ROUTING_OVERHEAD,
+    S.AVG_PATH_LENGTH,
+    S.MAX_PATH_LENGTH,
+    S.LATENCY_MEDIAN,
+    S.LATENCY_P95,
+    S.STRETCH_MEDIAN,
+    S.DELIVERY_RATIO,
+    S.DUPLICATE_DELIVERIES,
+    S.MISSING_DELIVERIES,
+    S.DELIVERIES,
+    S.MESSAGES,
+    S.SUPERSTEPS,
 )
 
 
@@ -103,7 +132,9 @@ def _comma_separated(cast, kind: str):
         try:
             values = tuple(cast(part) for part in text.split(","))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {kind} or a comma-separated list of them, got '{text}'") from None
+            raise argparse.ArgumentTypeError(
+                f"must be {kind} or a comma-separated list of them, got '{text}'"
+            ) from None
         if len(set(values)) != len(values):
             raise argparse.ArgumentTypeError(f"repeats a value: '{text}'")
         return values
@@ -132,14 +163,20 @@ def _global_flags(suppress: bool) -> argparse.ArgumentParser:
     """Flags accepted both before and after the command (after wins)."""
     default = argparse.SUPPRESS if suppress else None
     flags = argparse.ArgumentParser(add_help=False)
-    flags.add_argument("--lakehouse", metavar="PATH", default=default, help="root folder of the Delta tables (default ./lakehouse)")
+    flags.add_argument(
+        "--lakehouse", metavar="PATH", default=default, help="root folder of the Delta tables (default ./lakehouse)"
+    )
     flags.add_argument("--config", metavar="FILE", default=default, help="settings YAML (default conf/lab.yaml)")
     flags.add_argument("--master", default=default, help="Spark master for a local session (default local[*])")
     flags.add_argument("--shuffle-partitions", type=ingest.positive_int, default=default)
     flags.add_argument("--driver-memory", default=default, help="e.g. 6g")
     flags.add_argument(
-        "--spark-conf", type=_spark_conf_pair, action="append", metavar="KEY=VALUE",
-        default=default, help="extra Spark setting (repeatable)",
+        "--spark-conf",
+        type=_spark_conf_pair,
+        action="append",
+        metavar="KEY=VALUE",
+        default=default,
+        help="extra Spark setting (repeatable)",
     )
     flags.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0)
     flags.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if suppress else False)
@@ -170,19 +207,27 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     after = _global_flags(suppress=True)
     ingest_parser = commands.add_parser(
-        "ingest", parents=[after], help="create or replace an instance from a synthetic, social or subscriptions source",
+        "ingest",
+        parents=[after],
+        help="create or replace an instance from a synthetic, social or subscriptions source",
     )
     ingest.add_arguments(ingest_parser)
     instances = commands.add_parser("instances", parents=[after], help="list the stored instances and their counts")
     instances.add_argument(
-        "--history", metavar="NAME", help="list the stored versions of one instance (runs on kept versions stay readable)",
+        "--history",
+        metavar="NAME",
+        help="list the stored versions of one instance (runs on kept versions stay readable)",
     )
     lister = commands.add_parser(
-        "runs", parents=[after], help="list runs (overlay and routing), or show or delete one: runs [show|delete ID]",
+        "runs",
+        parents=[after],
+        help="list runs (overlay and routing), or show or delete one: runs [show|delete ID]",
     )
     runs.add_arguments(lister, after)
     importer = commands.add_parser(
-        "import-overlay", parents=[after], help="store an existing overlay (CSV/Parquet with u,v in node keys) as a run",
+        "import-overlay",
+        parents=[after],
+        help="store an existing overlay (CSV/Parquet with u,v in node keys) as a run",
     )
     importer.add_argument("--instance", required=True)
     importer.add_argument("--run-id", required=True)
@@ -191,273 +236,407 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     evaluate = commands.add_parser("evaluate", parents=[after], help="compute and store the quality metrics of a run")
     evaluate.add_argument("--run-id", required=True)
     evaluate.add_argument(
-        "--backend", choices=("auto", "graphframes", "dataframe"), default="auto",
+        "--backend",
+        choices=("auto", "graphframes", "dataframe"),
+        default="auto",
         help="connected components: GraphFrames when loaded (auto), or the DataFrame implementation",
     )
     evaluate.add_argument(
-        "--diameter-exact-limit", type=ingest.positive_int, default=overlays.DIAMETER_EXACT_LIMIT,
+        "--diameter-exact-limit",
+        type=ingest.positive_int,
+        default=overlays.DIAMETER_EXACT_LIMIT,
         help="topics with at most this many subscribers get an exact diameter (default 64)",
     )
     evaluate.add_argument(
-        "--diameter-samples", type=ingest.positive_int, default=overlays.DIAMETER_SAMPLES,
+        "--diameter-samples",
+        type=ingest.positive_int,
+        default=overlays.DIAMETER_SAMPLES,
         help="BFS sources per larger topic; their diameter is a lower bound (default 8)",
     )
     evaluate.add_argument(
-        "--k", type=ingest.positive_int, default=None,
+        "--k",
+        type=ingest.positive_int,
+        default=None,
         help="also check kTCO validity for this k: topic_connectivity and overlay_ktco (PODC'13)",
     )
     failing = commands.add_parser(
-        "resilience", parents=[after],
+        "resilience",
+        parents=[after],
         help="remove shares of nodes or links from a run's overlay (seeded trials) and store what stays connected",
     )
     failing.add_argument("--run-id", required=True, help="a complete run of any kind")
     failing.add_argument(
-        "--fail-nodes", type=_shares, default=(), metavar="S[,S...]",
+        "--fail-nodes",
+        type=_shares,
+        default=(),
+        metavar="S[,S...]",
         help="shares of the nodes to remove, for example 0.01,0.05,0.1 (random, or with --targeted by degree)",
     )
     failing.add_argument(
-        "--targeted", action="store_true",
+        "--targeted",
+        action="store_true",
         help="remove the highest-degree nodes of the intact overlay first (ties by node id): one trial",
     )
-    failing.add_argument("--fail-links", type=_shares, default=(), metavar="S[,S...]", help="shares of the links to remove")
+    failing.add_argument(
+        "--fail-links", type=_shares, default=(), metavar="S[,S...]", help="shares of the links to remove"
+    )
     failing.add_argument("--trials", type=ingest.positive_int, default=5, help="seeded trials per share (default 5)")
     failing.add_argument("--seed", type=_int, default=1, help="the failures' seed (default 1)")
     export = commands.add_parser("export", parents=[after], help="write a run's links as u,v,added_order in node keys")
     export.add_argument("--run-id", required=True)
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
     designer = commands.add_parser(
-        "design", parents=[after], help="build an overlay with a greedy algorithm (exact, batched) or a baseline",
+        "design",
+        parents=[after],
+        help="build an overlay with a greedy algorithm (exact, batched) or a baseline",
     )
     designer.add_argument("--instance", required=True)
     designer.add_argument("--algorithm", required=True, help=f"one of {', '.join(design.ALGORITHMS)}")
     budget = designer.add_mutually_exclusive_group()
-    budget.add_argument("--max-degree", type=_int, help="d: the maximum node degree (gpm, random-m, spidercast-m; gpa: m = d|V|/2)")
+    budget.add_argument(
+        "--max-degree", type=_int, help="d: the maximum node degree (gpm, random-m, spidercast-m; gpa: m = d|V|/2)"
+    )
     budget.add_argument("--max-edges", type=_int, help="m: the number of edges (gpa, random-a)")
     budget.add_argument(
-        "--budget-ratio", type=_ratio,
+        "--budget-ratio",
+        type=_ratio,
         help="beta in (0, 1]: m and d as that share of MinMaxODA's overlay (ICDCS'16 eq. 36), computed or reused",
     )
     designer.add_argument(
-        "--ratio-edges", choices=design.RATIO_EDGES, default="links",
+        "--ratio-edges",
+        choices=design.RATIO_EDGES,
+        default="links",
         help="gpa, random-a with --budget-ratio: m = ratio x MinMaxODA's links (links, eq. 36, default) or "
         "m = d|V|/2 with d = floor(ratio x its max degree) (degree: GPM's d, as ICDCS'16 Figs. 6-8 set m)",
     )
     designer.add_argument(
-        "--short", help="swico: the ring, gswico (GSwicoS, default) or random (RandomS)",
+        "--short",
+        help="swico: the ring, gswico (GSwicoS, default) or random (RandomS)",
     )
     designer.add_argument(
-        "--long", help="swico: the long fingers, gswico (GSwicoL, default), chord or random (RandomL)",
+        "--long",
+        help="swico: the long fingers, gswico (GSwicoL, default), chord or random (RandomL)",
     )
     designer.add_argument(
-        "--mode", choices=("exact", "relaxed"), default="exact",
+        "--mode",
+        choices=("exact", "relaxed"),
+        default="exact",
         help="greedy: exact (default; the canonical greedy sequence) or relaxed (each round adds links within a "
         "factor 1 + epsilon of the best: fewer rounds)",
     )
     designer.add_argument(
-        "--epsilon", type=_positive_float, default=None,
+        "--epsilon",
+        type=_positive_float,
+        default=None,
         help=f"relaxed mode: the slack factor (default {design.DEFAULT_EPSILON:g})",
     )
     designer.add_argument(
-        "--k", type=_k_values, default=None, metavar="K[,K...]",
+        "--k",
+        type=_k_values,
+        default=None,
+        metavar="K[,K...]",
         help="kTCO designs: the connectivity (harary-pt: required, a list runs one design per k; gm2, cycle-pt: 2)",
     )
     designer.add_argument(
-        "--node-order", choices=("ids", "random"), default=None,
+        "--node-order",
+        choices=("ids", "random"),
+        default=None,
         help="harary-pt: the one global node order, node ids (default) or random from --seed",
     )
     designer.add_argument(
-        "--seed", type=_int, default=1, help="random baselines, SpiderCastM, CyclePT, a random HararyPT order (default 1)",
+        "--seed",
+        type=_int,
+        default=1,
+        help="random baselines, SpiderCastM, CyclePT, a random HararyPT order (default 1)",
     )
     designer.add_argument("--run-id", help="default: INSTANCE.ALGORITHM.BUDGET.sSEED; the same command resumes it")
     designer.add_argument(
-        "--replace", action="store_true",
+        "--replace",
+        action="store_true",
         help="redo the run id: delete the stored run (and the routing runs on it) first, then design it anew",
     )
     designer.add_argument(
-        "--batch-size", type=ingest.positive_int, default=None,
+        "--batch-size",
+        type=ingest.positive_int,
+        default=None,
         help="greedy: best candidates sampled per partition and round (speed only; an exact overlay is the same)",
     )
     designer.add_argument(
-        "--per-node", type=ingest.positive_int, default=None,
+        "--per-node",
+        type=ingest.positive_int,
+        default=None,
         help="greedy: best candidates of every node sampled per partition and round (speed only)",
     )
     designer.add_argument(
-        "--commit-every", type=_seconds, default=design.COMMIT_SECONDS, metavar="SECONDS",
+        "--commit-every",
+        type=_seconds,
+        default=design.COMMIT_SECONDS,
+        metavar="SECONDS",
         help=f"commit completed greedy rounds at most this often (default {design.COMMIT_SECONDS:g}; 0: every "
         "round); a crash loses at most that much work",
     )
     designer.add_argument(
-        "--regime", choices=("auto", "memory", "rounds"), default=None,
+        "--regime",
+        choices=("auto", "memory", "rounds"),
+        default=None,
         help="greedy: where it runs; auto (the settings' default): compiled in memory when the candidate state "
         "fits design.memory_budget, else batched Spark rounds (the same overlay either way)",
     )
     designer.add_argument(
-        "--memory-budget", type=_size, default=None, metavar="SIZE",
+        "--memory-budget",
+        type=_size,
+        default=None,
+        metavar="SIZE",
         help="greedy: the candidate state the memory regime may hold, e.g. 512m (default: the settings' "
         "design.memory_budget); past it, auto runs the batched Spark rounds",
     )
     designer.add_argument(
-        "--cross-check", action="store_true",
+        "--cross-check",
+        action="store_true",
         help="greedy: check the engine's topic components with a connected-components run (GraphFrames when "
         "loaded) instead of a BFS forest of its links on the driver",
     )
     designer.add_argument("--backend", choices=("auto", "graphframes", "dataframe"), default="auto")
     designer.add_argument(
-        "--skip-diameters", action="store_true",
+        "--skip-diameters",
+        action="store_true",
         help="store the run's metrics without topic diameters (evaluate can add them later)",
     )
     simulator = commands.add_parser(
-        "simulate", parents=[after],
+        "simulate",
+        parents=[after],
         help="build an overlay by gossip (Feverfew: one synchronous cycle per Spark job; Rappel: its friendship "
         "overlay and feed trees in 30 s rounds); a run like a design",
     )
     simulator.add_argument("--instance", required=True)
     simulator.add_argument(
-        "--protocol", required=True, help=f"one of {', '.join((*simulate.PROTOCOLS, rappel.PROTOCOL))}",
+        "--protocol",
+        required=True,
+        help=f"one of {', '.join((*simulate.PROTOCOLS, rappel.PROTOCOL))}",
     )
     simulator.add_argument("--cycles", type=ingest.positive_int, default=40, help="gossip cycles (default 40)")
     simulator.add_argument("--seed", type=_int, default=1, help="every random choice's seed (default 1)")
     simulator.add_argument(
-        "--bubble-start", type=ingest.positive_int, default=30,
+        "--bubble-start",
+        type=ingest.positive_int,
+        default=30,
         help="the cycle BubbleSample starts at (default 30, the paper's)",
     )
     simulator.add_argument(
-        "--pss", choices=simulate.PSS_KINDS, default="cyclon",
+        "--pss",
+        choices=simulate.PSS_KINDS,
+        default="cyclon",
         help="the random peer sampler: Cyclon shuffles (default) or fresh uniform samples each cycle (Thm 1-2's model)",
     )
     simulator.add_argument(
-        "--delta", type=ingest.positive_int, default=1, help="rebuild the ln-covered view every DELTA cycles (default 1)",
+        "--delta",
+        type=ingest.positive_int,
+        default=1,
+        help="rebuild the ln-covered view every DELTA cycles (default 1)",
     )
     simulator.add_argument(
-        "--clear-similar", action="store_true", help="empty the similar view after each rebuild (the literal Alg. 1)",
+        "--clear-similar",
+        action="store_true",
+        help="empty the similar view after each rebuild (the literal Alg. 1)",
     )
     simulator.add_argument(
-        "--snapshot-every", type=ingest.positive_int, metavar="CYCLES",
+        "--snapshot-every",
+        type=ingest.positive_int,
+        metavar="CYCLES",
         help=f"store every node's state (and commit the cycles' measures) this often (default {simulate.SNAPSHOT_EVERY}; "
         f"Rappel: the rounds' measures, every node's friendship state and every feed's tree, every {rappel.SNAPSHOT_EVERY} "
         "rounds); a crash loses at most that many cycles: the same command resumes from the last snapshot",
     )
     rappel_options = simulator.add_argument_group("rappel")
-    rappel_options.add_argument("--hours", type=float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)")
+    rappel_options.add_argument(
+        "--hours", type=float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)"
+    )
     rappel_options.add_argument("--alpha", type=ingest.positive_int, default=6, help="friends per node (default 6)")
-    rappel_options.add_argument("--beta", type=ingest.positive_int, default=5, help="children per node and feed (default 5)")
-    rappel_options.add_argument("--mode", choices=("bloom", "exact"), default="bloom",
-                                help="what a node learns of another's feeds: a 1024-bit Bloom filter (default) or the set")
-    rappel_options.add_argument("--utility", choices=("interest-distance", "interest"), default="interest-distance",
-                                help="the audit's utility: interest over distance (default) or interest only (Fig. 9's ablation)")
-    rappel_options.add_argument("--failure", metavar="SHARE@FROM-TO",
-                                help="a share of the nodes fails at hour FROM and returns at TO (e.g. 0.5@2-3; no -TO: for good)")
-    rappel_options.add_argument("--churn", metavar="sessions:ON/OFF",
-                                help="nodes go on and off with exponential sessions of these mean minutes (e.g. sessions:240/30)")
-    rappel_options.add_argument("--proper-leaves", type=float, default=0.0, metavar="SHARE",
-                                help="that share of churn's session ends are proper leaves (§4.4: the children are handed "
-                                "over first); the rest, and every mass failure, are failures (default 0)")
-    rappel_options.add_argument("--arrivals", type=float, default=0.0, metavar="MINUTES",
-                                help="spread the nodes' first arrival over these minutes (default 0: all at once)")
+    rappel_options.add_argument(
+        "--beta", type=ingest.positive_int, default=5, help="children per node and feed (default 5)"
+    )
+    rappel_options.add_argument(
+        "--mode",
+        choices=("bloom", "exact"),
+        default="bloom",
+        help="what a node learns of another's feeds: a 1024-bit Bloom filter (default) or the set",
+    )
+    rappel_options.add_argument(
+        "--utility",
+        choices=("interest-distance", "interest"),
+        default="interest-distance",
+        help="the audit's utility: interest over distance (default) or interest only (Fig. 9's ablation)",
+    )
+    rappel_options.add_argument(
+        "--failure",
+        metavar="SHARE@FROM-TO",
+        help="a share of the nodes fails at hour FROM and returns at TO (e.g. 0.5@2-3; no -TO: for good)",
+    )
+    rappel_options.add_argument(
+        "--churn",
+        metavar="sessions:ON/OFF",
+        help="nodes go on and off with exponential sessions of these mean minutes (e.g. sessions:240/30)",
+    )
+    rappel_options.add_argument(
+        "--proper-leaves",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="that share of churn's session ends are proper leaves (§4.4: the children are handed "
+        "over first); the rest, and every mass failure, are failures (default 0)",
+    )
+    rappel_options.add_argument(
+        "--arrivals",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="spread the nodes' first arrival over these minutes (default 0: all at once)",
+    )
     rappel_options.add_argument("--model-seed", type=_int, default=1, help="the latency model's seed (default 1)")
     simulator.add_argument("--run-id", help="default: INSTANCE.PROTOCOL.cCYCLES.sSEED; the same command resumes it")
     simulator.add_argument(
-        "--replace", action="store_true", help="redo the run id: delete the stored run first, then simulate it anew",
+        "--replace",
+        action="store_true",
+        help="redo the run id: delete the stored run first, then simulate it anew",
     )
     simulator.add_argument(
-        "--skip-diameters", action="store_true",
+        "--skip-diameters",
+        action="store_true",
         help="store the run's metrics without topic diameters (evaluate can add them later)",
     )
     spreader = commands.add_parser(
-        "disseminate", parents=[after],
+        "disseminate",
+        parents=[after],
         help="push-pull gossip of publications on any overlay run's topic subgraphs, under churn or mass failure",
     )
     spreader.add_argument("--run-id", required=True, help="a complete overlay run (designed, simulated or imported)")
-    spreader.add_argument("--publications", type=ingest.positive_int, required=True, help="how many, on distinct topics")
     spreader.add_argument(
-        "--topic-sizes", type=_comma_separated(int, "a topic size"), default=(),
+        "--publications", type=ingest.positive_int, required=True, help="how many, on distinct topics"
+    )
+    spreader.add_argument(
+        "--topic-sizes",
+        type=_comma_separated(int, "a topic size"),
+        default=(),
         help="publish on the topics nearest these sizes, one each (for instance 50,503,1304)",
     )
     spreader.add_argument("--cycles", type=ingest.positive_int, default=40, help="gossip cycles (default 40)")
-    spreader.add_argument("--churn", help="substitution:RATE: that share of nodes fails each cycle and returns the next")
+    spreader.add_argument(
+        "--churn", help="substitution:RATE: that share of nodes fails each cycle and returns the next"
+    )
     spreader.add_argument("--mass-failure", help="SHARE@CYCLE: that share of all nodes fails at that cycle, for good")
     spreader.add_argument("--seed", type=_int, default=1, help="publications', failures' and choices' seed (default 1)")
     spreader.add_argument(
-        "--live", action="store_true",
+        "--live",
+        action="store_true",
         help="a Feverfew run only: its gossip goes on during the dissemination, and the overlay heals "
-             "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
+        "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
     )
     spreader.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED")
     bounder = commands.add_parser(
-        "friend-bound", parents=[after],
+        "friend-bound",
+        parents=[after],
         help="ComNet'09 Fig. 1: for sampled nodes, how many feeds their k greedy best friends cover",
     )
     bounder.add_argument("--instance", required=True)
     bounder.add_argument("--k", type=ingest.positive_int, default=6, help="friends per node (default 6)")
-    bounder.add_argument("--min-feeds", type=ingest.positive_int, default=5, help="sample nodes of at least this many feeds (default 5)")
+    bounder.add_argument(
+        "--min-feeds", type=ingest.positive_int, default=5, help="sample nodes of at least this many feeds (default 5)"
+    )
     bounder.add_argument("--sample", type=ingest.positive_int, default=1000, help="how many nodes (default 1000)")
     bounder.add_argument("--seed", type=_int, default=1, help="the sample's seed (default 1)")
     shaper = commands.add_parser(
-        "topic-structure", parents=[after],
+        "topic-structure",
+        parents=[after],
         help="diameter and clustering of the topic subgraphs nearest some sizes, on any overlay run (Feverfew Table 3)",
     )
     shaper.add_argument("--run-id", required=True)
     shaper.add_argument(
-        "--sizes", type=_comma_separated(int, "a topic size"), default=structure.TABLE3_SIZES,
+        "--sizes",
+        type=_comma_separated(int, "a topic size"),
+        default=structure.TABLE3_SIZES,
         help=f"topic sizes to sample, one topic each (default the paper's {','.join(map(str, structure.TABLE3_SIZES))})",
     )
     router = commands.add_parser(
-        "route", parents=[after], help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
+        "route",
+        parents=[after],
+        help="simulate publications on a small-world overlay run (Po, Pa1, Pie, Scribe, iScribe)",
     )
     router.add_argument("--run-id", required=True, help="a complete swico run (it has a ring and fingers)")
     router.add_argument("--protocol", required=True, help=f"one of {', '.join(route.PROTOCOLS)}")
-    router.add_argument("--publications", type=ingest.positive_int, required=True, help="how many publications, all routed at once")
+    router.add_argument(
+        "--publications", type=ingest.positive_int, required=True, help="how many publications, all routed at once"
+    )
     router.add_argument("--seed", type=_int, default=1, help="the workload's seed (default 1)")
     router.add_argument(
-        "--feeds", metavar="RAPPEL_RUN_ID",
+        "--feeds",
+        metavar="RAPPEL_RUN_ID",
         help="route on a Rappel run's inputs: its feeds' publishers publish (Scribe and iScribe root each tree at "
-             "its publisher) and its coordinates give the latencies (ComNet'09 Fig. 10)",
+        "its publisher) and its coordinates give the latencies (ComNet'09 Fig. 10)",
     )
-    router.add_argument("--model-seed", type=_int, default=1,
-                        help="the latency model's seed for the link latencies (default 1; with --feeds: the Rappel run's)")
-    router.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.sSEED[.feeds-RAPPEL_RUN_ID]; the same command reuses a complete one")
     router.add_argument(
-        "--engine", default="compiled",
+        "--model-seed",
+        type=_int,
+        default=1,
+        help="the latency model's seed for the link latencies (default 1; with --feeds: the Rappel run's)",
+    )
+    router.add_argument(
+        "--routing-run-id",
+        help="default: RUN_ID.PROTOCOL.pN.sSEED[.feeds-RAPPEL_RUN_ID]; the same command reuses a complete one",
+    )
+    router.add_argument(
+        "--engine",
+        default="compiled",
         help=f"one of {', '.join(route.ENGINES)}. compiled (default): each Spark task routes its publications to the end, the routing tables broadcast "
-             "from the driver; supersteps: one DataFrame step a hop for all publications, nothing on the driver. "
-             "Same arrivals",
+        "from the driver; supersteps: one DataFrame step a hop for all publications, nothing on the driver. "
+        "Same arrivals",
     )
     comparer = commands.add_parser(
-        "compare", parents=[after],
+        "compare",
+        parents=[after],
         help="BeaConvey Tables 3-5 on one instance: four overlays, 14 systems, ratios against Scribe(-)",
     )
     comparer.add_argument("--instance", required=True)
     comparer.add_argument("--publications", type=ingest.positive_int, default=2000, help="per system (default 2000)")
     comparer.add_argument("--seed", type=_int, default=1, help="overlays' and workload's seed (default 1)")
     comparer.add_argument(
-        "--long-baseline", choices=compare.LONG_BASELINES, default="chord",
+        "--long-baseline",
+        choices=compare.LONG_BASELINES,
+        default="chord",
         help="data-oblivious long fingers of the S and - overlays (default chord)",
     )
     comparer.add_argument("--paper", choices=tuple(compare.PAPER), help="the paper's column to show next to ours")
     comparer.add_argument(
-        "--replace", action="store_true",
+        "--replace",
+        action="store_true",
         help="redo the four overlays and so every routing run on them (design --replace), for instance after a re-ingest",
     )
     reporter = commands.add_parser(
-        "report", parents=[after], help="write PNG figures and a markdown summary of the lakehouse's current runs",
+        "report",
+        parents=[after],
+        help="write PNG figures and a markdown summary of the lakehouse's current runs",
     )
     reporter.add_argument("--out", required=True, help="folder for report.md, the figures and report.json")
     reporter.add_argument(
-        "--degree-ratio", type=_ratio, default=0.2,
+        "--degree-ratio",
+        type=_ratio,
+        default=0.2,
         help="degree distributions show, per algorithm, the run with the budget ratio nearest this (default 0.2)",
     )
     registrar = commands.add_parser(
-        "register", parents=[after],
+        "register",
+        parents=[after],
         help="register the lakehouse's Delta tables in a catalog schema, for SQL clients (the dashboard)",
     )
     registrar.add_argument("--schema", required=True, help="the schema to register them in (created if missing)")
     registrar.add_argument("--catalog", default="", help="default: the session's current catalog")
     registrar.add_argument(
-        "--create-missing", action="store_true",
+        "--create-missing",
+        action="store_true",
         help="first create the declared tables no job has written yet, empty, so every query over the schema resolves",
     )
     registrar.add_argument(
-        "--repoint", action="store_true",
+        "--repoint",
+        action="store_true",
         help="re-point an external table of the same name registered on another location (a moved lakehouse)",
     )
     for name, helptext in (
@@ -467,25 +646,36 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
         runner = commands.add_parser(name, parents=[after], help=helptext)
         if name == "workflow":
             runner.add_argument(
-                "file", help=f"the workflow YAML, or a shipped one's name ({', '.join(resources.shipped_workflows())})",
+                "file",
+                help=f"the workflow YAML, or a shipped one's name ({', '.join(resources.shipped_workflows())})",
             )
         runner.add_argument(
-            "--param", type=_spark_conf_pair, action="append", default=[], metavar="NAME=VALUE",
+            "--param",
+            type=_spark_conf_pair,
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
             help="override a workflow parameter (repeatable)",
         )
         runner.add_argument("--force", action="store_true", help="run every step, complete or not")
         if name == "workflow":
             runner.add_argument(
-                "--grid", help="the set of sweep values to run, of those the file's `grids` names (default: its first)",
+                "--grid",
+                help="the set of sweep values to run, of those the file's `grids` names (default: its first)",
             )
     bundler = commands.add_parser(
-        "bundle", parents=[after], help="render the Databricks bundle's job from its workflow file (or --check it)",
+        "bundle",
+        parents=[after],
+        help="render the Databricks bundle's job from its workflow file (or --check it)",
     )
     bundler.add_argument(
-        "--workflow", default=str(DEFAULT_WORKFLOW), help="a workflow file or a shipped one's name (default: the main workflow)",
+        "--workflow",
+        default=str(DEFAULT_WORKFLOW),
+        help="a workflow file or a shipped one's name (default: the main workflow)",
     )
     bundler.add_argument(
-        "--out", help="default: resources/<workflow name>.job.yml in the checkout (installed from a wheel: in the current folder)",
+        "--out",
+        help="default: resources/<workflow name>.job.yml in the checkout (installed from a wheel: in the current folder)",
     )
     bundler.add_argument("--check", action="store_true", help="exit 1 when the file differs from the rendering")
     commands.add_parser("info", parents=[after], help="show the Spark / Delta / GraphFrames stack in use")
@@ -534,10 +724,19 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
     (bad input costs no JVM)."""
     requests = [
         design.DesignRequest(
-            instance=args.instance, algorithm=args.algorithm, max_degree=args.max_degree,
-            max_edges=args.max_edges, budget_ratio=args.budget_ratio, seed=args.seed, short=args.short,
+            instance=args.instance,
+            algorithm=args.algorithm,
+            max_degree=args.max_degree,
+            max_edges=args.max_edges,
+            budget_ratio=args.budget_ratio,
+            seed=args.seed,
+            short=args.short,
             ratio_edges=args.ratio_edges,
-            long=args.long, mode=args.mode, epsilon=args.epsilon, k=k, node_order=args.node_order,
+            long=args.long,
+            mode=args.mode,
+            epsilon=args.epsilon,
+            k=k,
+            node_order=args.node_order,
         )
         for k in (args.k or [None])
     ]
@@ -553,11 +752,14 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
 def _engine_choice(args: argparse.Namespace, settings: LabSettings) -> design.EngineChoice:
     """Where the greedy runs: the command's --regime, else the settings' (`design` in conf/lab.yaml)."""
     if args.regime == "memory" and args.mode == "relaxed":
-        raise InputError("--mode relaxed settles sampled rounds: it runs in the rounds regime (--regime rounds or auto)")
+        raise InputError(
+            "--mode relaxed settles sampled rounds: it runs in the rounds regime (--regime rounds or auto)"
+        )
     return design.EngineChoice(
         regime=args.regime or settings.design.regime,
         memory_budget=args.memory_budget or parse_bytes(settings.design.memory_budget),
-        cross_check=args.cross_check, keep_round_rows=settings.design.keep_round_rows,
+        cross_check=args.cross_check,
+        keep_round_rows=settings.design.keep_round_rows,
     )
 
 
@@ -569,9 +771,18 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return _design_requests(args), _engine_choice(args, settings)
     if args.command == "simulate" and args.protocol == rappel.PROTOCOL:
         request = rappel.RappelRequest(
-            args.instance, args.hours, args.seed, args.alpha, args.beta, args.mode, args.utility,
+            args.instance,
+            args.hours,
+            args.seed,
+            args.alpha,
+            args.beta,
+            args.mode,
+            args.utility,
             rappel.parse_failure(args.failure) if args.failure else None,
-            rappel.parse_churn(args.churn) if args.churn else None, args.arrivals, args.model_seed, args.proper_leaves,
+            rappel.parse_churn(args.churn) if args.churn else None,
+            args.arrivals,
+            args.model_seed,
+            args.proper_leaves,
         )
         request.check()
         if args.run_id is not None:
@@ -579,7 +790,13 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return request
     if args.command == "simulate":
         request = simulate.SimulateRequest(
-            args.instance, args.protocol, args.cycles, args.seed, args.bubble_start, args.pss, args.delta,
+            args.instance,
+            args.protocol,
+            args.cycles,
+            args.seed,
+            args.bubble_start,
+            args.pss,
+            args.delta,
             args.clear_similar,
         )
         request.check()
@@ -589,8 +806,14 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
     if args.command == "disseminate":
         share, cycle = disseminate.parse_mass_failure(args.mass_failure) if args.mass_failure else (0.0, 1)
         request = disseminate.DisseminateRequest(
-            args.run_id, args.publications, args.cycles, args.seed,
-            disseminate.parse_churn(args.churn) if args.churn else 0.0, share, cycle, tuple(args.topic_sizes),
+            args.run_id,
+            args.publications,
+            args.cycles,
+            args.seed,
+            disseminate.parse_churn(args.churn) if args.churn else 0.0,
+            share,
+            cycle,
+            tuple(args.topic_sizes),
             args.live,
         )
         request.check()
@@ -611,19 +834,35 @@ def prepare(args: argparse.Namespace, settings: LabSettings) -> object:
         return None
     if args.command == "compare":
         request = compare.CompareRequest(
-            args.instance, args.publications, args.seed, args.long_baseline, args.paper, replace=args.replace,
+            args.instance,
+            args.publications,
+            args.seed,
+            args.long_baseline,
+            args.paper,
+            replace=args.replace,
         )
         request.check()
         return request
     if args.command == "resilience":
         request = failures.ResilienceRequest(
-            args.run_id, args.fail_nodes, args.fail_links, args.targeted, args.trials, args.seed,
+            args.run_id,
+            args.fail_nodes,
+            args.fail_links,
+            args.targeted,
+            args.trials,
+            args.seed,
         )
         request.check()
         return request
     if args.command == "route":
         request = route.RouteRequest(
-            args.run_id, args.protocol, args.publications, args.seed, args.feeds, args.model_seed, args.engine,
+            args.run_id,
+            args.protocol,
+            args.publications,
+            args.seed,
+            args.feeds,
+            args.model_seed,
+            args.engine,
         )
         request.check()
         if args.routing_run_id is not None:
@@ -659,8 +898,12 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         print(format_table([run.asDict()], IMPORT_COLUMNS))
     elif args.command == "evaluate":
         metrics = overlays.run_evaluate(
-            spark, lakehouse, args.run_id, args.backend,
-            diameter_exact_limit=args.diameter_exact_limit, diameter_samples=args.diameter_samples,
+            spark,
+            lakehouse,
+            args.run_id,
+            args.backend,
+            diameter_exact_limit=args.diameter_exact_limit,
+            diameter_samples=args.diameter_samples,
             progress=not args.quiet,
         )
         print(f"Quality of run {args.run_id} (instance {metrics[S.INSTANCE]}):")
@@ -668,42 +911,68 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         if args.k is not None:
             ktco = overlays.run_ktco(spark, lakehouse, args.run_id, args.k, progress=not args.quiet)
             verdict = "a" if ktco.is_ktco else "not a"
-            print(f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
-                  f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO")
+            print(
+                f"k = {ktco.k}: {ktco.k_connected_topics:,} of {ktco.topics:,} topics are fine "
+                f"({ktco.share:.2%}); the overlay is {verdict} {ktco.k}TCO"
+            )
     elif args.command == "design":
         requests, engine = request
         designed = [
             design.run_design(
-                spark, lakehouse, one, args.run_id, args.batch_size, args.backend, progress=not args.quiet,
-                per_node=args.per_node, diameters=not args.skip_diameters, commit_seconds=args.commit_every,
-                replace=args.replace, engine=engine,
+                spark,
+                lakehouse,
+                one,
+                args.run_id,
+                args.batch_size,
+                args.backend,
+                progress=not args.quiet,
+                per_node=args.per_node,
+                diameters=not args.skip_diameters,
+                commit_seconds=args.commit_every,
+                replace=args.replace,
+                engine=engine,
             ).asDict()
             for one in requests
         ]
         print(format_table(designed, DESIGN_COLUMNS))
     elif args.command == "simulate" and isinstance(request, rappel.RappelRequest):
         run = rappel.run_rappel(
-            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every or rappel.SNAPSHOT_EVERY,
-            progress=not args.quiet, diameters=not args.skip_diameters, replace=args.replace,
+            spark,
+            lakehouse,
+            request,
+            args.run_id,
+            snapshot_every=args.snapshot_every or rappel.SNAPSHOT_EVERY,
+            progress=not args.quiet,
+            diameters=not args.skip_diameters,
+            replace=args.replace,
         )
         print(format_table([run], DESIGN_COLUMNS))
         print(format_table(rappel.round_rows(lakehouse, run[S.RUN_ID]), rappel.ROUND_COLUMNS))
     elif args.command == "simulate":
         run = simulate.run_simulation(
-            spark, lakehouse, request, args.run_id, snapshot_every=args.snapshot_every or simulate.SNAPSHOT_EVERY,
+            spark,
+            lakehouse,
+            request,
+            args.run_id,
+            snapshot_every=args.snapshot_every or simulate.SNAPSHOT_EVERY,
             progress=not args.quiet,
-            diameters=not args.skip_diameters, replace=args.replace,
+            diameters=not args.skip_diameters,
+            replace=args.replace,
         )
         print(format_table([run], DESIGN_COLUMNS))
         print(format_table(simulate.cycle_rows(lakehouse, run[S.RUN_ID]), simulate.CYCLE_COLUMNS))
     elif args.command == "disseminate":
         done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
-        print(f"Dissemination {done[S.ROUTING_RUN_ID]} ({request.protocol} on {done[S.RUN_ID]}, {request.cycles} cycles):")
+        print(
+            f"Dissemination {done[S.ROUTING_RUN_ID]} ({request.protocol} on {done[S.RUN_ID]}, {request.cycles} cycles):"
+        )
         print(format_table(disseminate.summary_rows(lakehouse, done[S.ROUTING_RUN_ID]), disseminate.SUMMARY_COLUMNS))
     elif args.command == "friend-bound":
         rows = friend_bound.run_friend_bound(spark, lakehouse, request)
-        print(f"Greedy best friends on {request.instance} ({request.sample} nodes of at least {request.min_feeds} feeds, "
-              f"seed {request.seed}): nodes whose friends cover all their feeds")
+        print(
+            f"Greedy best friends on {request.instance} ({request.sample} nodes of at least {request.min_feeds} feeds, "
+            f"seed {request.seed}): nodes whose friends cover all their feeds"
+        )
         print(format_table(rows, friend_bound.COLUMNS))
     elif args.command == "topic-structure":
         rows = structure.run_structure(spark, lakehouse, args.run_id, args.sizes)
@@ -730,7 +999,12 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
         print(f"Report: {Path(args.out) / report.SUMMARY} ({len(data.files)} figures)")
     elif args.command == "register":
         registered = catalog.register_tables(
-            spark, lakehouse, args.schema, args.catalog or None, create_missing=args.create_missing, repoint=args.repoint,
+            spark,
+            lakehouse,
+            args.schema,
+            args.catalog or None,
+            create_missing=args.create_missing,
+            repoint=args.repoint,
         )
         print(f"Tables of {lakehouse.root} in schema {'.'.join(filter(None, (args.catalog, args.schema)))}:")
         print(format_table([r.as_row() for r in registered], catalog.COLUMNS))
@@ -850,7 +1124,12 @@ def run_bundle(args: argparse.Namespace) -> int:
 
 
 USER_ERRORS = (
-    InputError, ConfigError, UnknownInstanceError, UnknownRunError, UnknownTableError, UnknownVersionError,
+    InputError,
+    ConfigError,
+    UnknownInstanceError,
+    UnknownRunError,
+    UnknownTableError,
+    UnknownVersionError,
     design.RunTakenOver,
 )
 

@@ -41,36 +41,68 @@ PROTOCOL_NAMES = {"pie": "Pie", "po": "Po", "pa1": "Pa1", "scribe": "Scribe", "i
 # (routing overhead ratio, average path length ratio) against Scribe(-): Tables 3, 4 and 5.
 PAPER: dict[str, dict[str, tuple[float, float]]] = {
     "FB1K": {
-        "BeaConvey(SL, Pie)": (0.266, 0.700), "BeaConvey(S, Pie)": (0.355, 0.902),
-        "BeaConvey(L, Pie)": (0.683, 0.780), "BeaConvey(-, Pie)": (0.908, 1.07),
-        "iScribe(SL)": (0.427, 0.992), "iScribe(S)": (0.428, 0.975), "iScribe(L)": (0.993, 0.987),
-        "iScribe(-)": (1.007, 1.004), "Scribe(SL)": (0.914, 1.014), "Scribe(S)": (1.05, 0.976),
-        "Scribe(L)": (0.675, 0.985), "Scribe(-)": (1.0, 1.0),
-        "BeaConvey(SL, Po)": (0.182, 0.794), "BeaConvey(SL, Pa1)": (0.341, 0.729),
+        "BeaConvey(SL, Pie)": (0.266, 0.700),
+        "BeaConvey(S, Pie)": (0.355, 0.902),
+        "BeaConvey(L, Pie)": (0.683, 0.780),
+        "BeaConvey(-, Pie)": (0.908, 1.07),
+        "iScribe(SL)": (0.427, 0.992),
+        "iScribe(S)": (0.428, 0.975),
+        "iScribe(L)": (0.993, 0.987),
+        "iScribe(-)": (1.007, 1.004),
+        "Scribe(SL)": (0.914, 1.014),
+        "Scribe(S)": (1.05, 0.976),
+        "Scribe(L)": (0.675, 0.985),
+        "Scribe(-)": (1.0, 1.0),
+        "BeaConvey(SL, Po)": (0.182, 0.794),
+        "BeaConvey(SL, Pa1)": (0.341, 0.729),
     },
     "FB10K": {
-        "BeaConvey(SL, Pie)": (0.449, 0.968), "BeaConvey(S, Pie)": (0.612, 1.629),
-        "BeaConvey(L, Pie)": (0.827, 1.15), "BeaConvey(-, Pie)": (1.127, 2.088),
-        "iScribe(SL)": (0.636, 1.035), "iScribe(S)": (0.591, 1.007), "iScribe(L)": (1.109, 1.024),
-        "iScribe(-)": (1.049, 0.9999), "Scribe(SL)": (0.908, 1.040), "Scribe(S)": (1.024, 1.007),
-        "Scribe(L)": (0.819, 1.031), "Scribe(-)": (1.0, 1.0),
-        "BeaConvey(SL, Po)": (0.319, 1.300), "BeaConvey(SL, Pa1)": (0.557, 0.981),
+        "BeaConvey(SL, Pie)": (0.449, 0.968),
+        "BeaConvey(S, Pie)": (0.612, 1.629),
+        "BeaConvey(L, Pie)": (0.827, 1.15),
+        "BeaConvey(-, Pie)": (1.127, 2.088),
+        "iScribe(SL)": (0.636, 1.035),
+        "iScribe(S)": (0.591, 1.007),
+        "iScribe(L)": (1.109, 1.024),
+        "iScribe(-)": (1.049, 0.9999),
+        "Scribe(SL)": (0.908, 1.040),
+        "Scribe(S)": (1.024, 1.007),
+        "Scribe(L)": (0.819, 1.031),
+        "Scribe(-)": (1.0, 1.0),
+        "BeaConvey(SL, Po)": (0.319, 1.300),
+        "BeaConvey(SL, Pa1)": (0.557, 0.981),
     },
     "TW1K": {
-        "BeaConvey(SL, Pie)": (0.573, 0.902), "BeaConvey(S, Pie)": (0.617, 1.273),
-        "BeaConvey(L, Pie)": (0.757, 0.931), "BeaConvey(-, Pie)": (0.853, 1.357),
-        "iScribe(SL)": (0.664, 1.041), "iScribe(S)": (0.596, 1.020), "iScribe(L)": (0.913, 1.007),
-        "iScribe(-)": (0.817, 1.008), "Scribe(SL)": (0.853, 1.035), "Scribe(S)": (1.096, 1.019),
-        "Scribe(L)": (0.714, 0.996), "Scribe(-)": (1.0, 1.0),
-        "BeaConvey(SL, Po)": (0.359, 1.145), "BeaConvey(SL, Pa1)": (0.712, 0.928),
+        "BeaConvey(SL, Pie)": (0.573, 0.902),
+        "BeaConvey(S, Pie)": (0.617, 1.273),
+        "BeaConvey(L, Pie)": (0.757, 0.931),
+        "BeaConvey(-, Pie)": (0.853, 1.357),
+        "iScribe(SL)": (0.664, 1.041),
+        "iScribe(S)": (0.596, 1.020),
+        "iScribe(L)": (0.913, 1.007),
+        "iScribe(-)": (0.817, 1.008),
+        "Scribe(SL)": (0.853, 1.035),
+        "Scribe(S)": (1.096, 1.019),
+        "Scribe(L)": (0.714, 0.996),
+        "Scribe(-)": (1.0, 1.0),
+        "BeaConvey(SL, Po)": (0.359, 1.145),
+        "BeaConvey(SL, Pa1)": (0.712, 0.928),
     },
     "TW10K": {
-        "BeaConvey(SL, Pie)": (0.748, 1.131), "BeaConvey(S, Pie)": (0.797, 1.252),
-        "BeaConvey(L, Pie)": (1.018, 1.121), "BeaConvey(-, Pie)": (1.17, 1.310),
-        "iScribe(SL)": (0.768, 1.058), "iScribe(S)": (0.671, 1.001), "iScribe(L)": (1.167, 1.040),
-        "iScribe(-)": (1.016, 1.004), "Scribe(SL)": (0.894, 1.051), "Scribe(S)": (1.012, 0.999),
-        "Scribe(L)": (0.841, 1.040), "Scribe(-)": (1.0, 1.0),
-        "BeaConvey(SL, Po)": (0.489, 1.688), "BeaConvey(SL, Pa1)": (0.917, 1.179),
+        "BeaConvey(SL, Pie)": (0.748, 1.131),
+        "BeaConvey(S, Pie)": (0.797, 1.252),
+        "BeaConvey(L, Pie)": (1.018, 1.121),
+        "BeaConvey(-, Pie)": (1.17, 1.310),
+        "iScribe(SL)": (0.768, 1.058),
+        "iScribe(S)": (0.671, 1.001),
+        "iScribe(L)": (1.167, 1.040),
+        "iScribe(-)": (1.016, 1.004),
+        "Scribe(SL)": (0.894, 1.051),
+        "Scribe(S)": (1.012, 0.999),
+        "Scribe(L)": (0.841, 1.040),
+        "Scribe(-)": (1.0, 1.0),
+        "BeaConvey(SL, Po)": (0.489, 1.688),
+        "BeaConvey(SL, Pa1)": (0.917, 1.179),
     },
 }
 LONG_BASELINES = ("chord", "random")
@@ -110,7 +142,10 @@ class CompareRequest:
 
 
 def run_compare(
-    spark: SparkSession, lakehouse: Lakehouse, request: CompareRequest, progress: bool = True,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: CompareRequest,
+    progress: bool = True,
 ) -> DataFrame:
     """Run (or reuse) every design and routing run of the comparison; store and return its rows.
     `progress`: one step per overlay (4) and per system (14), each with the figures its run row
@@ -121,7 +156,11 @@ def run_compare(
     with bar:
         for i, overlay in enumerate(OVERLAY_TYPES, 1):
             designs[overlay] = run_design(
-                spark, lakehouse, request.overlay_request(overlay), diameters=False, progress=progress,
+                spark,
+                lakehouse,
+                request.overlay_request(overlay),
+                diameters=False,
+                progress=progress,
                 replace=request.replace,
             )
             done = designs[overlay]
@@ -135,8 +174,11 @@ def run_compare(
         for i, system in enumerate(SYSTEMS, 1):
             family, overlay, protocol = system
             routed[system] = run_route(
-                spark, lakehouse, RouteRequest(designs[overlay][S.RUN_ID], protocol, request.publications, request.seed),
-                progress=progress, inputs=inputs,
+                spark,
+                lakehouse,
+                RouteRequest(designs[overlay][S.RUN_ID], protocol, request.publications, request.seed),
+                progress=progress,
+                inputs=inputs,
             )
             if routed[system][S.STATUS] != S.COMPLETE:
                 raise InputError(
@@ -161,11 +203,26 @@ def run_compare(
         ratio_overhead = m[S.ROUTING_OVERHEAD] / base[S.ROUTING_OVERHEAD] if base[S.ROUTING_OVERHEAD] else None
         ratio_path = m[S.AVG_PATH_LENGTH] / base[S.AVG_PATH_LENGTH] if base[S.AVG_PATH_LENGTH] else None
         theirs = paper.get(name, (None, None))
-        rows.append((
-            request.comparison_id, request.instance, name, system[1], system[2], routed[system][S.ROUTING_RUN_ID],
-            designs[system[1]][S.TCO_SUPPORT], m[S.ROUTING_OVERHEAD], m[S.AVG_PATH_LENGTH], m[S.MAX_PATH_LENGTH],
-            ratio_overhead, ratio_path, request.paper, theirs[0], theirs[1], _now(),
-        ))
+        rows.append(
+            (
+                request.comparison_id,
+                request.instance,
+                name,
+                system[1],
+                system[2],
+                routed[system][S.ROUTING_RUN_ID],
+                designs[system[1]][S.TCO_SUPPORT],
+                m[S.ROUTING_OVERHEAD],
+                m[S.AVG_PATH_LENGTH],
+                m[S.MAX_PATH_LENGTH],
+                ratio_overhead,
+                ratio_path,
+                request.paper,
+                theirs[0],
+                theirs[1],
+                _now(),
+            )
+        )
     columns = [c for c in S.ROUTING_COMPARISON.columns if c != S.COMPARISON_ID]
     frame = local_frame(spark, [row[1:] for row in rows], S.frame_schema(S.ROUTING_COMPARISON, tuple(columns)))
     lakehouse.write_run_rows(S.ROUTING_COMPARISON, request.comparison_id, frame, key=S.COMPARISON_ID)

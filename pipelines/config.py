@@ -126,9 +126,7 @@ def _explain(error: ValidationError, source: str) -> ConfigError:
             allowed = _allowed_keys(parent)
             hint = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1)
             did_you_mean = f" Did you mean '{hint[0]}'?" if hint else ""
-            problems.append(
-                f"unknown key '{where}'. Allowed here: {', '.join(allowed)}.{did_you_mean}"
-            )
+            problems.append(f"unknown key '{where}'. Allowed here: {', '.join(allowed)}.{did_you_mean}")
         else:
             problems.append(f"'{where}': {item['msg']} (got {item.get('input')!r})")
     return ConfigError(f"invalid settings in {source}:\n  - " + "\n  - ".join(problems))

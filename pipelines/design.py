@@ -26,10 +26,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 import math
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -119,7 +119,9 @@ class DesignRequest:
         if self.algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm '{self.algorithm}'; choose one of {', '.join(ALGORITHMS)}")
         if self.algorithm != "swico" and (self.short or self.long):
-            raise InputError("--short and --long choose the parts of a small-world overlay: only with --algorithm swico")
+            raise InputError(
+                "--short and --long choose the parts of a small-world overlay: only with --algorithm swico"
+            )
         if self.algorithm == "swico":
             if self.short not in SHORT_KINDS:
                 raise InputError(f"--short must be one of {', '.join(SHORT_KINDS)}, got '{self.short}'")
@@ -144,7 +146,9 @@ class DesignRequest:
         if ratio is not None and not (0 < ratio <= 1) or (ratio is not None and math.isnan(ratio)):
             raise InputError(f"--budget-ratio must lie in (0, 1], got {ratio}")
         if self.k is not None and self.algorithm not in KTCO:
-            raise InputError(f"--k is the connectivity of a kTCO design (gm2, harary-pt, cycle-pt), not of {self.algorithm}")
+            raise InputError(
+                f"--k is the connectivity of a kTCO design (gm2, harary-pt, cycle-pt), not of {self.algorithm}"
+            )
         if self.algorithm == "harary-pt" and (self.k is None or self.k < 2):
             raise InputError(f"harary-pt needs --k K with K >= 2, got {self.k}")
         if KTCO.get(self.algorithm) is not None and self.k != KTCO[self.algorithm]:
@@ -162,7 +166,9 @@ class DesignRequest:
                 "only with --budget-ratio and one of them"
             )
         if self.algorithm == "swico" and given:
-            raise InputError("swico's degrees are fixed by Property 1 (ceil(log2 |V|) fingers per node): it takes no budget")
+            raise InputError(
+                "swico's degrees are fixed by Property 1 (ceil(log2 |V|) fingers per node): it takes no budget"
+            )
         if self.algorithm in UNBUDGETED and given:
             raise InputError(f"{self.algorithm} builds a complete {self.k or ''}TCO and takes no budget")
         if self.algorithm not in UNBUDGETED and not given:
@@ -178,9 +184,12 @@ class DesignRequest:
             mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
             return f"{self.instance}.{self.algorithm}.{self.k}tco{order}{mode}.s{self.seed}"
         budget = (
-            f"d{self.max_degree}" if self.max_degree is not None
-            else f"m{self.max_edges}" if self.max_edges is not None
-            else f"r{self.budget_ratio:g}{'d' if self.ratio_edges == 'degree' else ''}" if self.budget_ratio is not None
+            f"d{self.max_degree}"
+            if self.max_degree is not None
+            else f"m{self.max_edges}"
+            if self.max_edges is not None
+            else f"r{self.budget_ratio:g}{'d' if self.ratio_edges == 'degree' else ''}"
+            if self.budget_ratio is not None
             else "tco"
         )
         mode = f".relaxed{self.epsilon:g}" if self.mode == "relaxed" else ""
@@ -226,9 +235,12 @@ def _stored_reference(lakehouse: Lakehouse, instance: str, ingest_id: str) -> Ro
     if not lakehouse.exists(S.OVERLAY_RUNS):
         return None
     found = (
-        lakehouse.read(S.OVERLAY_RUNS).filter(
-            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
-            & (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.STATUS) == S.COMPLETE)
+        lakehouse.read(S.OVERLAY_RUNS)
+        .filter(
+            (F.col(S.INSTANCE) == instance)
+            & (F.col(S.INGEST_ID) == ingest_id)
+            & (F.col(S.ALGORITHM) == "minmaxoda")
+            & (F.col(S.STATUS) == S.COMPLETE)
         )
         .orderBy(S.STARTED_AT)
         .limit(1)
@@ -249,12 +261,19 @@ def _reference_minmaxoda(spark, lakehouse: Lakehouse, request: DesignRequest, in
     reference = DesignRequest(instance=request.instance, algorithm="minmaxoda")
     log.info("budget ratio: computing the MinMaxODA reference overlay of %s first", request.instance)
     return run_design(
-        spark, lakehouse, reference, f"{request.instance}.minmaxoda.{ingest_id}", progress=progress, diameters=False,
+        spark,
+        lakehouse,
+        reference,
+        f"{request.instance}.minmaxoda.{ingest_id}",
+        progress=progress,
+        diameters=False,
         wait=True,
     )
 
 
-def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, nodes: int, progress: bool) -> Budget:
+def resolve_budget(
+    spark, lakehouse: Lakehouse, request: DesignRequest, ingest_id: str, nodes: int, progress: bool
+) -> Budget:
     if request.budget_ratio is None:
         max_edges = request.max_edges
         if request.algorithm in EDGE_BUDGETED and max_edges is None and request.max_degree is not None:
@@ -269,7 +288,8 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
     budget = Budget(
         max_degree=degree,
         max_edges=(
-            degree * nodes // 2 if request.ratio_edges == "degree"
+            degree * nodes // 2
+            if request.ratio_edges == "degree"
             else math.floor(ratio * int(reference[S.EDGES] or 0) + 1e-9)
         ),
         reference_run=reference[S.RUN_ID],
@@ -284,7 +304,12 @@ def resolve_budget(spark, lakehouse: Lakehouse, request: DesignRequest, ingest_i
 
 
 def claim_run(
-    lakehouse: Lakehouse, run_id: str, request: DesignRequest, ingest_id: str, params: str, wait: bool,
+    lakehouse: Lakehouse,
+    run_id: str,
+    request: DesignRequest,
+    ingest_id: str,
+    params: str,
+    wait: bool,
 ) -> tuple[Row | None, str]:
     """Insert the run row (status running), or take over an unfinished run with the same request.
 
@@ -293,9 +318,14 @@ def claim_run(
     awaited (`_await_owner`), and taken over only when that process looks dead."""
     attempt = uuid.uuid4().hex
     record = {
-        S.RUN_ID: run_id, S.INSTANCE: request.instance, S.INGEST_ID: ingest_id,
-        S.ALGORITHM: request.algorithm, S.PARAMS: params, S.STATUS: S.RUNNING,
-        S.STARTED_AT: _now(), S.ATTEMPT: attempt,
+        S.RUN_ID: run_id,
+        S.INSTANCE: request.instance,
+        S.INGEST_ID: ingest_id,
+        S.ALGORITHM: request.algorithm,
+        S.PARAMS: params,
+        S.STATUS: S.RUNNING,
+        S.STARTED_AT: _now(),
+        S.ATTEMPT: attempt,
     }
     if lakehouse.insert_run(record):
         return None, attempt
@@ -339,7 +369,8 @@ def _progress_mark(lakehouse: Lakehouse, run: Row) -> tuple:
     """What changes while a live process designs the run: its attempt, status, metrics, rounds."""
     rounds = (
         lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).count()
-        if lakehouse.exists(S.OVERLAY_ROUNDS) else 0
+        if lakehouse.exists(S.OVERLAY_ROUNDS)
+        else 0
     )
     return run[S.ATTEMPT], run[S.STATUS], run[S.TCO_SUPPORT], rounds
 
@@ -355,7 +386,9 @@ def _await_owner(lakehouse: Lakehouse, run_id: str, run: Row) -> Row:
     log.info(
         "run %s is being designed by another process (attempt %s): waiting for it (it is taken over after "
         "%.0f s without progress; its own design command takes it over at once)",
-        run_id, run[S.ATTEMPT], REFERENCE_STALE_SECONDS,
+        run_id,
+        run[S.ATTEMPT],
+        REFERENCE_STALE_SECONDS,
     )
     while True:
         time.sleep(REFERENCE_POLL_SECONDS)
@@ -375,7 +408,9 @@ def _await_owner(lakehouse: Lakehouse, run_id: str, run: Row) -> Row:
         elif time.monotonic() - since >= REFERENCE_STALE_SECONDS:
             log.warning(
                 "run %s made no progress for %.0f s: its process (attempt %s) is presumed dead; taking the run over",
-                run_id, time.monotonic() - since, run[S.ATTEMPT],
+                run_id,
+                time.monotonic() - since,
+                run[S.ATTEMPT],
             )
             return run
 
@@ -385,8 +420,11 @@ def _resume_point(lakehouse: Lakehouse, run_id: str) -> tuple[GreedyStart, DataF
     last = None
     if lakehouse.exists(S.OVERLAY_ROUNDS):
         rows = (
-            lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == run_id)
-            .orderBy(F.desc(S.ROUND)).limit(1).collect()
+            lakehouse.read(S.OVERLAY_ROUNDS)
+            .filter(F.col(S.RUN_ID) == run_id)
+            .orderBy(F.desc(S.ROUND))
+            .limit(1)
+            .collect()
         )
         last = rows[0] if rows else None
     done = last[S.ROUND] if last else 0
@@ -402,7 +440,10 @@ def _report_round(bar: Progress, r: GreedyRound) -> None:
     bar.step(
         f"round {r.round} phase {r.phase}: +{len(r.edges)} edges ({r.edges_total} total), {r.candidates} candidates, "
         f"TcoSuppR {r.tco_support:.4f}, {r.seconds:.1f}s",
-        advance=len(r.edges), round=r.round, phase=r.phase, tco=f"{r.tco_support:.3f}",
+        advance=len(r.edges),
+        round=r.round,
+        phase=r.phase,
+        tco=f"{r.tco_support:.3f}",
     )
 
 
@@ -437,7 +478,7 @@ def failing_run(lakehouse: Lakehouse, run_id: str, attempt: str, job: str):
             message = f"{type(error).__name__}: {error}"[:2000]
             if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
                 log.warning("run %s was taken over by another process: not marking it failed", run_id)
-        except Exception:  # noqa: BLE001 - keep the original error
+        except Exception:
             log.exception("could not mark run %s failed", run_id)
         raise
 
@@ -449,16 +490,19 @@ def complete_owned(lakehouse: Lakehouse, run_id: str, attempt: str, **values: ob
 
 
 def _store_rounds(
-    spark, lakehouse: Lakehouse, run_id: str, attempt: str, rounds: list[GreedyRound], owner_checked: bool = False,
+    spark,
+    lakehouse: Lakehouse,
+    run_id: str,
+    attempt: str,
+    rounds: list[GreedyRound],
+    owner_checked: bool = False,
 ) -> None:
     """Commit completed rounds: their links in one append, then their rows in another (the commit
     point). Each Delta commit costs about a second here, so rounds are committed in groups.
     `owner_checked`: the caller has just checked that the run is still this attempt's."""
     if not owner_checked:
         check_owner(lakehouse, run_id, attempt)
-    rows = [
-        (u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)
-    ]
+    rows = [(u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)]
     if rows:
         frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
         lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
@@ -466,11 +510,22 @@ def _store_rounds(
     records = []
     for r in rounds:
         record = {
-            S.ROUND: r.round, S.PHASE: r.phase, S.EDGES_ADDED: len(r.edges), S.CANDIDATES: r.candidates,
-            S.REEVALUATIONS: r.reevaluations, S.EDGES: r.edges_total, S.TCC: r.tcc,
-            S.TCO_SUPPORT: r.tco_support, S.SECONDS: r.seconds, S.NEXT_PHASE: r.next_phase,
-            S.FINISHED: r.finished, S.COMPUTED_AT: _now(), S.SPARK_SECONDS: r.spark_seconds,
-            S.CANDIDATE_ROWS: r.candidate_rows, S.OPEN_NODES: r.open_nodes, S.ROWS_READ: r.rows_read,
+            S.ROUND: r.round,
+            S.PHASE: r.phase,
+            S.EDGES_ADDED: len(r.edges),
+            S.CANDIDATES: r.candidates,
+            S.REEVALUATIONS: r.reevaluations,
+            S.EDGES: r.edges_total,
+            S.TCC: r.tcc,
+            S.TCO_SUPPORT: r.tco_support,
+            S.SECONDS: r.seconds,
+            S.NEXT_PHASE: r.next_phase,
+            S.FINISHED: r.finished,
+            S.COMPUTED_AT: _now(),
+            S.SPARK_SECONDS: r.spark_seconds,
+            S.CANDIDATE_ROWS: r.candidate_rows,
+            S.OPEN_NODES: r.open_nodes,
+            S.ROWS_READ: r.rows_read,
         }
         records.append(tuple(record[c] for c in columns))
     frame = local_frame(spark, records, S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
@@ -478,9 +533,21 @@ def _store_rounds(
 
 
 def _run_greedy(
-    spark, lakehouse, run_id, attempt, subscriptions, budget: Budget, request, batch_size, progress,
-    resuming: bool, commit_seconds: float, timings: dict[str, float], per_node: int | None = None,
-    engine: EngineChoice = EngineChoice(), subscription_rows: int | None = None,
+    spark,
+    lakehouse,
+    run_id,
+    attempt,
+    subscriptions,
+    budget: Budget,
+    request,
+    batch_size,
+    progress,
+    resuming: bool,
+    commit_seconds: float,
+    timings: dict[str, float],
+    per_node: int | None = None,
+    engine: EngineChoice = EngineChoice(),
+    subscription_rows: int | None = None,
 ) -> GreedyOutcome:
     """Run (or resume) the greedy rounds. `timings` receives the seconds spent on setup, rounds
     and commits.
@@ -493,10 +560,16 @@ def _run_greedy(
         return GreedyOutcome(last[S.TCC], None, None, None, [])
     regime = "rounds" if request.mode == "relaxed" and engine.regime == "auto" else engine.regime
     params = GreedyParams(
-        request.algorithm, max_edges=budget.max_edges if request.algorithm == "gpa" else None,
-        max_degree=budget.max_degree if request.algorithm == "gpm" else None, batch_size=batch_size,
-        per_node=per_node, mode=request.mode, epsilon=request.epsilon or DEFAULT_EPSILON,
-        parallelism=task_slots(spark), regime=regime, memory_budget=engine.memory_budget,
+        request.algorithm,
+        max_edges=budget.max_edges if request.algorithm == "gpa" else None,
+        max_degree=budget.max_degree if request.algorithm == "gpm" else None,
+        batch_size=batch_size,
+        per_node=per_node,
+        mode=request.mode,
+        epsilon=request.epsilon or DEFAULT_EPSILON,
+        parallelism=task_slots(spark),
+        regime=regime,
+        memory_budget=engine.memory_budget,
         keep_rows=engine.keep_round_rows,
     )
     bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
@@ -521,10 +594,13 @@ def _run_greedy(
             tcc = r.tcc
     finally:
         bar.close()
-    timings.update({
-        S.SECONDS_SETUP: time.monotonic() - clock - rounds_seconds - commits_seconds,
-        S.SECONDS_ROUNDS: rounds_seconds, S.SECONDS_COMMITS: commits_seconds,
-    })
+    timings.update(
+        {
+            S.SECONDS_SETUP: time.monotonic() - clock - rounds_seconds - commits_seconds,
+            S.SECONDS_ROUNDS: rounds_seconds,
+            S.SECONDS_COMMITS: commits_seconds,
+        }
+    )
     if tcc is None:
         tcc = greedy.classes.components  # nothing left to add: the start is the overlay
     return GreedyOutcome(tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime, pending)
@@ -544,7 +620,16 @@ class GreedyOutcome:
 
 
 def _run_small_world(
-    spark, lakehouse, run_id, attempt, subscriptions, nodes: int, request, batch_size, per_node=None, progress=True,
+    spark,
+    lakehouse,
+    run_id,
+    attempt,
+    subscriptions,
+    nodes: int,
+    request,
+    batch_size,
+    per_node=None,
+    progress=True,
     engine: EngineChoice = EngineChoice(),
 ) -> None:
     """A small-world overlay (BeaConvey Table 2): ring, fingers and their links; recomputed from
@@ -552,8 +637,16 @@ def _run_small_world(
     the library's greedy rounds and phases, then the check and each table stored."""
     with Progress(run_id, enabled=progress, logger=log) as bar:
         overlay = small_world_overlay(
-            subscriptions, nodes, request.short, request.long, seed=request.seed, batch_size=batch_size,
-            on_step=bar.on_step, per_node=per_node, parallelism=task_slots(spark), regime=engine.regime,
+            subscriptions,
+            nodes,
+            request.short,
+            request.long,
+            seed=request.seed,
+            batch_size=batch_size,
+            on_step=bar.on_step,
+            per_node=per_node,
+            parallelism=task_slots(spark),
+            regime=engine.regime,
             memory_budget=engine.memory_budget,
         )
         violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
@@ -562,7 +655,8 @@ def _run_small_world(
         bar.step("Property 1 holds", check="Property 1")
         check_owner(lakehouse, run_id, attempt)
         lakehouse.write_run_tables(
-            run_id, [(S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)],
+            run_id,
+            [(S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)],
             on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
         )
 
@@ -575,9 +669,14 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
     elif request.algorithm == "random-m":
         edges = random_m(nodes, budget.max_degree, request.seed)
     else:
-        edges = spidercast_m(subscriptions, SpiderCastParams(
-            max_degree=budget.max_degree, seed=request.seed, parallelism=task_slots(spark),
-        ))
+        edges = spidercast_m(
+            subscriptions,
+            SpiderCastParams(
+                max_degree=budget.max_degree,
+                seed=request.seed,
+                parallelism=task_slots(spark),
+            ),
+        )
     check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
@@ -636,14 +735,28 @@ def run_design(
     clock = time.monotonic()
     timings: dict[str, float] = {}
     with failing_run(lakehouse, run_id, attempt, "design"):
-        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
+        subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(
+            S.NODE_ID, S.TOPIC_ID
+        )
         engine_links = regime = None
         unstored: list[GreedyRound] = []
         if request.algorithm in GREEDY_ALGORITHMS:
             outcome = _run_greedy(
-                spark, lakehouse, run_id, attempt, subscriptions, budget, request,
-                batch_size, progress, resuming=existing is not None, commit_seconds=commit_seconds,
-                timings=timings, per_node=per_node, engine=engine, subscription_rows=instance[S.SUBSCRIPTIONS],
+                spark,
+                lakehouse,
+                run_id,
+                attempt,
+                subscriptions,
+                budget,
+                request,
+                batch_size,
+                progress,
+                resuming=existing is not None,
+                commit_seconds=commit_seconds,
+                timings=timings,
+                per_node=per_node,
+                engine=engine,
+                subscription_rows=instance[S.SUBSCRIPTIONS],
             )
             engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
             engine_links, regime, unstored = outcome.links, outcome.regime, outcome.unstored
@@ -653,8 +766,17 @@ def run_design(
         elif request.algorithm == "swico":
             engine_tcc = driver_subscriptions = None
             _run_small_world(
-                spark, lakehouse, run_id, attempt, subscriptions, instance[S.NODES], request, batch_size, per_node,
-                progress, engine,
+                spark,
+                lakehouse,
+                run_id,
+                attempt,
+                subscriptions,
+                instance[S.NODES],
+                request,
+                batch_size,
+                per_node,
+                progress,
+                engine,
             )
         else:
             engine_tcc = driver_subscriptions = None
@@ -666,14 +788,22 @@ def run_design(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rounds-{run_id[:24]}") as pool:
             last_rounds = (
                 pool.submit(_store_rounds, spark, lakehouse, run_id, attempt, unstored, owner_checked=True)
-                if unstored else None
+                if unstored
+                else None
             )
             if last_rounds is not None and (diameters or engine.cross_check or engine_links is None):
                 last_rounds.result()
             metrics = evaluate_run(
-                spark, lakehouse, run, backend, diameters=diameters, certified=not engine.cross_check,
-                driver_subscriptions=driver_subscriptions, progress=progress,
-                engine_links=None if engine.cross_check else engine_links, instance=instance,
+                spark,
+                lakehouse,
+                run,
+                backend,
+                diameters=diameters,
+                certified=not engine.cross_check,
+                driver_subscriptions=driver_subscriptions,
+                progress=progress,
+                engine_links=None if engine.cross_check else engine_links,
+                instance=instance,
             )
             if engine_tcc is not None and engine_tcc != metrics[S.TCC]:
                 raise DesignError(
@@ -691,9 +821,14 @@ def run_design(
                 )
         timings[S.SECONDS_EVALUATE] = time.monotonic() - evaluating
         completed = {
-            S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-            S.EDGES: metrics[S.EDGES], S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], **timings, S.REGIME: regime,
-            S.SPARK_JOBS: jobs_started(spark) - jobs, S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
+            S.FINISHED_AT: _now(),
+            S.SECONDS: time.monotonic() - clock,
+            S.EDGES: metrics[S.EDGES],
+            S.TCO_SUPPORT: metrics[S.TCO_SUPPORT],
+            **timings,
+            S.REGIME: regime,
+            S.SPARK_JOBS: jobs_started(spark) - jobs,
+            S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
         }
         complete_owned(lakehouse, run_id, attempt, **completed)
     # The row as the completing MERGE left it (that write checked it was still this attempt's).

@@ -22,8 +22,8 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.errors import InputError
 from overlay.design.classes import Subscriptions
+from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
 from overlay.gossip.feverfew import FeverfewParams
@@ -113,7 +113,10 @@ class DisseminateRequest:
 
 
 def run_dissemination(
-    spark: SparkSession, lakehouse: Lakehouse, request: DisseminateRequest, routing_run_id: str | None = None,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: DisseminateRequest,
+    routing_run_id: str | None = None,
     progress: bool = True,
 ) -> Row:
     """Disseminate the request's publications on its overlay run; the routing run row, complete."""
@@ -142,15 +145,30 @@ def run_dissemination(
                 completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
             lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
             bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
-        lakehouse.update_run(routing_run_id, **ROUTING, **{
-            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-            S.SUPERSTEPS: request.cycles, S.PUBLICATIONS: chosen,
-        })
+        lakehouse.update_run(
+            routing_run_id,
+            **ROUTING,
+            **{
+                S.STATUS: S.COMPLETE,
+                S.FINISHED_AT: _now(),
+                S.SECONDS: time.monotonic() - clock,
+                S.SUPERSTEPS: request.cycles,
+                S.PUBLICATIONS: chosen,
+            },
+        )
     return lakehouse.run_row(routing_run_id, **ROUTING)
 
 
-def _live(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: DisseminateRequest, subscriptions, topics,
-          progress: bool):
+def _live(
+    spark,
+    lakehouse: Lakehouse,
+    run: Row,
+    instance: Row,
+    request: DisseminateRequest,
+    subscriptions,
+    topics,
+    progress: bool,
+):
     """The completion rows of a dissemination inside the gossip of the Feverfew run `run`, going on
     from its last stored state with its own protocol settings."""
     if run[S.ALGORITHM] != "feverfew":
@@ -165,8 +183,18 @@ def _live(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: Dissemi
     chosen = [(r[S.PUB_ID], r[S.TOPIC_ID]) for r in topics.collect()]  # the few publications asked for
     with Progress(f"{run[S.RUN_ID]} live", total=request.cycles, unit="cycle", enabled=progress, logger=log) as bar:
         rows, _ = heal_and_disseminate(
-            spark, state, last, csr.offsets, csr.topics, params, chosen, request.failures(), request.cycles,
-            request.seed, task_slots(spark), on_step=bar.on_step,
+            spark,
+            state,
+            last,
+            csr.offsets,
+            csr.topics,
+            params,
+            chosen,
+            request.failures(),
+            request.cycles,
+            request.seed,
+            task_slots(spark),
+            on_step=bar.on_step,
         )
     return local_frame(spark, [tuple(row[c] for c in COMPLETION_COLUMNS) for row in rows], COMPLETION_SCHEMA)
 

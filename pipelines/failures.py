@@ -26,7 +26,14 @@ from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 log = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = (
-    "model", "share", "trials", "failed", "survivors", "tco_support", "tco_support_sd", "connected_topic_share",
+    "model",
+    "share",
+    "trials",
+    "failed",
+    "survivors",
+    "tco_support",
+    "tco_support_sd",
+    "connected_topic_share",
     "connected_min",
 )
 
@@ -69,11 +76,20 @@ class ResilienceRequest:
 def _record(run_id: str, plan: FailurePlan, outcome: Outcome, now) -> tuple:
     scenario = outcome.scenario
     values = {
-        S.RUN_ID: run_id, S.MODEL: plan.model, S.SHARE: float(scenario.share), S.TRIAL: scenario.trial,
-        S.SEED: plan.seed, S.FAILED: scenario.failed, S.SURVIVORS: outcome.survivors,
-        S.SUBSCRIPTIONS: outcome.subscriptions, S.TOPICS: outcome.topics, S.TCC: outcome.tcc,
-        S.TCO_SUPPORT: outcome.tco_support, S.SHARED_TOPICS: outcome.shared_topics,
-        S.CONNECTED_TOPICS: outcome.connected_topics, S.CONNECTED_TOPIC_SHARE: outcome.connected_topic_share,
+        S.RUN_ID: run_id,
+        S.MODEL: plan.model,
+        S.SHARE: float(scenario.share),
+        S.TRIAL: scenario.trial,
+        S.SEED: plan.seed,
+        S.FAILED: scenario.failed,
+        S.SURVIVORS: outcome.survivors,
+        S.SUBSCRIPTIONS: outcome.subscriptions,
+        S.TOPICS: outcome.topics,
+        S.TCC: outcome.tcc,
+        S.TCO_SUPPORT: outcome.tco_support,
+        S.SHARED_TOPICS: outcome.shared_topics,
+        S.CONNECTED_TOPICS: outcome.connected_topics,
+        S.CONNECTED_TOPIC_SHARE: outcome.connected_topic_share,
         S.COMPUTED_AT: now,
     }
     return tuple(values[column] for column in S.RESILIENCE.columns)
@@ -86,13 +102,19 @@ def summary(plan: FailurePlan, outcomes: list[Outcome]) -> list[dict]:
         trials = [o for o in outcomes if o.scenario.share == share]
         support = [o.tco_support for o in trials]
         connected = [o.connected_topic_share for o in trials]
-        rows.append({
-            "model": plan.model, "share": share, "trials": len(trials), "failed": trials[0].scenario.failed,
-            "survivors": trials[0].survivors, "tco_support": round(statistics.fmean(support), 4),
-            "tco_support_sd": round(statistics.pstdev(support), 4),
-            "connected_topic_share": round(statistics.fmean(connected), 4),
-            "connected_min": round(min(connected), 4),
-        })
+        rows.append(
+            {
+                "model": plan.model,
+                "share": share,
+                "trials": len(trials),
+                "failed": trials[0].scenario.failed,
+                "survivors": trials[0].survivors,
+                "tco_support": round(statistics.fmean(support), 4),
+                "tco_support_sd": round(statistics.pstdev(support), 4),
+                "connected_topic_share": round(statistics.fmean(connected), 4),
+                "connected_min": round(min(connected), 4),
+            }
+        )
     return rows
 
 
@@ -108,12 +130,18 @@ def run_resilience(spark: SparkSession, lakehouse: Lakehouse, request: Resilienc
         now = _now()
         frame = local_frame(spark, [_record(request.run_id, plan, o, now) for o in outcomes], S.RESILIENCE.schema)
         lakehouse.write_run_rows(
-            S.RESILIENCE, request.run_id, frame,
+            S.RESILIENCE,
+            request.run_id,
+            frame,
             within={S.MODEL: plan.model, S.SEED: plan.seed, S.SHARE: tuple(float(s) for s in plan.shares)},
         )
         log.info(
-            "resilience %s: %s at %d shares x %d trials in %.1fs", request.run_id, plan.model, len(plan.shares),
-            plan.trials, time.monotonic() - clock,
+            "resilience %s: %s at %d shares x %d trials in %.1fs",
+            request.run_id,
+            plan.model,
+            len(plan.shares),
+            plan.trials,
+            time.monotonic() - clock,
         )
         rows += summary(plan, outcomes)
     return rows

@@ -46,19 +46,34 @@ def run_friend_bound(spark: SparkSession, lakehouse: Lakehouse, request: FriendB
     request.check()
     instance = lakehouse.instance_row(request.instance)
     ingest_id = instance[S.INGEST_ID]
-    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(
-        S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    subscriptions = (
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id)
+        .select(S.NODE_ID, S.TOPIC_ID)
+        .localCheckpoint(eager=True)
+    )
     csr = Subscriptions.collect(subscriptions, int(instance[S.NODES]))
     nodes = sampled_nodes(subscriptions, request.min_feeds, request.sample, request.seed).localCheckpoint(eager=True)
     if nodes.isEmpty():
         raise InputError(f"instance '{request.instance}' has no node with at least {request.min_feeds} feeds")
     rows = best_friend_coverage(spark, csr.offsets, csr.topics, request.k, task_slots(spark), nodes).select(
-        F.lit(ingest_id).alias(S.INGEST_ID), F.lit(request.k).alias(S.K), F.lit(request.min_feeds).alias(S.MIN_FEEDS),
-        F.lit(request.sample).alias(S.SAMPLE), F.lit(request.seed).cast("long").alias(S.SEED), S.NODE_ID, S.FEEDS,
-        S.FRIENDS, S.COVERED_AFTER, F.lit(_now()).alias(S.COMPUTED_AT),
+        F.lit(ingest_id).alias(S.INGEST_ID),
+        F.lit(request.k).alias(S.K),
+        F.lit(request.min_feeds).alias(S.MIN_FEEDS),
+        F.lit(request.sample).alias(S.SAMPLE),
+        F.lit(request.seed).cast("long").alias(S.SEED),
+        S.NODE_ID,
+        S.FEEDS,
+        S.FRIENDS,
+        S.COVERED_AFTER,
+        F.lit(_now()).alias(S.COMPUTED_AT),
     )
-    settings = {S.INGEST_ID: ingest_id, S.K: request.k, S.MIN_FEEDS: request.min_feeds, S.SAMPLE: request.sample,
-                S.SEED: request.seed}
+    settings = {
+        S.INGEST_ID: ingest_id,
+        S.K: request.k,
+        S.MIN_FEEDS: request.min_feeds,
+        S.SAMPLE: request.sample,
+        S.SEED: request.seed,
+    }
     lakehouse.write_run_rows(S.FRIEND_BOUND, request.instance, rows, key=S.INSTANCE, within=settings)
     stored = lakehouse.read(S.FRIEND_BOUND).filter(F.col(S.INSTANCE) == request.instance)
     for column, value in settings.items():
@@ -71,7 +86,10 @@ def summary(rows, k: int) -> list[dict]:
     greedy picks cover all their feeds, and their share (one aggregate; k rows)."""
     counted = {r[FRIENDS_COLUMN]: r for r in full_coverage_by_friends(rows, []).collect()}  # k rows
     return [
-        {FRIENDS_COLUMN: j, FULL_COLUMN: int(counted[j][FULL_COLUMN]) if j in counted else 0,
-         SHARE_COLUMN: counted[j][SHARE_COLUMN] if j in counted else None}
+        {
+            FRIENDS_COLUMN: j,
+            FULL_COLUMN: int(counted[j][FULL_COLUMN]) if j in counted else 0,
+            SHARE_COLUMN: counted[j][SHARE_COLUMN] if j in counted else None,
+        }
         for j in range(1, k + 1)
     ]

@@ -41,8 +41,17 @@ def dataset_path(name: str) -> str:
 
 
 SUMMARY_COLUMNS = (
-    S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.ROWS_READ, S.ROWS_ACCEPTED,
-    S.REJECTED, S.DUPLICATES, S.UNSAMPLED, S.SINGLE_SUBSCRIBER_TOPICS,
+    S.INSTANCE,
+    S.SOURCE,
+    S.NODES,
+    S.TOPICS,
+    S.SUBSCRIPTIONS,
+    S.ROWS_READ,
+    S.ROWS_ACCEPTED,
+    S.REJECTED,
+    S.DUPLICATES,
+    S.UNSAMPLED,
+    S.SINGLE_SUBSCRIBER_TOPICS,
 )
 
 
@@ -77,25 +86,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     synthetic.add_argument("--max-subs", type=positive_int, help="largest subscription size")
     synthetic.add_argument("--alpha", type=float, default=2.0, help="Zipf exponent (default 2.0)")
     synthetic.add_argument(
-        "--expo-rate", type=float, default=10.0,
+        "--expo-rate",
+        type=float,
+        default=10.0,
         help="Expo: weight of rank r is exp(-rate * r / T) (default 10.0)",
     )
     files = parser.add_argument_group("--source social / subscriptions")
     files.add_argument("--path", help="input file (social: edge list, .gz or .mtx; subscriptions: CSV or Parquet)")
     files.add_argument(
-        "--dataset", choices=tuple(DATASETS),
+        "--dataset",
+        choices=tuple(DATASETS),
         help="social: a graph shipped with the lab instead of --path (facebook: friendships; twitter: followers)",
     )
     files.add_argument("--directed", action="store_true", help="social: a line 'a b' means a follows b")
     files.add_argument("--reverse", action="store_true", help="social, directed: a line 'a b' means b follows a")
     files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
     files.add_argument(
-        "--feed-seeds", type=positive_int,
+        "--feed-seeds",
+        type=positive_int,
         help="social: a feed sample (Rappel's LiveJournal workload; a friendship is two follows) from this many random seed journals; "
-             "the universe is their followers",
+        "the universe is their followers",
     )
     files.add_argument(
-        "--feed-publishers", type=positive_int,
+        "--feed-publishers",
+        type=positive_int,
         help="social: the feed sample's publishers, the journals most followed from the universe",
     )
     parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
@@ -140,22 +154,31 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
     check_instance_name(args.instance)
     if args.source == "synthetic":
         _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
-        _reject_unused(args, "synthetic", "path", "dataset", "directed", "reverse", "sample_bfs", "feed_seeds",
-                       "feed_publishers")
+        _reject_unused(
+            args, "synthetic", "path", "dataset", "directed", "reverse", "sample_bfs", "feed_seeds", "feed_publishers"
+        )
         if args.dist != "zipf" and args.alpha != 2.0:
             raise InputError("--alpha only applies to --dist zipf")
         if args.dist != "expo" and args.expo_rate != 10.0:
             raise InputError("--expo-rate only applies to --dist expo")
         spec: SourceSpec = SyntheticSpec(
-            dist=args.dist, nodes=args.nodes, topics=args.topics, min_subs=args.min_subs,
-            max_subs=args.max_subs, seed=args.seed, alpha=args.alpha, expo_rate=args.expo_rate,
+            dist=args.dist,
+            nodes=args.nodes,
+            topics=args.topics,
+            min_subs=args.min_subs,
+            max_subs=args.max_subs,
+            seed=args.seed,
+            alpha=args.alpha,
+            expo_rate=args.expo_rate,
         )
     elif args.source == "social":
         _reject_unused(args, "social", "dist", "nodes", "topics", "min_subs", "max_subs")
         path, directed, reverse = args.path, args.directed, args.reverse
         if args.dataset is not None:
             if path is not None or directed or reverse:
-                raise InputError("--dataset names a shipped graph with its orientation: give no --path, --directed or --reverse")
+                raise InputError(
+                    "--dataset names a shipped graph with its orientation: give no --path, --directed or --reverse"
+                )
             path, (_, directed, reverse) = dataset_path(args.dataset), DATASETS[args.dataset]
         if path is None:
             raise InputError("--source social needs --path or --dataset")
@@ -164,16 +187,32 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
         if args.feed_seeds is not None and args.seed is None:
             raise InputError("--feed-seeds needs --seed (the sample depends on it)")
         spec = SocialSpec(
-            path=path, directed=directed, reverse=reverse,
-            sample_bfs=args.sample_bfs, seed=args.seed or 0,
+            path=path,
+            directed=directed,
+            reverse=reverse,
+            sample_bfs=args.sample_bfs,
+            seed=args.seed or 0,
             bfs_seed_count=settings.ingest.bfs_seed_count,
-            feed_seeds=args.feed_seeds, feed_publishers=args.feed_publishers,
+            feed_seeds=args.feed_seeds,
+            feed_publishers=args.feed_publishers,
         )
     else:
         _require(args, "subscriptions", "path")
         _reject_unused(
-            args, "subscriptions", "dist", "nodes", "topics", "min_subs", "max_subs", "dataset",
-            "directed", "reverse", "sample_bfs", "seed", "feed_seeds", "feed_publishers",
+            args,
+            "subscriptions",
+            "dist",
+            "nodes",
+            "topics",
+            "min_subs",
+            "max_subs",
+            "dataset",
+            "directed",
+            "reverse",
+            "sample_bfs",
+            "seed",
+            "feed_seeds",
+            "feed_publishers",
         )
         spec = SubscriptionsFileSpec(path=args.path)
     spec.validate()
@@ -221,7 +260,11 @@ def ingest_request(args: argparse.Namespace, settings: LabSettings) -> IngestReq
 
 
 def run(
-    spark: SparkSession, lakehouse: Lakehouse, instance: str, spec: SourceSpec, kept: Retention | None = None,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    instance: str,
+    spec: SourceSpec,
+    kept: Retention | None = None,
     progress: bool = True,
 ) -> Row:
     """Build and store one instance. `progress`: the source's size when it is one local file,
@@ -233,7 +276,8 @@ def run(
         t = frames.tally
         bar.step(
             f"read: {t.read} rows = {t.accepted} accepted + {t.rejected} rejected + {t.duplicates} duplicates "
-            f"+ {t.unsampled} unsampled", read=t.read,
+            f"+ {t.unsampled} unsampled",
+            read=t.read,
         )
         row = lakehouse.replace_instance(instance, frames, kept, on_step=bar.on_step)
     log.info("ingest %s: stored in %.1fs", instance, time.monotonic() - started)

@@ -190,15 +190,28 @@ def fetch_one(jar_set: JarSet, repositories: list[str]) -> bool:
         (work_dir / "ivy.xml").write_text(_ivy_module(jar_set.coordinate))
         out_dir = work_dir / "lib"
         command = [
-            java, f"-Duser.home={work_dir}", "-cp", str(_ivy_jar()), "org.apache.ivy.Main",
-            "-settings", "ivysettings.xml", "-ivy", "ivy.xml", "-confs", "default",
-            "-types", "jar", "bundle", "-retrieve", "lib/[artifact]-[revision](-[classifier]).[ext]",
+            java,
+            f"-Duser.home={work_dir}",
+            "-cp",
+            str(_ivy_jar()),
+            "org.apache.ivy.Main",
+            "-settings",
+            "ivysettings.xml",
+            "-ivy",
+            "ivy.xml",
+            "-confs",
+            "default",
+            "-types",
+            "jar",
+            "bundle",
+            "-retrieve",
+            "lib/[artifact]-[revision](-[classifier]).[ext]",
         ]
         print(f"jars: resolving {jar_set.coordinate} from {', '.join(repositories)}", file=sys.stderr)
         result = subprocess.run(command, cwd=work_dir, capture_output=True, text=True)
         if result.returncode != 0 or not any(out_dir.glob("*.jar")):
             lines = (result.stdout + result.stderr).splitlines()
-            detail = "\n".join(l for l in lines if "::" in l or "ERROR" in l or "Exception" in l)[-2000:]
+            detail = "\n".join(line for line in lines if "::" in line or "ERROR" in line or "Exception" in line)[-2000:]
             if jar_set.required:
                 raise SystemExit(f"jars: could not resolve {jar_set.coordinate}:\n{detail}")
             print(

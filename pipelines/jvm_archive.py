@@ -98,7 +98,9 @@ def build(force: bool = False) -> bool:
     with tempfile.TemporaryDirectory(prefix="lab-archive-") as folder:
         done = subprocess.run(
             [sys.executable, "-m", "pipelines.jvm_archive", "--record", folder, str(partial)],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     if done.returncode != 0 or not partial.is_file():
         log.warning("no JVM class archive (the lab runs without it): %s", done.stderr.strip()[-800:])
@@ -119,7 +121,10 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     clock = time.monotonic()
     if build(force=bool(argv)):
-        print(f"JVM class archive: {ARCHIVE} ({ARCHIVE.stat().st_size / 2**20:.0f} MB, {time.monotonic() - clock:.0f} s)", file=sys.stderr)
+        print(
+            f"JVM class archive: {ARCHIVE} ({ARCHIVE.stat().st_size / 2**20:.0f} MB, {time.monotonic() - clock:.0f} s)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -99,8 +99,10 @@ class Retention:
         return {current, *(v[0] for v in older), *(v[0] for v in versions if v[0] > current)}
 
     def __str__(self) -> str:
-        parts = [f"{self.versions} versions" if self.versions is not None else None,
-                 f"{self.days:g} days" if self.days is not None else None]
+        parts = [
+            f"{self.versions} versions" if self.versions is not None else None,
+            f"{self.days:g} days" if self.days is not None else None,
+        ]
         return "keep " + (" and ".join(p for p in parts if p) or "everything")
 
 
@@ -204,8 +206,12 @@ class Lakehouse:
                 if not _lost_create_race(error) or attempt == CREATE_ATTEMPTS:
                     raise
                 wait = min(0.25 * 2 ** (attempt - 1), 4.0)
-                log.info("create %s: another writer is creating it (%s); checking again in %.2fs",
-                         table.name, _condition(error), wait)
+                log.info(
+                    "create %s: another writer is creating it (%s); checking again in %.2fs",
+                    table.name,
+                    _condition(error),
+                    wait,
+                )
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
@@ -303,16 +309,16 @@ class Lakehouse:
         """The current version of one instance's rows in an instance table (or the version
         `ingest_id`, when the caller has just read the instance row: saves a Delta read)."""
         current = ingest_id or self.instance_row(instance)[S.INGEST_ID]
-        return self.read(table).filter(
-            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == current)
-        )
+        return self.read(table).filter((F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == current))
 
     def instance_version(self, instance: str, ingest_id: str) -> Row:
         """One stored version of an instance (its `instances` row as it was): what a run reads,
         the version it was built on, current or not."""
-        found = self.read(S.INSTANCE_VERSIONS).filter(
-            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id)
-        ).first()
+        found = (
+            self.read(S.INSTANCE_VERSIONS)
+            .filter((F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id))
+            .first()
+        )
         if found is not None:
             return found
         current = self.instance_row(instance)
@@ -330,7 +336,11 @@ class Lakehouse:
         return self.read(S.INSTANCE_VERSIONS).filter(F.col(S.INSTANCE) == instance).orderBy(F.col(S.INGEST_ID).desc())
 
     def replace_instance(
-        self, instance: str, frames: InstanceFrames, retention: Retention | None = None, on_step: OnStep | None = None,
+        self,
+        instance: str,
+        frames: InstanceFrames,
+        retention: Retention | None = None,
+        on_step: OnStep | None = None,
     ) -> Row:
         """Store a new version of an instance and make it current (see module doc); earlier
         versions stay readable, within `retention`. `on_step` hears of each table written (stage
@@ -347,13 +357,13 @@ class Lakehouse:
             S.REJECTED_SUBSCRIPTIONS: frames.rejected,
         }
         known_rows = {  # free: the counts of the instance row
-            S.SUBSCRIPTIONS_TABLE.name: counts[S.SUBSCRIPTIONS], S.NODE_KEYS.name: counts[S.NODES],
-            S.TOPIC_KEYS.name: counts[S.TOPICS], S.REJECTED_SUBSCRIPTIONS.name: frames.tally.rejected,
+            S.SUBSCRIPTIONS_TABLE.name: counts[S.SUBSCRIPTIONS],
+            S.NODE_KEYS.name: counts[S.NODES],
+            S.TOPIC_KEYS.name: counts[S.TOPICS],
+            S.REJECTED_SUBSCRIPTIONS.name: frames.tally.rejected,
         }
         for step, (table, frame) in enumerate(staged.items(), 1):
-            rows = frame.withColumn(S.INSTANCE, F.lit(instance)).withColumn(
-                S.INGEST_ID, F.lit(ingest_id)
-            )
+            rows = frame.withColumn(S.INSTANCE, F.lit(instance)).withColumn(S.INGEST_ID, F.lit(ingest_id))
             rows = rows.select(*[F.col(c).cast(f.dataType) for c, f in zip(table.columns, table.schema.fields)])
             log.debug("writing %s for instance %s", table.name, instance)
             clock = time.monotonic()
@@ -362,7 +372,11 @@ class Lakehouse:
                 f"append {table.name}",
             )
             report(
-                on_step, "stored", step, total=len(staged), seconds=time.monotonic() - clock,
+                on_step,
+                "stored",
+                step,
+                total=len(staged),
+                seconds=time.monotonic() - clock,
                 figures={"table": table.name, "rows": known_rows[table.name]},
             )
 
@@ -395,7 +409,11 @@ class Lakehouse:
         if current[S.INGEST_ID] == ingest_id:
             self._record_version(record, previous)
             dropped = self._apply_retention(instance, ingest_id, retention or Retention())
-            stale = (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) < ingest_id) & ~F.col(S.INGEST_ID).isin(dropped.kept)
+            stale = (
+                (F.col(S.INSTANCE) == instance)
+                & (F.col(S.INGEST_ID) < ingest_id)
+                & ~F.col(S.INGEST_ID).isin(dropped.kept)
+            )
         else:
             log.warning(
                 "instance %s was replaced by a later ingest (%s) while this one ran; discarding this one",
@@ -437,7 +455,8 @@ class Lakehouse:
             )
             .whenNotMatchedInsertAll()
             .whenNotMatchedBySourceUpdate(
-                condition=f"{older} AND t.{S.SUPERSEDED_AT} IS NULL", set={S.SUPERSEDED_AT: F.lit(now)},
+                condition=f"{older} AND t.{S.SUPERSEDED_AT} IS NULL",
+                set={S.SUPERSEDED_AT: F.lit(now)},
             )
             .execute(),
             "record instance version",
@@ -447,8 +466,10 @@ class Lakehouse:
         """Drop the version rows of `instance` that `retention` no longer keeps (one commit when
         any); the data rows of dropped versions are deleted by the caller."""
         versions = (
-            self.read(S.INSTANCE_VERSIONS).filter(F.col(S.INSTANCE) == instance)
-            .select(S.INGEST_ID, S.SUPERSEDED_AT).collect()  # one row per kept version: bounded by the retention
+            self.read(S.INSTANCE_VERSIONS)
+            .filter(F.col(S.INSTANCE) == instance)
+            .select(S.INGEST_ID, S.SUPERSEDED_AT)
+            .collect()  # one row per kept version: bounded by the retention
         )
         kept = retention.kept(current, [(v[S.INGEST_ID], v[S.SUPERSEDED_AT]) for v in versions])
         dropped = [v[S.INGEST_ID] for v in versions if v[S.INGEST_ID] not in kept]
@@ -482,13 +503,20 @@ class Lakehouse:
     def _conform(table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID) -> DataFrame:
         """`frame` stamped with the run id, in the table's column order; absent nullable columns null."""
         rows = frame.withColumn(key, F.lit(run_id))
-        return rows.select(*[
-            (F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-            for f in table.schema.fields
-        ])
+        return rows.select(
+            *[
+                (F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                for f in table.schema.fields
+            ]
+        )
 
     def write_run_rows(
-        self, table: S.TableSpec, run_id: str, frame: DataFrame, key: str = S.RUN_ID, within: dict | None = None,
+        self,
+        table: S.TableSpec,
+        run_id: str,
+        frame: DataFrame,
+        key: str = S.RUN_ID,
+        within: dict | None = None,
     ) -> None:
         """Replace one run's rows in a run table, atomically (one Delta commit); `within`: only
         the run's rows with these column values (an int, a string, or a tuple of floats: any of
@@ -496,19 +524,24 @@ class Lakehouse:
         self._ensure_once(table)
         rows = self._conform(table, run_id, frame, key)
         condition = f"{key} = {sql_literal(run_id)}" + "".join(
-            f" AND {column} IN ({', '.join(map(sql_literal, value))})" if isinstance(value, tuple)
+            f" AND {column} IN ({', '.join(map(sql_literal, value))})"
+            if isinstance(value, tuple)
             else f" AND {column} = {sql_literal(value)}"
             for column, value in (within or {}).items()
         )
         self._commit(
-            lambda: rows.write.format("delta").mode("overwrite")
+            lambda: rows.write.format("delta")
+            .mode("overwrite")
             .option("replaceWhere", condition)
             .save(self.path(table)),
             f"write {table.name} of run {run_id}",
         )
 
     def write_run_tables(
-        self, run_id: str, frames: Sequence[tuple[S.TableSpec, DataFrame]], key: str = S.RUN_ID,
+        self,
+        run_id: str,
+        frames: Sequence[tuple[S.TableSpec, DataFrame]],
+        key: str = S.RUN_ID,
         on_stored: Callable[[S.TableSpec], None] | None = None,
     ) -> None:
         """Replace one run's rows in several tables at once: each table's write is its own Delta
@@ -521,9 +554,7 @@ class Lakehouse:
             raise ValueError(f"one write per table: {names}")
         errors: list[BaseException] = []
         with ThreadPoolExecutor(max_workers=max(1, len(frames)), thread_name_prefix=f"store-{run_id[:24]}") as pool:
-            pending = {
-                pool.submit(self.write_run_rows, table, run_id, frame, key): table for table, frame in frames
-            }
+            pending = {pool.submit(self.write_run_rows, table, run_id, frame, key): table for table, frame in frames}
             for done in as_completed(pending):
                 error = done.exception()
                 if error is not None:
@@ -571,8 +602,11 @@ class Lakehouse:
         self._ensure_once(table)
         condition = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         metrics = self._commit(
-            lambda: DeltaTable.forPath(self.spark, self.path(table)).alias("t")
-            .merge(frame.alias("s"), condition).whenNotMatchedInsertAll().execute(),
+            lambda: DeltaTable.forPath(self.spark, self.path(table))
+            .alias("t")
+            .merge(frame.alias("s"), condition)
+            .whenNotMatchedInsertAll()
+            .execute(),
             f"insert into {table.name}",
         )
         return int(metrics.first()["num_inserted_rows"])
@@ -606,7 +640,9 @@ class Lakehouse:
         )
         return int(result["num_affected_rows"]) if result is not None else 0
 
-    def update_run(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object) -> None:
+    def update_run(
+        self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object
+    ) -> None:
         """Set some columns of one run row, whoever owns it: summary figures, and routing runs
         (which have no attempt token). Design and import runs are committed or failed through
         `update_run_if_owned`."""

@@ -17,7 +17,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-
 from pipelines.config import apply_overrides, load_settings
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import get_spark
@@ -47,8 +46,13 @@ def run_or_latest(lakehouse: Lakehouse, run_id: str, table: S.TableSpec) -> str:
     """`run_id`, or when it is empty the run that last wrote rows to `table` (by `computed_at`)."""
     if run_id:
         return run_id
-    latest = (lakehouse.read(table).groupBy(S.RUN_ID).agg(F.max(S.COMPUTED_AT).alias("_at"))
-              .orderBy(F.col("_at").desc()).first())
+    latest = (
+        lakehouse.read(table)
+        .groupBy(S.RUN_ID)
+        .agg(F.max(S.COMPUTED_AT).alias("_at"))
+        .orderBy(F.col("_at").desc())
+        .first()
+    )
     if latest is None:
         raise ValueError(f"no run has rows in {table.name} yet: pass a run_id")
     return latest[S.RUN_ID]

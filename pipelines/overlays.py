@@ -10,7 +10,7 @@ import re
 import shutil
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +43,19 @@ from pipelines.progress import Progress
 log = logging.getLogger(__name__)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 METRIC_COLUMNS = (
-    S.NODES, S.EDGES, S.AVG_DEGREE, S.MIN_DEGREE, S.MAX_DEGREE, S.TCC_EMPTY, S.TCC, S.TCC_COMPLETE,
-    S.TCO_SUPPORT, S.SUBSCRIBED_TOPICS, S.TOPICS_CONNECTED, S.DIAMETER_MAX, S.DIAMETER_AVG,
+    S.NODES,
+    S.EDGES,
+    S.AVG_DEGREE,
+    S.MIN_DEGREE,
+    S.MAX_DEGREE,
+    S.TCC_EMPTY,
+    S.TCC,
+    S.TCC_COMPLETE,
+    S.TCO_SUPPORT,
+    S.SUBSCRIBED_TOPICS,
+    S.TOPICS_CONNECTED,
+    S.DIAMETER_MAX,
+    S.DIAMETER_AVG,
     S.DIAMETER_METHOD,
 )
 DIAMETER_EXACT_LIMIT = 64
@@ -52,7 +63,7 @@ DIAMETER_SAMPLES = 8
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def check_run_id(run_id: str) -> None:
@@ -72,7 +83,8 @@ def complete_run(lakehouse: Lakehouse, run_id: str) -> Row:
             f"run '{run_id}' is {run[S.STATUS]}, not complete"
             + (f" ({run[S.MESSAGE]})" if run[S.MESSAGE] else "")
             + (
-                f": finish the delete with `python -m pipelines runs delete {run_id}`" if run[S.STATUS] == S.DELETED
+                f": finish the delete with `python -m pipelines runs delete {run_id}`"
+                if run[S.STATUS] == S.DELETED
                 else ": finish it (run its command again), or redo it with `design ... --replace`"
             )
         )
@@ -93,7 +105,12 @@ def is_current(lakehouse: Lakehouse, run: Row) -> bool:
 
 
 def run_import(
-    spark: SparkSession, lakehouse: Lakehouse, instance: str, run_id: str, path: str, replace: bool = False,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    instance: str,
+    run_id: str,
+    path: str,
+    replace: bool = False,
 ) -> Row:
     """Store an overlay file as a complete run. The run id is claimed first (a `running` row with
     an attempt token), so an import never writes links under a run id it does not own; the row
@@ -114,15 +131,28 @@ def run_import(
         t = imported.tally
         log.info(
             "import %s: %d rows = %d links + %d rejected + %d duplicates",
-            run_id, t.read, t.accepted, t.rejected, t.duplicates,
+            run_id,
+            t.read,
+            t.accepted,
+            t.rejected,
+            t.duplicates,
         )
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, imported.edges)
         lakehouse.write_run_rows(S.REJECTED_OVERLAY_EDGES, run_id, imported.rejected)
-        completed = lakehouse.update_run_if_owned(run_id, attempt, **{
-            S.STATUS: S.COMPLETE, S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock,
-            S.EDGES: t.accepted, S.ROWS_READ: t.read, S.REJECTED: t.rejected, S.DUPLICATES: t.duplicates,
-            S.MESSAGE: None,
-        })
+        completed = lakehouse.update_run_if_owned(
+            run_id,
+            attempt,
+            **{
+                S.STATUS: S.COMPLETE,
+                S.FINISHED_AT: _now(),
+                S.SECONDS: time.monotonic() - clock,
+                S.EDGES: t.accepted,
+                S.ROWS_READ: t.read,
+                S.REJECTED: t.rejected,
+                S.DUPLICATES: t.duplicates,
+                S.MESSAGE: None,
+            },
+        )
         if not completed:
             raise RunTakenOver(f"run '{run_id}' was taken over by another import; this one stops")
     except RunTakenOver:
@@ -131,13 +161,15 @@ def run_import(
         try:
             message = f"{type(error).__name__}: {error}"[:2000]
             lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message})
-        except Exception:  # noqa: BLE001 - keep the original error
+        except Exception:
             log.exception("could not mark run %s failed", run_id)
         raise
     return lakehouse.run_row(run_id)
 
 
-def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: str, path: str, started: datetime) -> str:
+def _claim_import(
+    lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: str, path: str, started: datetime
+) -> str:
     """Insert the import's run row (status running); its attempt token. A run id that exists is
     refused, unless it is an import into the same instance version that failed, or that did not
     finish and reads the same file (a crashed attempt): that one is taken over, conditionally on
@@ -145,20 +177,30 @@ def _claim_import(lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: s
     attempt = uuid.uuid4().hex
     params = json.dumps({"path": path})
     record = {
-        S.RUN_ID: run_id, S.INSTANCE: instance, S.INGEST_ID: ingest_id, S.ALGORITHM: "imported",
-        S.PARAMS: params, S.STATUS: S.RUNNING, S.STARTED_AT: started, S.ATTEMPT: attempt,
+        S.RUN_ID: run_id,
+        S.INSTANCE: instance,
+        S.INGEST_ID: ingest_id,
+        S.ALGORITHM: "imported",
+        S.PARAMS: params,
+        S.STATUS: S.RUNNING,
+        S.STARTED_AT: started,
+        S.ATTEMPT: attempt,
     }
     if lakehouse.insert_run(record):
         return attempt
     existing = lakehouse.run_row(run_id)
     if existing[S.STATUS] == S.DELETED:
-        raise InputError(f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`")
+        raise InputError(
+            f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`"
+        )
     retry = (
-        existing[S.ALGORITHM] == "imported" and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
+        existing[S.ALGORITHM] == "imported"
+        and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
         and (existing[S.STATUS] == S.FAILED or (existing[S.STATUS] == S.RUNNING and existing[S.PARAMS] == params))
     )
     if retry and lakehouse.update_run_if_owned(
-        run_id, existing[S.ATTEMPT],
+        run_id,
+        existing[S.ATTEMPT],
         **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.PARAMS: params, S.STARTED_AT: started, S.MESSAGE: None},
     ):
         log.info("import %s: taking over an unfinished import (was %s)", run_id, existing[S.STATUS])
@@ -184,9 +226,9 @@ def run_inputs(lakehouse: Lakehouse, run: Row, instance: Row | None = None) -> t
     if instance is None or instance[S.INGEST_ID] != run[S.INGEST_ID]:
         instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
     check_id_ranges(instance[S.NODES], instance[S.TOPICS])
-    subscriptions = lakehouse.instance_rows(
-        S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID]
-    ).select(S.NODE_ID, S.TOPIC_ID)
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID]).select(
+        S.NODE_ID, S.TOPIC_ID
+    )
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).select(S.U, S.V)
     return instance, subscriptions, edges
 
@@ -207,17 +249,18 @@ def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int, prog
         summary = summarise_ktco(per_topic, k)
         bar.step(
             f"kTCO: {summary.k_connected_topics} of {summary.topics} topics {k}-connected "
-            f"(topic connectivity up to k = {k})", step=f"k={k}",
+            f"(topic connectivity up to k = {k})",
+            step=f"k={k}",
         )
     now = _now()
     lakehouse.write_run_rows(
-        S.TOPIC_CONNECTIVITY, run_id,
-        per_topic.withColumn(S.K, F.lit(k)).withColumn(S.COMPUTED_AT, F.lit(now)), within={S.K: k},
+        S.TOPIC_CONNECTIVITY,
+        run_id,
+        per_topic.withColumn(S.K, F.lit(k)).withColumn(S.COMPUTED_AT, F.lit(now)),
+        within={S.K: k},
     )
     row = (run_id, k, summary.topics, summary.k_connected_topics, summary.share, summary.is_ktco, now)
-    lakehouse.write_run_rows(
-        S.OVERLAY_KTCO, run_id, local_frame(spark, [row], S.OVERLAY_KTCO.schema), within={S.K: k}
-    )
+    lakehouse.write_run_rows(S.OVERLAY_KTCO, run_id, local_frame(spark, [row], S.OVERLAY_KTCO.schema), within={S.K: k})
     per_topic.unpersist()
     return summary
 
@@ -259,8 +302,22 @@ def evaluate_run(
     run_id = run[S.RUN_ID]
     instance, subscriptions, edges = run_inputs(lakehouse, run, instance)
     with Progress(f"evaluate {run_id}", EVALUATE_STEPS, enabled=progress, logger=log) as bar:
-        return _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters,
-                         certified, driver_subscriptions, instance, subscriptions, edges, bar, engine_links)
+        return _evaluate(
+            spark,
+            lakehouse,
+            run,
+            backend,
+            diameter_exact_limit,
+            diameter_samples,
+            diameters,
+            certified,
+            driver_subscriptions,
+            instance,
+            subscriptions,
+            edges,
+            bar,
+            engine_links,
+        )
 
 
 # The steps of an evaluation (`progress`): topic components, degrees, diameters, then the components
@@ -268,13 +325,28 @@ def evaluate_run(
 EVALUATE_STEPS = 5
 
 
-def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_samples, diameters, certified,
-              driver_subscriptions, instance, subscriptions, edges, bar: Progress, engine_links=None) -> dict:
+def _evaluate(
+    spark,
+    lakehouse,
+    run,
+    backend,
+    diameter_exact_limit,
+    diameter_samples,
+    diameters,
+    certified,
+    driver_subscriptions,
+    instance,
+    subscriptions,
+    edges,
+    bar: Progress,
+    engine_links=None,
+) -> dict:
     run_id = run[S.RUN_ID]
     clock = time.monotonic()
     proven = (
         _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
-        if certified and engine_links is None else None
+        if certified and engine_links is None
+        else None
     )
     forest = None
     if engine_links is not None and driver_subscriptions is not None:
@@ -291,7 +363,8 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
     bar.step(
         f"topic components ({method}): {tccs.tcc} TCCs, {tccs.topics_connected} of {tccs.subscribed_topics} "
         f"topics connected, TcoSuppR {tccs.tco_support:.4f}, {time.monotonic() - clock:.1f}s",
-        step="components", TCCs=tccs.tcc,
+        step="components",
+        TCCs=tccs.tcc,
     )
     clock = time.monotonic()
     if proven is None and engine_links is None:
@@ -299,12 +372,18 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
     bar.step(
         f"degrees: {degrees.edges} links, average {degrees.avg_degree:.2f}, max {degrees.max_degree}, "
         f"{time.monotonic() - clock:.1f}s",
-        step="degrees", max=degrees.max_degree,
+        step="degrees",
+        max=degrees.max_degree,
     )
     clock = time.monotonic()
     if diameters and forest is not None:  # the engine's links and subscriptions: on the driver, no Spark job
         _, per_topic, exact = diameters_in_memory(
-            forest.topics, forest.nodes, engine_links, instance[S.NODES], diameter_exact_limit, diameter_samples,
+            forest.topics,
+            forest.nodes,
+            engine_links,
+            instance[S.NODES],
+            diameter_exact_limit,
+            diameter_samples,
         )
         diameters = summarise_diameter_arrays(per_topic, exact, diameter_exact_limit, diameter_samples)
     elif diameters:
@@ -317,7 +396,8 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
         bar.step(
             f"topic diameters: max {diameters.diameter_max}, average {diameters.diameter_avg:.2f} "
             f"({diameters.exact_topics} topics exact, {diameters.sampled_topics} sampled), {time.monotonic() - clock:.1f}s",
-            step="diameters", max=diameters.diameter_max,
+            step="diameters",
+            max=diameters.diameter_max,
         )
     else:
         diameters = DiameterSummary(None, None, 0, 0, "skipped")
@@ -345,9 +425,11 @@ def _evaluate(spark, lakehouse, run, backend, diameter_exact_limit, diameter_sam
     clock = time.monotonic()
     # One commit each, at once (`write_run_tables`); the run is not complete until its caller says so.
     lakehouse.write_run_tables(
-        run_id, [(S.TOPIC_COMPONENTS, components), (S.OVERLAY_METRICS, row)],
+        run_id,
+        [(S.TOPIC_COMPONENTS, components), (S.OVERLAY_METRICS, row)],
         on_stored=lambda table: bar.step(
-            f"{table.name.replace('_', ' ')} stored in {time.monotonic() - clock:.1f}s", step=f"{table.name} stored",
+            f"{table.name.replace('_', ' ')} stored in {time.monotonic() - clock:.1f}s",
+            step=f"{table.name} stored",
         ),
     )
     return metrics
@@ -374,12 +456,10 @@ def run_export(spark: SparkSession, lakehouse: Lakehouse, run_id: str, out: str)
     keys = lakehouse.instance_rows(S.NODE_KEYS, run[S.INSTANCE], run[S.INGEST_ID]).select(S.KEY, S.ID)
     links = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id)
     for end in (S.U, S.V):
-        links = links.join(
-            keys.select(F.col(S.ID).alias(end), F.col(S.KEY).alias(end + "_key")), on=end
-        )
-    named = links.select(
-        F.col(S.U + "_key").alias(S.U), F.col(S.V + "_key").alias(S.V), S.ADDED_ORDER
-    ).orderBy(S.ADDED_ORDER)
+        links = links.join(keys.select(F.col(S.ID).alias(end), F.col(S.KEY).alias(end + "_key")), on=end)
+    named = links.select(F.col(S.U + "_key").alias(S.U), F.col(S.V + "_key").alias(S.V), S.ADDED_ORDER).orderBy(
+        S.ADDED_ORDER
+    )
     staging = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         writer = named.coalesce(1).write.mode("overwrite")

@@ -75,7 +75,9 @@ class Progress:
 
             self._redirect = logging_redirect_tqdm(tqdm_class=tqdm)
             self._redirect.__enter__()
-            self.bar = tqdm(total=total, unit=unit, desc=label, leave=False, file=stream, dynamic_ncols=True, miniters=1)
+            self.bar = tqdm(
+                total=total, unit=unit, desc=label, leave=False, file=stream, dynamic_ncols=True, miniters=1
+            )
 
     def step(self, description: str = "", advance: int = 1, **postfix: object) -> None:
         """One completed step: a log line `LABEL DESCRIPTION (elapsed Ns)`, or on a terminal the

@@ -58,8 +58,19 @@ SNAPSHOT_EVERY = 20  # rounds (10 min)
 ROUND_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED_TREES)
 SNAPSHOT_TABLES = (S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)  # in the order they are written
 ROUND_COLUMNS = (
-    S.ROUND, S.NODES_UP, S.FRIENDS_AVG, S.COVERED_SHARE, S.FULL_COVERAGE_NODES, S.DELIVERIES, S.LATENCY_MEDIAN,
-    S.LATENCY_P95, S.STRETCH_MEDIAN, S.NOISE, S.DATA_MESSAGES, S.CONTROL_MESSAGES, S.SECONDS,
+    S.ROUND,
+    S.NODES_UP,
+    S.FRIENDS_AVG,
+    S.COVERED_SHARE,
+    S.FULL_COVERAGE_NODES,
+    S.DELIVERIES,
+    S.LATENCY_MEDIAN,
+    S.LATENCY_P95,
+    S.STRETCH_MEDIAN,
+    S.NOISE,
+    S.DATA_MESSAGES,
+    S.CONTROL_MESSAGES,
+    S.SECONDS,
 )
 PRINT_EVERY = 20
 
@@ -137,10 +148,15 @@ class RappelRequest:
         online, offline = self.churn or (0.0, 0.0)
         minutes = ROUNDS_PER_HOUR / 60
         return Presence(
-            seed=self.seed, share=share, fail_round=1 + _rounds(start) if share else 0,
-            return_round=1 + _rounds(end) if share and end is not None else None, spared=publishers,
-            arrival_rounds=math.ceil(self.arrivals * minutes), mean_online=online * minutes,
-            mean_offline=offline * minutes, proper_leaves=self.proper_leaves,
+            seed=self.seed,
+            share=share,
+            fail_round=1 + _rounds(start) if share else 0,
+            return_round=1 + _rounds(end) if share and end is not None else None,
+            spared=publishers,
+            arrival_rounds=math.ceil(self.arrivals * minutes),
+            mean_online=online * minutes,
+            mean_offline=offline * minutes,
+            proper_leaves=self.proper_leaves,
         )
 
     def default_run_id(self) -> str:
@@ -152,32 +168,46 @@ class RappelRequest:
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
-def node_coordinates(spark: SparkSession, lakehouse: Lakehouse, instance: str, ingest_id: str, model_seed: int,
-                     nodes: int) -> np.ndarray:
+def node_coordinates(
+    spark: SparkSession, lakehouse: Lakehouse, instance: str, ingest_id: str, model_seed: int, nodes: int
+) -> np.ndarray:
     """float [nodes, 2] (ms), stored in `node_coordinates` the first time (the deliberate
     driver copy: every executor needs any node's position, as every Rappel node can learn any
     other's)."""
     coordinates = LatencyModel().coordinates(model_seed, np.arange(nodes, dtype=np.int64))
     lakehouse.ensure(S.NODE_COORDINATES)
-    stored = lakehouse.read(S.NODE_COORDINATES).filter(
-        (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id) & (F.col(S.MODEL_SEED) == model_seed)
-    ).limit(1).count()
+    stored = (
+        lakehouse.read(S.NODE_COORDINATES)
+        .filter(
+            (F.col(S.INSTANCE) == instance) & (F.col(S.INGEST_ID) == ingest_id) & (F.col(S.MODEL_SEED) == model_seed)
+        )
+        .limit(1)
+        .count()
+    )
     if not stored:  # a MERGE on the keys: two runs storing them at once store them once
-        rows = [(instance, ingest_id, model_seed, v, float(x), float(y)) for v, (x, y) in enumerate(coordinates.tolist())]
-        lakehouse.insert_missing(S.NODE_COORDINATES, local_frame(spark, rows, S.NODE_COORDINATES.schema),
-                                 (S.INSTANCE, S.INGEST_ID, S.MODEL_SEED, S.NODE_ID))
+        rows = [
+            (instance, ingest_id, model_seed, v, float(x), float(y)) for v, (x, y) in enumerate(coordinates.tolist())
+        ]
+        lakehouse.insert_missing(
+            S.NODE_COORDINATES,
+            local_frame(spark, rows, S.NODE_COORDINATES.schema),
+            (S.INSTANCE, S.INGEST_ID, S.MODEL_SEED, S.NODE_ID),
+        )
     return coordinates
 
 
-def feed_publishers(lakehouse: Lakehouse, instance: str, ingest_id: str, csr: Subscriptions, seed: int,
-                    social: bool) -> tuple[np.ndarray, list[str]]:
+def feed_publishers(
+    lakehouse: Lakehouse, instance: str, ingest_id: str, csr: Subscriptions, seed: int, social: bool
+) -> tuple[np.ndarray, list[str]]:
     """Each topic's publisher and how it was chosen (see the module doc). The topic-to-node key
     match is collected: one row per topic, as the publishers array every executor needs."""
     topics = int(csr.topics.max()) + 1 if csr.rows else 0
     by_key = {}
     if topics and social:
         node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, ingest_id).select(S.KEY, F.col(S.ID).alias("node"))
-        topic_keys = lakehouse.instance_rows(S.TOPIC_KEYS, instance, ingest_id).select(S.KEY, F.col(S.ID).alias("topic"))
+        topic_keys = lakehouse.instance_rows(S.TOPIC_KEYS, instance, ingest_id).select(
+            S.KEY, F.col(S.ID).alias("topic")
+        )
         by_key = {r["topic"]: r["node"] for r in topic_keys.join(node_keys, S.KEY).collect()}
     owners = np.repeat(np.arange(csr.nodes, dtype=np.int64), np.diff(csr.offsets))
     draws = draw(seed, RAPPEL_PUBLISHER, csr.topics, owners)
@@ -221,19 +251,47 @@ class _Pending:
 
 
 def run_rappel(
-    spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest, run_id: str | None = None,
-    snapshot_every: int = SNAPSHOT_EVERY, progress: bool = True, diameters: bool = True, replace: bool = False,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: RappelRequest,
+    run_id: str | None = None,
+    snapshot_every: int = SNAPSHOT_EVERY,
+    progress: bool = True,
+    diameters: bool = True,
+    replace: bool = False,
 ) -> dict:
     """Simulate (or finish simulating) one Rappel run; returns the complete run row as a dict."""
-    return simulated_run(spark, lakehouse, request, _simulate, run_id, snapshot_every, progress, diameters, replace,
-                         unit="round", nothing="no feed to follow")
+    return simulated_run(
+        spark,
+        lakehouse,
+        request,
+        _simulate,
+        run_id,
+        snapshot_every,
+        progress,
+        diameters,
+        replace,
+        unit="round",
+        nothing="no feed to follow",
+    )
 
 
-def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest, run_id: str, attempt: str, instance,
-              snapshot_every: int, progress: bool) -> None:
+def _simulate(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: RappelRequest,
+    run_id: str,
+    attempt: str,
+    instance,
+    snapshot_every: int,
+    progress: bool,
+) -> None:
     ingest_id = instance[S.INGEST_ID]
-    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(
-        S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
+    subscriptions = (
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id)
+        .select(S.NODE_ID, S.TOPIC_ID)
+        .localCheckpoint(eager=True)
+    )
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions, nodes)
     resumed = last_snapshot(lakehouse, run_id, S.RAPPEL_TREE_STATES, S.ROUND)
@@ -245,13 +303,15 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
             lakehouse.delete_run_rows(table, run_id, F.col(S.ROUND) > resumed)
         log.info("simulate %s: resuming after round %d", run_id, resumed)
     coordinates = node_coordinates(spark, lakehouse, request.instance, ingest_id, request.model_seed, nodes)
-    publishers, chosen_by = feed_publishers(lakehouse, request.instance, ingest_id, csr, request.seed,
-                                            instance[S.SOURCE] == "social")
+    publishers, chosen_by = feed_publishers(
+        lakehouse, request.instance, ingest_id, csr, request.seed, instance[S.SOURCE] == "social"
+    )
     if resumed is None:
         sizes = np.bincount(csr.topics, minlength=len(publishers))
         rows = [(run_id, t, int(p), int(sizes[t]), how) for t, (p, how) in enumerate(zip(publishers, chosen_by))]
-        lakehouse.append_run_rows(S.FEED_PUBLISHERS, run_id,
-                                  local_frame(spark, rows, S.FEED_PUBLISHERS.schema).drop(S.RUN_ID))
+        lakehouse.append_run_rows(
+            S.FEED_PUBLISHERS, run_id, local_frame(spark, rows, S.FEED_PUBLISHERS.schema).drop(S.RUN_ID)
+        )
     presence = request.presence(frozenset(publishers.tolist()))
     simulation = RappelSimulation(spark, csr, coordinates, publishers, request.params(), presence, task_slots(spark))
     pending = _Pending(spark, subscriptions)
@@ -263,8 +323,12 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
             check_owner(lakehouse, run_id, attempt)
             stored = pending.commit(lakehouse, run_id)[-1]
             _snapshot(lakehouse, run_id, simulation, result)
-            return {"up": stored[S.NODES_UP], "covered": _share(stored[S.COVERED_SHARE]),
-                    "latency": _ms(stored[S.LATENCY_MEDIAN]), "p95": _ms(stored[S.LATENCY_P95])}
+            return {
+                "up": stored[S.NODES_UP],
+                "covered": _share(stored[S.COVERED_SHARE]),
+                "latency": _ms(stored[S.LATENCY_MEDIAN]),
+                "p95": _ms(stored[S.LATENCY_P95]),
+            }
         return {}
 
     first = 1 if resumed is None else resumed + 1
@@ -277,8 +341,12 @@ def _simulate(spark: SparkSession, lakehouse: Lakehouse, request: RappelRequest,
         if first <= last:
             friendship, step = simulation.run(state, trees, first, last, on_round=on_round, on_step=bar.on_step)
         check_owner(lakehouse, run_id, attempt)
-        links = friendship.select(F.col(S.NODE_ID).alias("a"), F.explode("friends").alias("b")).select(
-            F.least("a", "b").alias(S.U), F.greatest("a", "b").alias(S.V)).distinct().withColumn(S.ROUND, F.lit(last))
+        links = (
+            friendship.select(F.col(S.NODE_ID).alias("a"), F.explode("friends").alias("b"))
+            .select(F.least("a", "b").alias(S.U), F.greatest("a", "b").alias(S.V))
+            .distinct()
+            .withColumn(S.ROUND, F.lit(last))
+        )
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, numbered_links(links, [S.U, S.V]))
         final = measures.tree_layout(step, last)
         lakehouse.write_run_rows(S.RAPPEL_NODES, run_id, measures.node_summary(friendship, final))
@@ -289,20 +357,26 @@ def _snapshot(lakehouse: Lakehouse, run_id: str, simulation: RappelSimulation, r
     """Round r's snapshot, the states first: a snapshot counts once its trees are stored."""
     state, trees = simulation.snapshot(result)
     lakehouse.append_run_rows(S.RAPPEL_STATES, run_id, state.withColumn(S.ROUND, F.lit(result.round)))
-    lakehouse.append_run_rows(S.RAPPEL_TREE_STATES, run_id, trees.select(
-        F.lit(result.round).alias(S.ROUND), F.col("feed").alias(S.TOPIC_ID), F.col("tree").alias(S.TREE)))
+    lakehouse.append_run_rows(
+        S.RAPPEL_TREE_STATES,
+        run_id,
+        trees.select(F.lit(result.round).alias(S.ROUND), F.col("feed").alias(S.TOPIC_ID), F.col("tree").alias(S.TREE)),
+    )
 
 
 def _stored_snapshot(lakehouse: Lakehouse, run_id: str, round_: int) -> tuple[DataFrame, DataFrame]:
     """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: three jobs),
     refused when its trees do not have this code's layout."""
+
     def rows(table: S.TableSpec) -> DataFrame:
         return lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) == round_))
 
     trees = rows(S.RAPPEL_TREE_STATES).select(F.col(S.TOPIC_ID).alias("feed"), S.TREE).localCheckpoint(eager=True)
     if not readable(trees.first()[S.TREE]):  # one tree, to the driver: the snapshot's layout
-        raise InputError(f"run '{run_id}': the trees of its round-{round_} snapshot were stored by another version of "
-                         "overlay.rappel.feeds: simulate it again from round 1 with --replace")
+        raise InputError(
+            f"run '{run_id}': the trees of its round-{round_} snapshot were stored by another version of "
+            "overlay.rappel.feeds: simulate it again from round 1 with --replace"
+        )
     state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
     return state, trees
 
@@ -317,6 +391,7 @@ def _ms(value: float | None) -> str:
 
 def round_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:
     """The run's stored rounds to print: every PRINT_EVERY-th and the last."""
-    rows = [r.asDict() for r in
-            lakehouse.read(S.RAPPEL_ROUNDS).filter(F.col(S.RUN_ID) == run_id).orderBy(S.ROUND).collect()]
+    rows = [
+        r.asDict() for r in lakehouse.read(S.RAPPEL_ROUNDS).filter(F.col(S.RUN_ID) == run_id).orderBy(S.ROUND).collect()
+    ]
     return [r for i, r in enumerate(rows) if r[S.ROUND] % PRINT_EVERY == 0 or i == len(rows) - 1]

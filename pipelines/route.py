@@ -32,11 +32,12 @@ from overlay.frames import local_frame
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
 from pipelines.progress import Progress
-from pipelines.rappel import PROTOCOL as RAPPEL, node_coordinates
+from pipelines.rappel import PROTOCOL as RAPPEL
+from pipelines.rappel import node_coordinates
 from pipelines.spark import jobs_started, shuffle_partitions
+from routing.compiled import simulate_compiled
 from routing.network import AT, build_network
 from routing.outcome import summarise
-from routing.compiled import simulate_compiled
 from routing.protocols import PROTOCOLS
 from routing.simulate import simulate
 from routing.workload import feed_publications, publications
@@ -102,9 +103,15 @@ def claim_run(lakehouse: Lakehouse, routing_run_id: str, request, instance: str)
     dissemination request: both give their stored form as `params_json()`)."""
     params = request.params_json()
     record = {
-        S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: request.run_id, S.INSTANCE: instance,
-        S.PROTOCOL: request.protocol, S.PUBLICATIONS: request.publications, S.SEED: request.seed,
-        S.PARAMS: params, S.STATUS: S.RUNNING, S.STARTED_AT: _now(),
+        S.ROUTING_RUN_ID: routing_run_id,
+        S.RUN_ID: request.run_id,
+        S.INSTANCE: instance,
+        S.PROTOCOL: request.protocol,
+        S.PUBLICATIONS: request.publications,
+        S.SEED: request.seed,
+        S.PARAMS: params,
+        S.STATUS: S.RUNNING,
+        S.STARTED_AT: _now(),
     }
     if lakehouse.insert_run(record, **ROUTING):
         return None
@@ -129,14 +136,18 @@ def failing_routing_run(lakehouse: Lakehouse, routing_run_id: str, job: str):
             lakehouse.update_run(
                 routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
             )
-        except Exception:  # noqa: BLE001 - keep the original error
+        except Exception:
             log.exception("could not mark %s %s failed", job, routing_run_id)
         raise
 
 
 def run_route(
-    spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, routing_run_id: str | None = None,
-    progress: bool = True, inputs: dict | None = None,
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request: RouteRequest,
+    routing_run_id: str | None = None,
+    progress: bool = True,
+    inputs: dict | None = None,
 ) -> Row:
     """Route one workload on one overlay run; returns the routing run row (complete or failed).
     `progress`: a line (or a bar) per tree hop and superstep, with the messages in flight and sent
@@ -163,7 +174,9 @@ def run_route(
     with failing_routing_run(lakehouse, routing_run_id, "routing run"):
         if existing is not None:  # a rerun of an unfinished run: clear what the last attempt left
             lakehouse.update_run(
-                routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None},
+                routing_run_id,
+                **ROUTING,
+                **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None},
             )
         key = request.inputs_key()
         if inputs is not None and key in inputs:
@@ -175,30 +188,45 @@ def run_route(
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
         with Progress(routing_run_id, unit="step", enabled=progress, logger=log) as bar:
             simulation = ENGINES[request.engine](
-                network, placed, request.protocol, on_step=bar.on_step, partitions=shuffle_partitions(spark),
+                network,
+                placed,
+                request.protocol,
+                on_step=bar.on_step,
+                partitions=shuffle_partitions(spark),
             )
             outcome = summarise(simulation, network, placed)
             metrics = {**outcome.metrics, S.RUN_ID: request.run_id, S.PROTOCOL: request.protocol, S.COMPUTED_AT: _now()}
             columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
             row = local_frame(
-                spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, tuple(columns)),
+                spark,
+                [tuple(metrics[c] for c in columns)],
+                S.frame_schema(S.ROUTING_METRICS, tuple(columns)),
             )
             lakehouse.write_run_tables(
                 routing_run_id,
                 [
-                    (S.ROUTING_PUBLICATIONS, outcome.per_publication), (S.ROUTING_DELIVERIES, outcome.deliveries),
-                    (S.ROUTING_LOAD, outcome.load), (S.ROUTING_METRICS, row),
+                    (S.ROUTING_PUBLICATIONS, outcome.per_publication),
+                    (S.ROUTING_DELIVERIES, outcome.deliveries),
+                    (S.ROUTING_LOAD, outcome.load),
+                    (S.ROUTING_METRICS, row),
                 ],
-                key=S.ROUTING_RUN_ID, on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
+                key=S.ROUTING_RUN_ID,
+                on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
             )
         failed = outcome.counter_example is not None
         lakehouse.update_run(
-            routing_run_id, **ROUTING, **{
-                S.STATUS: S.FAILED if failed else S.COMPLETE, S.FINISHED_AT: _now(),
-                S.SECONDS: time.monotonic() - clock, S.SUPERSTEPS: simulation.supersteps,
-                S.MESSAGES: simulation.messages, S.COUNTER_EXAMPLE: outcome.counter_example,
+            routing_run_id,
+            **ROUTING,
+            **{
+                S.STATUS: S.FAILED if failed else S.COMPLETE,
+                S.FINISHED_AT: _now(),
+                S.SECONDS: time.monotonic() - clock,
+                S.SUPERSTEPS: simulation.supersteps,
+                S.MESSAGES: simulation.messages,
+                S.COUNTER_EXAMPLE: outcome.counter_example,
                 S.MESSAGE: "deliveries are not exactly once" if failed else None,
-                S.SPARK_JOBS: jobs_started(spark) - jobs, S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
+                S.SPARK_JOBS: jobs_started(spark) - jobs,
+                S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
             },
         )
         if failed:
@@ -213,7 +241,12 @@ def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Ro
     fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
     coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
     network = build_network(
-        ring, fingers, subscriptions.select(S.NODE_ID, S.TOPIC_ID), instance[S.NODES], coordinates, roots,
+        ring,
+        fingers,
+        subscriptions.select(S.NODE_ID, S.TOPIC_ID),
+        instance[S.NODES],
+        coordinates,
+        roots,
     )
     if roots is None:
         workload = publications(subscriptions, request.publications, request.seed)
@@ -233,7 +266,9 @@ def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | N
         return None
     feeds = complete_run(lakehouse, request.feeds)
     if feeds[S.ALGORITHM] != RAPPEL:
-        raise InputError(f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}")
+        raise InputError(
+            f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}"
+        )
     if (feeds[S.INSTANCE], feeds[S.INGEST_ID]) != (run[S.INSTANCE], run[S.INGEST_ID]):
         raise InputError(
             f"Rappel run '{request.feeds}' is on {feeds[S.INSTANCE]} (ingest {feeds[S.INGEST_ID]}), the overlay run "
@@ -242,18 +277,27 @@ def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | N
     return feeds
 
 
-def _inputs(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row,
-            feeds: Row | None):
+def _inputs(
+    spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row, feeds: Row | None
+):
     """The nodes' coordinates (node_id, x_ms, y_ms) and, with --feeds, each feed's publisher
     (topic_id, node_id) of that Rappel run (with its model seed)."""
     model_seed, roots = request.model_seed, None
     if feeds is not None:
         model_seed = json.loads(feeds[S.PARAMS])["request"]["model_seed"]
-        roots = lakehouse.read(S.FEED_PUBLISHERS).filter(
-            (F.col(S.RUN_ID) == request.feeds) & (F.col(S.SUBSCRIBERS) > 0)
-        ).select(S.TOPIC_ID, F.col(S.PUBLISHER).alias(S.NODE_ID))
+        roots = (
+            lakehouse.read(S.FEED_PUBLISHERS)
+            .filter((F.col(S.RUN_ID) == request.feeds) & (F.col(S.SUBSCRIBERS) > 0))
+            .select(S.TOPIC_ID, F.col(S.PUBLISHER).alias(S.NODE_ID))
+        )
     node_coordinates(spark, lakehouse, run[S.INSTANCE], run[S.INGEST_ID], model_seed, int(instance[S.NODES]))
-    coordinates = lakehouse.read(S.NODE_COORDINATES).filter(
-        (F.col(S.INSTANCE) == run[S.INSTANCE]) & (F.col(S.INGEST_ID) == run[S.INGEST_ID]) & (F.col(S.MODEL_SEED) == model_seed)
-    ).select(S.NODE_ID, S.X_MS, S.Y_MS)
+    coordinates = (
+        lakehouse.read(S.NODE_COORDINATES)
+        .filter(
+            (F.col(S.INSTANCE) == run[S.INSTANCE])
+            & (F.col(S.INGEST_ID) == run[S.INGEST_ID])
+            & (F.col(S.MODEL_SEED) == model_seed)
+        )
+        .select(S.NODE_ID, S.X_MS, S.Y_MS)
+    )
     return coordinates, roots

@@ -48,12 +48,30 @@ class RunKind:
 
 
 OVERLAY = RunKind(
-    "overlay", S.OVERLAY_RUNS, S.RUN_ID, S.ALGORITHM,
-    (S.OVERLAY_EDGES, S.OVERLAY_ROUNDS, S.REJECTED_OVERLAY_EDGES, S.TOPIC_COMPONENTS, S.OVERLAY_METRICS,
-     S.TOPIC_CONNECTIVITY, S.OVERLAY_KTCO, S.RESILIENCE, S.RING, S.FINGERS, *S.GOSSIP_TABLES, *S.RAPPEL_RUN_TABLES),
+    "overlay",
+    S.OVERLAY_RUNS,
+    S.RUN_ID,
+    S.ALGORITHM,
+    (
+        S.OVERLAY_EDGES,
+        S.OVERLAY_ROUNDS,
+        S.REJECTED_OVERLAY_EDGES,
+        S.TOPIC_COMPONENTS,
+        S.OVERLAY_METRICS,
+        S.TOPIC_CONNECTIVITY,
+        S.OVERLAY_KTCO,
+        S.RESILIENCE,
+        S.RING,
+        S.FINGERS,
+        *S.GOSSIP_TABLES,
+        *S.RAPPEL_RUN_TABLES,
+    ),
 )
 ROUTING = RunKind(
-    "routing", S.ROUTING_RUNS, S.ROUTING_RUN_ID, S.PROTOCOL,
+    "routing",
+    S.ROUTING_RUNS,
+    S.ROUTING_RUN_ID,
+    S.PROTOCOL,
     (S.ROUTING_PUBLICATIONS, S.ROUTING_DELIVERIES, S.ROUTING_LOAD, S.ROUTING_METRICS, S.DISSEMINATION_COMPLETION),
 )
 KINDS = {kind.name: kind for kind in (OVERLAY, ROUTING)}
@@ -92,9 +110,7 @@ def find_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> tupl
             f"no {kind or 'overlay or routing'} run '{run_id}'; list them with `python -m pipelines runs`"
         )
     if len(found) > 1:
-        raise InputError(
-            f"'{run_id}' names runs of several kinds ({', '.join(k.name for k, _ in found)}): add --kind"
-        )
+        raise InputError(f"'{run_id}' names runs of several kinds ({', '.join(k.name for k, _ in found)}): add --kind")
     return found[0]
 
 
@@ -105,21 +121,32 @@ def _versions(lakehouse: Lakehouse) -> DataFrame:
     """(instance, ingest_id, version): current, earlier (kept) for every stored version."""
     current = lakehouse.read(S.INSTANCES).select(S.INSTANCE, F.col(S.INGEST_ID).alias("_current"))
     kept = lakehouse.read(S.INSTANCE_VERSIONS).select(S.INSTANCE, S.INGEST_ID)
-    return kept.unionByName(current.select(S.INSTANCE, F.col("_current").alias(S.INGEST_ID))).distinct().join(
-        current, on=S.INSTANCE
-    ).select(
-        S.INSTANCE, S.INGEST_ID,
-        F.when(F.col(S.INGEST_ID) == F.col("_current"), F.lit(CURRENT)).otherwise(F.lit(EARLIER)).alias(VERSION),
+    return (
+        kept.unionByName(current.select(S.INSTANCE, F.col("_current").alias(S.INGEST_ID)))
+        .distinct()
+        .join(current, on=S.INSTANCE)
+        .select(
+            S.INSTANCE,
+            S.INGEST_ID,
+            F.when(F.col(S.INGEST_ID) == F.col("_current"), F.lit(CURRENT)).otherwise(F.lit(EARLIER)).alias(VERSION),
+        )
     )
 
 
 def _overlay_runs(lakehouse: Lakehouse) -> DataFrame:
     runs = with_budget(lakehouse.read(S.OVERLAY_RUNS))
     return runs.join(_versions(lakehouse), on=[S.INSTANCE, S.INGEST_ID], how="left").select(
-        F.lit(OVERLAY.name).alias(KIND), S.RUN_ID, S.INSTANCE,
+        F.lit(OVERLAY.name).alias(KIND),
+        S.RUN_ID,
+        S.INSTANCE,
         F.coalesce(F.col(VERSION), F.lit(DROPPED)).alias(VERSION),
-        F.col(S.ALGORITHM).alias("made_by"), S.STATUS, BUDGET, S.EDGES,
-        F.format_string("TcoSuppR %.4f", S.TCO_SUPPORT).alias(QUALITY), S.SECONDS, S.STARTED_AT,
+        F.col(S.ALGORITHM).alias("made_by"),
+        S.STATUS,
+        BUDGET,
+        S.EDGES,
+        F.format_string("TcoSuppR %.4f", S.TCO_SUPPORT).alias(QUALITY),
+        S.SECONDS,
+        S.STARTED_AT,
     )
 
 
@@ -131,15 +158,20 @@ def _routing_runs(lakehouse: Lakehouse) -> DataFrame:
         runs.join(_versions(lakehouse), on=[S.INSTANCE, S.INGEST_ID], how="left")
         .join(metrics, on=S.ROUTING_RUN_ID, how="left")
         .select(
-            F.lit(ROUTING.name).alias(KIND), F.col(S.ROUTING_RUN_ID).alias(S.RUN_ID), S.INSTANCE,
+            F.lit(ROUTING.name).alias(KIND),
+            F.col(S.ROUTING_RUN_ID).alias(S.RUN_ID),
+            S.INSTANCE,
             F.coalesce(F.col(VERSION), F.lit(DROPPED)).alias(VERSION),
-            F.col(S.PROTOCOL).alias("made_by"), S.STATUS,
-            F.concat(F.lit("on "), F.col(S.RUN_ID)).alias(BUDGET), F.lit(None).cast("long").alias(S.EDGES),
+            F.col(S.PROTOCOL).alias("made_by"),
+            S.STATUS,
+            F.concat(F.lit("on "), F.col(S.RUN_ID)).alias(BUDGET),
+            F.lit(None).cast("long").alias(S.EDGES),
             F.when(
                 F.col(S.DELIVERY_RATIO).isNotNull(),
                 F.format_string("overhead %d msgs, delivery %.3f", S.ROUTING_OVERHEAD, S.DELIVERY_RATIO),
             ).alias(QUALITY),
-            S.SECONDS, S.STARTED_AT,
+            S.SECONDS,
+            S.STARTED_AT,
         )
     )
 
@@ -157,7 +189,8 @@ def list_runs(lakehouse: Lakehouse, which: RunFilter = RunFilter()) -> tuple[lis
     """The runs that pass the filter, newest first, at most `limit` of them (the listing the
     command prints: only these rows reach the driver), and whether more passed."""
     frames = [
-        build(lakehouse) for kind, build in ((OVERLAY, _overlay_runs), (ROUTING, _routing_runs))
+        build(lakehouse)
+        for kind, build in ((OVERLAY, _overlay_runs), (ROUTING, _routing_runs))
         if which.kind in (None, kind.name) and lakehouse.exists(kind.table)
     ]
     if not frames:
@@ -267,8 +300,12 @@ def _delete_where(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str
 def _delete_comparisons_with(lakehouse: Lakehouse, routing_run_id: str) -> int:
     """Every comparison that includes the routing run goes whole (a comparison is all its systems)."""
     ids = [
-        r[S.COMPARISON_ID] for r in lakehouse.read(S.ROUTING_COMPARISON)
-        .filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).select(S.COMPARISON_ID).distinct().collect()
+        r[S.COMPARISON_ID]
+        for r in lakehouse.read(S.ROUTING_COMPARISON)
+        .filter(F.col(S.ROUTING_RUN_ID) == routing_run_id)
+        .select(S.COMPARISON_ID)
+        .distinct()
+        .collect()
     ]  # the comparisons one routing run is part of: a handful
     if not ids:
         return 0
@@ -282,16 +319,24 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     """`runs [filters]`, `runs show ID`, `runs delete ID` (`common`: the global flags)."""
     parser.add_argument("--instance", help="only runs on this instance")
     parser.add_argument("--algorithm", help="only runs made by this algorithm (or routing protocol)")
-    parser.add_argument("--status", choices=(S.RUNNING, S.COMPLETE, S.FAILED, S.DELETED), help="only runs in this state")
+    parser.add_argument(
+        "--status", choices=(S.RUNNING, S.COMPLETE, S.FAILED, S.DELETED), help="only runs in this state"
+    )
     parser.add_argument("--kind", choices=tuple(KINDS), help="only runs of this kind")
     parser.add_argument("--limit", type=positive_int, default=100, help="the newest this many (default 100)")
     actions = parser.add_subparsers(dest="runs_action", metavar="ACTION")
-    show = actions.add_parser("show", parents=[common], help="one run: its row, parameters, metrics, last rounds, dependents")
+    show = actions.add_parser(
+        "show", parents=[common], help="one run: its row, parameters, metrics, last rounds, dependents"
+    )
     show.add_argument("id", metavar="ID")
     show.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
-    show.add_argument("--rounds", type=positive_int, default=10, help="how many of the last rounds to show (default 10)")
+    show.add_argument(
+        "--rounds", type=positive_int, default=10, help="how many of the last rounds to show (default 10)"
+    )
     delete = actions.add_parser(
-        "delete", parents=[common], help="delete a run and what derives from it; run again to finish an interrupted delete",
+        "delete",
+        parents=[common],
+        help="delete a run and what derives from it; run again to finish an interrupted delete",
     )
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
@@ -303,8 +348,15 @@ def execute(args: argparse.Namespace, lakehouse: Lakehouse) -> int:
         print_details(show_run(lakehouse, args.id, args.id_kind, args.rounds))
     elif action == "delete":
         deleted = delete_run(lakehouse, args.id, args.id_kind)
-        rows = [{KIND: d.kind, S.RUN_ID: d.run_id, "rows deleted": sum(d.rows.values()), "tables": ", ".join(sorted(d.rows))}
-                for d in deleted]
+        rows = [
+            {
+                KIND: d.kind,
+                S.RUN_ID: d.run_id,
+                "rows deleted": sum(d.rows.values()),
+                "tables": ", ".join(sorted(d.rows)),
+            }
+            for d in deleted
+        ]
         print(f"Deleted {args.id} and {len(deleted) - 1} run(s) derived from it:")
         print(format_table(rows, [KIND, S.RUN_ID, "rows deleted", "tables"]))
     else:

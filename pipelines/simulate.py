@@ -26,8 +26,14 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
+from overlay.frames import local_frame
 from overlay.gossip.baselines import CANDIDATES, VIEW_SCHEMA, chosen_views
-from overlay.gossip.feverfew import PSS_KINDS, STATE_COLUMNS, FeverfewParams, feverfew_engine  # noqa: F401 (PSS_KINDS: the CLI)
+from overlay.gossip.feverfew import (
+    PSS_KINDS,
+    STATE_COLUMNS,
+    FeverfewParams,
+    feverfew_engine,
+)
 from overlay.gossip.measures import (
     cycle_summary,
     diffusion_events,
@@ -36,7 +42,6 @@ from overlay.gossip.measures import (
     view_links,
     view_summary,
 )
-from overlay.frames import local_frame
 from pipelines.design import check_owner, claim_run, complete_owned, failing_run
 from pipelines.lakehouse import Lakehouse, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run
@@ -49,12 +54,23 @@ log = logging.getLogger(__name__)
 GOSSIP_PROTOCOLS = ("feverfew", "spidercast-gossip")  # simulated cycles
 GLOBAL_PROTOCOLS = ("global-feverfew", "spidercast-global")  # full knowledge: no cycles
 PROTOCOLS = (*GOSSIP_PROTOCOLS, *GLOBAL_PROTOCOLS)
-RULE = {"feverfew": "feverfew", "global-feverfew": "feverfew", "spidercast-gossip": "spidercast",
-        "spidercast-global": "spidercast"}
+RULE = {
+    "feverfew": "feverfew",
+    "global-feverfew": "feverfew",
+    "spidercast-gossip": "spidercast",
+    "spidercast-global": "spidercast",
+}
 # What `simulate` prints of the cycles: every `PRINT_EVERY`-th and the last.
 PRINT_EVERY = 5
 CYCLE_COLUMNS = (
-    S.CYCLE, S.COVERED_SHARE, S.COVERED_NODES, S.VIEW_AVG, S.CYCLON_MESSAGES, S.GOSSIP_MESSAGES, S.COPIES, S.MATCHES,
+    S.CYCLE,
+    S.COVERED_SHARE,
+    S.COVERED_NODES,
+    S.VIEW_AVG,
+    S.CYCLON_MESSAGES,
+    S.GOSSIP_MESSAGES,
+    S.COPIES,
+    S.MATCHES,
     S.SECONDS,
 )
 SNAPSHOT_EVERY = 10
@@ -101,7 +117,10 @@ class SimulateRequest:
 
     def params(self) -> FeverfewParams:
         return FeverfewParams(
-            seed=self.seed, bubble_start=self.bubble_start, pss=self.pss, delta=self.delta,
+            seed=self.seed,
+            bubble_start=self.bubble_start,
+            pss=self.pss,
+            delta=self.delta,
             clear_similar=self.clear_similar,
         )
 
@@ -114,8 +133,9 @@ class SimulateRequest:
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
-def last_snapshot(lakehouse: Lakehouse, run_id: str, table: S.TableSpec = S.GOSSIP_STATES,
-                  column: str = S.CYCLE) -> int | None:
+def last_snapshot(
+    lakehouse: Lakehouse, run_id: str, table: S.TableSpec = S.GOSSIP_STATES, column: str = S.CYCLE
+) -> int | None:
     """The cycle (round) of a simulation's last stored state in `table`, None when there is none."""
     if not lakehouse.exists(table):
         return None
@@ -125,9 +145,12 @@ def last_snapshot(lakehouse: Lakehouse, run_id: str, table: S.TableSpec = S.GOSS
 def stored_state(lakehouse: Lakehouse, run_id: str, cycle: int) -> DataFrame:
     """Every node's state after `cycle` as the cycle engine takes it (checkpointed: one job)."""
     columns = [name for name, _ in STATE_COLUMNS]
-    return lakehouse.read(S.GOSSIP_STATES).filter(
-        (F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle)
-    ).select(*columns).localCheckpoint(eager=True)
+    return (
+        lakehouse.read(S.GOSSIP_STATES)
+        .filter((F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle))
+        .select(*columns)
+        .localCheckpoint(eager=True)
+    )
 
 
 def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, cycle: int) -> None:
@@ -176,12 +199,34 @@ def run_simulation(
 ) -> dict:
     """Simulate (or finish simulating) one gossip run; returns the complete run row as a dict.
     `replace`: delete the stored run of this id first (with everything on it)."""
-    return simulated_run(spark, lakehouse, request, _simulate, run_id, snapshot_every, progress, diameters, replace,
-                         unit="cycle", nothing="nothing to gossip about")
+    return simulated_run(
+        spark,
+        lakehouse,
+        request,
+        _simulate,
+        run_id,
+        snapshot_every,
+        progress,
+        diameters,
+        replace,
+        unit="cycle",
+        nothing="nothing to gossip about",
+    )
 
 
-def simulated_run(spark: SparkSession, lakehouse: Lakehouse, request, simulate_rounds, run_id: str | None,
-                  snapshot_every: int, progress: bool, diameters: bool, replace: bool, unit: str, nothing: str) -> dict:
+def simulated_run(
+    spark: SparkSession,
+    lakehouse: Lakehouse,
+    request,
+    simulate_rounds,
+    run_id: str | None,
+    snapshot_every: int,
+    progress: bool,
+    diameters: bool,
+    replace: bool,
+    unit: str,
+    nothing: str,
+) -> dict:
     """A simulated overlay's run, whatever the protocol: checks, the claim of the run row, the
     protocol's `simulate_rounds(spark, lakehouse, request, run_id, attempt, instance,
     snapshot_every, progress)` (which stores the run's links), then the evaluation like any
@@ -208,16 +253,32 @@ def simulated_run(spark: SparkSession, lakehouse: Lakehouse, request, simulate_r
         run = check_owner(lakehouse, run_id, attempt)
         simulated = time.monotonic() - clock
         metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
-        complete_owned(lakehouse, run_id, attempt, **{
-            S.FINISHED_AT: _now(), S.SECONDS: time.monotonic() - clock, S.EDGES: metrics[S.EDGES],
-            S.TCO_SUPPORT: metrics[S.TCO_SUPPORT], S.SECONDS_ROUNDS: simulated,
-            S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
-        })
+        complete_owned(
+            lakehouse,
+            run_id,
+            attempt,
+            **{
+                S.FINISHED_AT: _now(),
+                S.SECONDS: time.monotonic() - clock,
+                S.EDGES: metrics[S.EDGES],
+                S.TCO_SUPPORT: metrics[S.TCO_SUPPORT],
+                S.SECONDS_ROUNDS: simulated,
+                S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
+            },
+        )
     return lakehouse.run_row(run_id).asDict()
 
 
-def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str, attempt: str, instance,
-              snapshot_every: int, progress: bool) -> None:
+def _simulate(
+    spark,
+    lakehouse: Lakehouse,
+    request: SimulateRequest,
+    run_id: str,
+    attempt: str,
+    instance,
+    snapshot_every: int,
+    progress: bool,
+) -> None:
     """The cycles (from the last snapshot on), then the run's links by the protocol's rule: the
     ln-covered views (feverfew), SpiderCast over what gossip taught each node (spidercast-gossip),
     or either rule with full knowledge and no cycles."""
@@ -228,7 +289,9 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
     csr = Subscriptions.collect(subscriptions, nodes)
     if not request.gossips:
         with Progress(run_id, total=1, enabled=progress, logger=log) as bar:
-            views = chosen_views(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark))
+            views = chosen_views(
+                spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark)
+            )
             check_owner(lakehouse, run_id, attempt)
             _store_views(spark, lakehouse, run_id, views.localCheckpoint(eager=True), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
@@ -268,22 +331,28 @@ def _simulate(spark, lakehouse: Lakehouse, request: SimulateRequest, run_id: str
             views = state if "covered" in state.columns else _covered(engine, state)
         else:
             known = state.select(S.NODE_ID, F.array_union(F.array_union("rv", "sv"), "lv").alias(CANDIDATES))
-            views = chosen_views(spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known,
-                                 task_slots(spark)).localCheckpoint(eager=True)
+            views = chosen_views(
+                spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known, task_slots(spark)
+            ).localCheckpoint(eager=True)
         _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
 
 
 def _covered(engine, state: DataFrame) -> DataFrame:
     """A resumed run's last snapshot has no measure columns: each node's coverage, recomputed."""
+
     def covered(batches):
         protocol = engine.protocol
         for batch in batches:
             nodes, lvs = batch.column(S.NODE_ID).to_pylist(), batch.column("lv").to_pylist()
             out = [protocol.coverage(p, lv) for p, lv in zip(nodes, lvs)]
             yield pa.RecordBatch.from_arrays(
-                [pa.array(nodes, pa.int64()), pa.array(lvs, pa.list_(pa.int64())),
-                 pa.array([c for c, _ in out], pa.list_(pa.int64())), pa.array([n for _, n in out], pa.int32())],
+                [
+                    pa.array(nodes, pa.int64()),
+                    pa.array(lvs, pa.list_(pa.int64())),
+                    pa.array([c for c, _ in out], pa.list_(pa.int64())),
+                    pa.array([n for _, n in out], pa.int32()),
+                ],
                 names=[S.NODE_ID, "lv", "covered", "needy"],
             )
 
@@ -300,5 +369,7 @@ def _store_views(spark, lakehouse: Lakehouse, run_id: str, views: DataFrame, las
 
 def cycle_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:
     """The run's stored cycles to print: every PRINT_EVERY-th and the last (one row per cycle)."""
-    rows = [r.asDict() for r in lakehouse.read(S.GOSSIP_CYCLES).filter(F.col(S.RUN_ID) == run_id).orderBy(S.CYCLE).collect()]
+    rows = [
+        r.asDict() for r in lakehouse.read(S.GOSSIP_CYCLES).filter(F.col(S.RUN_ID) == run_id).orderBy(S.CYCLE).collect()
+    ]
     return [r for i, r in enumerate(rows) if r[S.CYCLE] % PRINT_EVERY == 0 or i == len(rows) - 1]

@@ -18,9 +18,9 @@ from pyspark.sql import SparkSession
 
 from overlay.graph import jvm_class_available, resolve_backend
 from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
-from routing.pregel import ROUTING_DEFAULT
 from pipelines import jars, jvm_archive
 from pipelines.config import LabSettings
+from routing.pregel import ROUTING_DEFAULT
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def shuffle_partitions(spark: SparkSession) -> int:
         return int(value)
     try:
         return max(1, spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - no SparkContext on Spark Connect
+    except Exception:
         return 200
 
 
@@ -164,11 +164,17 @@ def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[s
         loaded = jvm_class_available(spark, jar_set.probe_class)
         report[jar_set.name + " jar"] = f"{jar_set.coordinate}: {'loaded' if loaded else 'NOT loaded'}"
     if resolve_backend(spark, "auto") == "graphframes":
-        chosen = {"connected components": "graphframes", "topic diameters": DIAMETERS_DEFAULT,
-                  "degrees": DEGREES_DEFAULT, "routing": ROUTING_DEFAULT}
+        chosen = {
+            "connected components": "graphframes",
+            "topic diameters": DIAMETERS_DEFAULT,
+            "degrees": DEGREES_DEFAULT,
+            "routing": ROUTING_DEFAULT,
+        }
         report["graph backend (auto)"] = "; ".join(f"{operation}: {how}" for operation, how in chosen.items())
     else:
-        report["graph backend (auto)"] = "dataframe fallback everywhere: GraphFrames is not loaded (README, GraphFrames)"
+        report["graph backend (auto)"] = (
+            "dataframe fallback everywhere: GraphFrames is not loaded (README, GraphFrames)"
+        )
     report["maven repositories"] = ", ".join(jars.maven_repositories(settings_repositories))
     return report
 
@@ -181,6 +187,6 @@ def jobs_started(spark: SparkSession) -> int:
     try:
         started = context._jsc.sc().dagScheduler().nextJobId()
         return int(started.get() if hasattr(started, "get") else started)
-    except Exception:  # noqa: BLE001 - a count is a report, never a reason to fail a run
+    except Exception:
         known = context.statusTracker().getJobIdsForGroup()
         return max(known, default=-1) + 1

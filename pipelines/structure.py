@@ -22,17 +22,25 @@ def check_sizes(sizes: tuple[int, ...]) -> None:
         raise InputError(f"--sizes are positive topic sizes, got {sizes}")
 
 
-def run_structure(spark: SparkSession, lakehouse: Lakehouse, run_id: str, sizes: tuple[int, ...] = TABLE3_SIZES) -> list[dict]:
+def run_structure(
+    spark: SparkSession, lakehouse: Lakehouse, run_id: str, sizes: tuple[int, ...] = TABLE3_SIZES
+) -> list[dict]:
     """Measure and store (replacing the run's rows for these sizes) the topics nearest `sizes`;
     the rows, one per size."""
     check_sizes(sizes)
     run = complete_run(lakehouse, run_id)
     _, subscriptions, links = run_inputs(lakehouse, run)
     counted = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.SUBSCRIBERS))
-    picked = nearest_topics(counted, sizes).select(
-        F.element_at(F.array(*[F.lit(s) for s in sizes]), F.col("pick").cast("int") + 1).cast("long").alias(S.WANTED),
-        S.TOPIC_ID,
-    ).localCheckpoint(eager=True)
+    picked = (
+        nearest_topics(counted, sizes)
+        .select(
+            F.element_at(F.array(*[F.lit(s) for s in sizes]), F.col("pick").cast("int") + 1)
+            .cast("long")
+            .alias(S.WANTED),
+            S.TOPIC_ID,
+        )
+        .localCheckpoint(eager=True)
+    )
     measured = topic_structure(subscriptions, links, picked.select(S.TOPIC_ID))
     rows = picked.join(measured, S.TOPIC_ID).withColumn(S.COMPUTED_AT, F.lit(_now()))
     lakehouse.write_run_rows(S.TOPIC_STRUCTURE, run_id, rows, within={S.WANTED: tuple(float(s) for s in sizes)})

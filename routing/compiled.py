@@ -34,6 +34,7 @@ from routing.protocols import PROTOCOLS
 from routing.simulate import ARRIVAL_COLUMNS, ARRIVAL_SCHEMA, Simulation, default_max_supersteps
 from routing.trees import rendezvous_of
 
+
 def _finger_table(network: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fingers by ring position, CSR: offsets (n + 1), sorted distances, their latencies (NaN
     without latencies)."""
@@ -48,7 +49,8 @@ def _finger_table(network: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     values = np.asarray(dist.flatten(), dtype=np.int64) if len(dist) else np.zeros(0, np.int64)
     latencies = (
         pc.fill_null(lat.flatten().cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False).astype(np.float64)
-        if len(lat) else np.zeros(0, np.float64)
+        if len(lat)
+        else np.zeros(0, np.float64)
     )
     return offsets, values, latencies
 
@@ -115,16 +117,30 @@ def simulate_compiled(
             known = (index < len(ids)) & (ids[index] == topic) if len(ids) else np.zeros(len(topic), bool)
             rows = np.flatnonzero(known)  # a topic without subscribers: the supersteps' join drops it
             got, latency = kernels.route_publications(
-                code, n, limit, has_latency, index[rows], publisher[rows], f_offsets, f_dist, f_lat, t_offsets,
-                t_subs, t_root,
+                code,
+                n,
+                limit,
+                has_latency,
+                index[rows],
+                publisher[rows],
+                f_offsets,
+                f_dist,
+                f_lat,
+                t_offsets,
+                t_subs,
+                t_root,
             )
             source = rows[got[:, 0]]
             yield pa.RecordBatch.from_arrays(
                 [
-                    pa.array(pub[source]), pa.array(topic[source]), pa.array(publisher[source]),
-                    pa.array(got[:, 1]), pa.array(got[:, 2].astype(np.int32)),
+                    pa.array(pub[source]),
+                    pa.array(topic[source]),
+                    pa.array(publisher[source]),
+                    pa.array(got[:, 1]),
+                    pa.array(got[:, 2].astype(np.int32)),
                     pa.array(latency, mask=None if has_latency else np.ones(len(latency), bool)),
-                    pa.array(got[:, 3]), pa.array(got[:, 4].astype(bool)),
+                    pa.array(got[:, 3]),
+                    pa.array(got[:, 4].astype(bool)),
                 ],
                 names=list(ARRIVAL_COLUMNS),
             )

@@ -111,7 +111,18 @@ def next_hops(protocol, n, at, span, f_offsets, f_dist, subs_lo, subs_hi, t_subs
 
 @nb.njit(cache=True, nogil=True)
 def route_publications(
-    protocol, n, limit, has_latency, topics, publishers, f_offsets, f_dist, f_lat, t_offsets, t_subs, t_root,
+    protocol,
+    n,
+    limit,
+    has_latency,
+    topics,
+    publishers,
+    f_offsets,
+    f_dist,
+    f_lat,
+    t_offsets,
+    t_subs,
+    t_root,
 ):
     """Every arrival of the publications (dense topic index, publisher position): an int64 array
     of (row, at, hops, sender, target) rows and their latencies; `limit` bounds the hops."""
@@ -175,7 +186,13 @@ def route_publications(
                     if tail == len(q_at):
                         q_at, q_low, q_high = _grow(q_at, tail + 1), _grow(q_low, tail + 1), _grow(q_high, tail + 1)
                         q_hops, q_lat = _grow(q_hops, tail + 1), _grow(q_lat, tail + 1)
-                    q_at[tail], q_low[tail], q_high[tail], q_hops[tail], q_lat[tail] = nxt, new_low, new_high, hops + 1, after
+                    q_at[tail], q_low[tail], q_high[tail], q_hops[tail], q_lat[tail] = (
+                        nxt,
+                        new_low,
+                        new_high,
+                        hops + 1,
+                        after,
+                    )
                     tail += 1
             continue
         rp = t_root[topic]
@@ -277,7 +294,14 @@ def route_publications(
                 trie_end[node] = True
             for node in range(1, nodes):
                 arrivals, lats, count = _emit(
-                    arrivals, lats, count, row, trie_at[node], trie_depth[node], trie_cum[node],
-                    trie_at[trie_parent[node]], trie_end[node],
+                    arrivals,
+                    lats,
+                    count,
+                    row,
+                    trie_at[node],
+                    trie_depth[node],
+                    trie_cum[node],
+                    trie_at[trie_parent[node]],
+                    trie_end[node],
                 )
     return arrivals[:count], lats[:count]

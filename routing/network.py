@@ -47,8 +47,12 @@ class Network:
 
 
 def build_network(
-    ring: DataFrame, fingers: DataFrame, subscriptions: DataFrame, n: int,
-    coordinates: DataFrame | None = None, rendezvous: DataFrame | None = None,
+    ring: DataFrame,
+    fingers: DataFrame,
+    subscriptions: DataFrame,
+    n: int,
+    coordinates: DataFrame | None = None,
+    rendezvous: DataFrame | None = None,
 ) -> Network:
     """Routing tables from a run's ring (node_id, position), fingers (node_id, phase, finger) and
     the instance's subscriptions (node_id, topic_id); optionally the nodes' coordinates (node_id,
@@ -59,15 +63,20 @@ def build_network(
     links = fingers.select(S.NODE_ID, S.FINGER).join(positions, on=S.NODE_ID).join(to, on=S.FINGER)
     if coordinates is not None:
         here = coordinates.select(S.NODE_ID, F.col(S.X_MS).alias("_x"), F.col(S.Y_MS).alias("_y"))
-        there = coordinates.select(F.col(S.NODE_ID).alias(S.FINGER), F.col(S.X_MS).alias("_fx"), F.col(S.Y_MS).alias("_fy"))
+        there = coordinates.select(
+            F.col(S.NODE_ID).alias(S.FINGER), F.col(S.X_MS).alias("_fx"), F.col(S.Y_MS).alias("_fy")
+        )
         latency = F.sqrt((F.col("_x") - F.col("_fx")) ** 2 + (F.col("_y") - F.col("_fy")) ** 2)
         links = links.join(here, on=S.NODE_ID).join(there, on=S.FINGER)
     else:
         latency = F.lit(None).cast("double")
     # (distance, latency) pairs sorted by distance; a finger reached in two phases appears once.
-    pairs = F.array_sort(F.collect_set(F.struct(clockwise_column(F.col(AT), F.col("_to"), n).alias("d"), latency.alias("l"))))
+    pairs = F.array_sort(
+        F.collect_set(F.struct(clockwise_column(F.col(AT), F.col("_to"), n).alias("d"), latency.alias("l")))
+    )
     finger_table = (
-        links.groupBy(AT).agg(pairs.alias("_pairs"))
+        links.groupBy(AT)
+        .agg(pairs.alias("_pairs"))
         .select(AT, F.col("_pairs.d").alias(FDIST), F.col("_pairs.l").alias(FLAT))
         .localCheckpoint(eager=True)
     )
@@ -85,5 +94,12 @@ def build_network(
         roots = (
             rendezvous.join(positions, on=S.NODE_ID).select(S.TOPIC_ID, F.col(AT).alias(RP)).localCheckpoint(eager=True)
         )
-    return Network(n=n, positions=positions, fingers=finger_table, topics=topics, subscribed=subscribed,
-                   rendezvous=roots, coordinates=placed)
+    return Network(
+        n=n,
+        positions=positions,
+        fingers=finger_table,
+        topics=topics,
+        subscribed=subscribed,
+        rendezvous=roots,
+        coordinates=placed,
+    )

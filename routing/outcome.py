@@ -51,7 +51,11 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
     node_of = network.positions  # (node_id, at)
     delivered = arrivals.filter("_delivered")
     deliveries = _with_direct(delivered.join(node_of, on=AT), network).select(
-        S.PUB_ID, S.NODE_ID, F.col(HOPS).cast("int").alias(HOPS), F.col(LATENCY).alias(S.LATENCY_MS), S.DIRECT_MS,
+        S.PUB_ID,
+        S.NODE_ID,
+        F.col(HOPS).cast("int").alias(HOPS),
+        F.col(LATENCY).alias(S.LATENCY_MS),
+        S.DIRECT_MS,
     )
     per_node = arrivals.groupBy(AT).agg(
         F.count("*").alias(S.RECEIVED),
@@ -60,9 +64,15 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
     )
     sent = arrivals.groupBy(F.col(SENDER).alias(AT)).agg(F.count("*").alias(S.SENT))
     load = (
-        node_of.join(per_node, on=AT, how="left").join(sent, on=AT, how="left")
-        .select(S.NODE_ID, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c)
-                             for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERED, S.SENT)])
+        node_of.join(per_node, on=AT, how="left")
+        .join(sent, on=AT, how="left")
+        .select(
+            S.NODE_ID,
+            *[
+                F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c)
+                for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERED, S.SENT)
+            ],
+        )
     )
     per_pub_counts = arrivals.groupBy(S.PUB_ID).agg(
         F.count("*").alias(S.RECEIVED),
@@ -74,8 +84,13 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         publications.join(per_pub_counts, on=S.PUB_ID, how="left")
         .join(publisher_node, on=S.PUBLISHER)
         .select(
-            S.PUB_ID, S.TOPIC_ID, F.col("_publisher").alias(S.PUBLISHER),
-            *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERIES)],
+            S.PUB_ID,
+            S.TOPIC_ID,
+            F.col("_publisher").alias(S.PUBLISHER),
+            *[
+                F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c)
+                for c in (S.RECEIVED, S.PURE_FORWARDS, S.DELIVERIES)
+            ],
         )
     )
     expected = (
@@ -92,7 +107,8 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
     )
     # One job for the counts of the check, the routing overhead, the publications and the paths.
     path_stats = deliveries.agg(
-        F.avg(HOPS).alias("avg"), F.max(HOPS).alias("max"),
+        F.avg(HOPS).alias("avg"),
+        F.max(HOPS).alias("max"),
         F.percentile(S.LATENCY_MS, F.lit(0.5)).alias(S.LATENCY_MEDIAN),
         F.percentile(S.LATENCY_MS, F.lit(0.95)).alias(S.LATENCY_P95),
         F.percentile(F.try_divide(F.col(S.LATENCY_MS), F.col(S.DIRECT_MS)), F.lit(0.5)).alias(S.STRETCH_MEDIAN),
@@ -119,7 +135,10 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         S.ROUTING_OVERHEAD: int(overhead),
         S.AVG_PATH_LENGTH: None if totals["avg"] is None else float(totals["avg"]),
         S.MAX_PATH_LENGTH: None if totals["max"] is None else int(totals["max"]),
-        **{c: None if totals[c] is None else float(totals[c]) for c in (S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN)},
+        **{
+            c: None if totals[c] is None else float(totals[c])
+            for c in (S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN)
+        },
         S.DELIVERY_RATIO: 1.0 if expected_total == 0 else distinct_total / expected_total,
         S.DUPLICATE_DELIVERIES: deliveries_total - distinct_total,
         S.MISSING_DELIVERIES: int(totals["missing"] or 0),
@@ -153,7 +172,9 @@ def _counter_example(check: DataFrame, node_of: DataFrame) -> str | None:
     row = wrong[0]
     nodes = dict(
         (r[AT], r[S.NODE_ID])
-        for r in node_of.filter(F.col(AT).isin([row[AT], row[S.PUBLISHER]] if row[S.PUBLISHER] is not None else [row[AT]])).collect()
+        for r in node_of.filter(
+            F.col(AT).isin([row[AT], row[S.PUBLISHER]] if row[S.PUBLISHER] is not None else [row[AT]])
+        ).collect()
     )
     node = nodes.get(row[AT])
     if row["_expected"] is None:

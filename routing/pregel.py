@@ -78,10 +78,9 @@ def simulate_on(
 
 def finger_edges(network: Network) -> DataFrame:
     """(src, dst, finger, latency): one edge per finger, src -> src + finger on the ring."""
-    return network.fingers.select(F.col(AT).alias(SRC), F.inline(F.arrays_zip(
-        F.col(FDIST).alias(FINGER), F.col(FLAT).alias(LATENCY)))).select(
-        SRC, F.pmod(F.col(SRC) + F.col(FINGER), F.lit(network.n)).alias(DST), FINGER, LATENCY
-    )
+    return network.fingers.select(
+        F.col(AT).alias(SRC), F.inline(F.arrays_zip(F.col(FDIST).alias(FINGER), F.col(FLAT).alias(LATENCY)))
+    ).select(SRC, F.pmod(F.col(SRC) + F.col(FINGER), F.lit(network.n)).alias(DST), FINGER, LATENCY)
 
 
 def _towards(position: Column, n: int) -> Column:
@@ -141,7 +140,9 @@ def scribe_tree_pregel(network: Network, topics: DataFrame, lineage: Lineage, ma
     distance = F.pmod(rendezvous(F.col(S.TOPIC_ID), n) - F.col(ID), F.lit(n))
     towards_rp = greedy_step(F.col(FDIST), distance)
     edges = members.select(
-        S.TOPIC_ID, F.pmod(F.col(ID) + towards_rp, F.lit(n)).alias(SRC), F.col(ID).alias(DST),
+        S.TOPIC_ID,
+        F.pmod(F.col(ID) + towards_rp, F.lit(n)).alias(SRC),
+        F.col(ID).alias(DST),
         hop_latency(F.col(FDIST), F.col(FLAT), distance).alias(LATENCY),  # the child's link to its parent
     ).localCheckpoint(eager=True)
     result.unpersist()
@@ -175,21 +176,33 @@ def simulate_pregel(
     log.info("scribe trees of the published topics built with Pregel in %.1fs", tree_seconds)
     report(on_step, "pregel run", 1, total=2, figures={"built": "scribe trees"}, seconds=tree_seconds)
 
-    start = initial_messages(publications, protocol, network).groupBy(AT).agg(
-        F.collect_list(F.struct(*_MESSAGE)).alias("_start")
+    start = (
+        initial_messages(publications, protocol, network)
+        .groupBy(AT)
+        .agg(F.collect_list(F.struct(*_MESSAGE)).alias("_start"))
     )
     vertices = network.fingers.join(start, on=AT, how="left").select(
         F.col(AT).alias(ID), FDIST, F.coalesce(F.col("_start"), F.array().cast(_MESSAGES)).alias("_start")
     )
-    edges = finger_edges(network).withColumn(TREE_TOPIC, F.lit(None).cast("long")).unionByName(
-        tree.select(SRC, DST, F.lit(None).cast("long").alias(FINGER), LATENCY, F.col(S.TOPIC_ID).alias(TREE_TOPIC))
+    edges = (
+        finger_edges(network)
+        .withColumn(TREE_TOPIC, F.lit(None).cast("long"))
+        .unionByName(
+            tree.select(SRC, DST, F.lit(None).cast("long").alias(FINGER), LATENCY, F.col(S.TOPIC_ID).alias(TREE_TOPIC))
+        )
     )
 
     def moved(m: Column, kind: Column, target: Column) -> Column:
         return F.struct(
-            m[S.PUB_ID].alias(S.PUB_ID), m[S.TOPIC_ID].alias(S.TOPIC_ID), m[S.PUBLISHER].alias(S.PUBLISHER),
-            m[LOW].alias(LOW), (m[HOPS] + 1).alias(HOPS), (m[LATENCY] + Pregel.edge(LATENCY)).alias(LATENCY),
-            Pregel.src(ID).alias(SENDER), kind.alias(KIND), target.alias(TARGET),
+            m[S.PUB_ID].alias(S.PUB_ID),
+            m[S.TOPIC_ID].alias(S.TOPIC_ID),
+            m[S.PUBLISHER].alias(S.PUBLISHER),
+            m[LOW].alias(LOW),
+            (m[HOPS] + 1).alias(HOPS),
+            (m[LATENCY] + Pregel.edge(LATENCY)).alias(LATENCY),
+            Pregel.src(ID).alias(SENDER),
+            kind.alias(KIND),
+            target.alias(TARGET),
         )
 
     def sent() -> Column:
@@ -197,11 +210,15 @@ def simulate_pregel(
         messages in that topic's tree (or at its root) to the child."""
         held, here, to = Pregel.src(_HELD), Pregel.src(ID), Pregel.edge(DST)
         forwarded = F.transform(
-            F.filter(held, lambda m: (m[KIND] == UNICAST) & (m[LOW] != here) & (_towards(m[LOW], n) == Pregel.edge(FINGER))),
+            F.filter(
+                held, lambda m: (m[KIND] == UNICAST) & (m[LOW] != here) & (_towards(m[LOW], n) == Pregel.edge(FINGER))
+            ),
             lambda m: moved(m, F.lit(UNICAST), to == m[LOW]),
         )
         multicast = F.transform(
-            F.filter(held, lambda m: ((m[KIND] == TREE) | (m[LOW] == here)) & (m[S.TOPIC_ID] == Pregel.edge(TREE_TOPIC))),
+            F.filter(
+                held, lambda m: ((m[KIND] == TREE) | (m[LOW] == here)) & (m[S.TOPIC_ID] == Pregel.edge(TREE_TOPIC))
+            ),
             lambda m: moved(m, F.lit(TREE), F.lit(True)),
         )
         return F.when(Pregel.edge(TREE_TOPIC).isNull(), forwarded).otherwise(multicast)
@@ -226,19 +243,31 @@ def simulate_pregel(
     arrivals = (
         result.select(F.col(ID).alias(AT), F.explode(_LOG).alias("_m"))
         .select(
-            F.col("_m")[S.PUB_ID].alias(S.PUB_ID), F.col("_m")[S.TOPIC_ID].alias(S.TOPIC_ID),
-            F.col("_m")[S.PUBLISHER].alias(S.PUBLISHER), AT, F.col("_m")[HOPS].alias(HOPS),
-            F.col("_m")[LATENCY].alias(LATENCY), F.col("_m")[SENDER].alias(SENDER), F.col("_m")[TARGET].alias(TARGET),
+            F.col("_m")[S.PUB_ID].alias(S.PUB_ID),
+            F.col("_m")[S.TOPIC_ID].alias(S.TOPIC_ID),
+            F.col("_m")[S.PUBLISHER].alias(S.PUBLISHER),
+            AT,
+            F.col("_m")[HOPS].alias(HOPS),
+            F.col("_m")[LATENCY].alias(LATENCY),
+            F.col("_m")[SENDER].alias(SENDER),
+            F.col("_m")[TARGET].alias(TARGET),
         )
         .localCheckpoint(eager=True)
     )
     result.unpersist()
     totals = arrivals.agg(F.count(F.lit(1)).alias("messages"), F.max(HOPS).alias("supersteps")).first()
     report(
-        on_step, "pregel run", 2, total=2, seconds=time.monotonic() - clock - tree_seconds,
+        on_step,
+        "pregel run",
+        2,
+        total=2,
+        seconds=time.monotonic() - clock - tree_seconds,
         figures={"supersteps": int(totals["supersteps"] or 0), "sent": int(totals["messages"])},
     )
     return Simulation(
-        arrivals=arrivals, supersteps=int(totals["supersteps"] or 0), messages=int(totals["messages"]),
-        superstep_seconds=[], tree_seconds=tree_seconds,
+        arrivals=arrivals,
+        supersteps=int(totals["supersteps"] or 0),
+        messages=int(totals["messages"]),
+        superstep_seconds=[],
+        tree_seconds=tree_seconds,
     )

@@ -83,17 +83,28 @@ class _Step:
         after_spread = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n))
         spread_latency = (F.col(LATENCY) + hop_latency(F.col(FDIST), F.col(FLAT), F.col("_d"))).alias(LATENCY)
         self.spread = [
-            *[c for c in self.kept if c != LATENCY], spread_latency, sent_here, after_spread.alias(AT), low.alias(LOW),
+            *[c for c in self.kept if c != LATENCY],
+            spread_latency,
+            sent_here,
+            after_spread.alias(AT),
+            low.alias(LOW),
             F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH),
         ]
         others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, LATENCY, SENDER, TARGET)]
         self.multicast = [
-            *others, sent_here, F.col(CHILD_AT).alias(AT), F.col(CHILD_KEY).alias(KEY),
-            (F.col(LATENCY) + F.col(CHILD_LATENCY)).alias(LATENCY), F.col("tree_target").alias(TARGET),
+            *others,
+            sent_here,
+            F.col(CHILD_AT).alias(AT),
+            F.col(CHILD_KEY).alias(KEY),
+            (F.col(LATENCY) + F.col(CHILD_LATENCY)).alias(LATENCY),
+            F.col("tree_target").alias(TARGET),
         ]
         self.enter_tree = [
-            F.when(F.col(KIND) == UNICAST, F.array(F.col(AT))).otherwise(F.col(KEY)).alias(KEY) if c == KEY
-            else F.lit(TREE).alias(KIND) if c == KIND else F.col(c)
+            F.when(F.col(KIND) == UNICAST, F.array(F.col(AT))).otherwise(F.col(KEY)).alias(KEY)
+            if c == KEY
+            else F.lit(TREE).alias(KIND)
+            if c == KIND
+            else F.col(c)
             for c in MESSAGE_COLUMNS
         ]
         self.next_hop = [(F.col(HOPS) + 1).alias(HOPS) if c == HOPS else F.col(c) for c in MESSAGE_COLUMNS]
@@ -105,8 +116,10 @@ class _Step:
     def forward_all(self, messages: DataFrame) -> DataFrame:
         """`send`: one hop towards `low` along the nearest finger (RANGE and UNICAST messages)."""
         return (
-            messages.filter(self.unicast_or_range & self.moving).join(self.network.fingers, on=AT)
-            .select(*self.forward).select(*self.mark_target)
+            messages.filter(self.unicast_or_range & self.moving)
+            .join(self.network.fingers, on=AT)
+            .select(*self.forward)
+            .select(*self.mark_target)
         )
 
     def spread_all(self, messages: DataFrame) -> DataFrame:
@@ -143,13 +156,22 @@ def initial_messages(publications: DataFrame, protocol: str, network: Network) -
         else:
             rp = rendezvous(F.col(S.TOPIC_ID), network.n)
         frame = (
-            frame.withColumn(LOW, rp).withColumn(HIGH, rp)
+            frame.withColumn(LOW, rp)
+            .withColumn(HIGH, rp)
             .withColumn(KIND, F.when(F.col(AT) == rp, F.lit(TREE)).otherwise(F.lit(UNICAST)))
         )
     start = F.lit(0.0) if network.latencies else F.lit(None).cast("double")
     return frame.select(
-        S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, F.lit(0).alias(HOPS), start.alias(LATENCY),
-        F.lit(None).cast("long").alias(SENDER), KIND,
+        S.PUB_ID,
+        S.TOPIC_ID,
+        S.PUBLISHER,
+        AT,
+        LOW,
+        HIGH,
+        F.lit(0).alias(HOPS),
+        start.alias(LATENCY),
+        F.lit(None).cast("long").alias(SENDER),
+        KIND,
         F.when(F.col(KIND) == TREE, F.array(F.col(AT))).otherwise(F.lit(None).cast("array<bigint>")).alias(KEY),
         F.lit(False).alias(TARGET),
     )
@@ -221,7 +243,9 @@ def simulate(
             union = union.unionByName(more)
     else:
         union = spark.createDataFrame([], ARRIVAL_SCHEMA)
-    return Simulation(arrivals=union, supersteps=len(seconds), messages=total, superstep_seconds=seconds, tree_seconds=tree_seconds)
+    return Simulation(
+        arrivals=union, supersteps=len(seconds), messages=total, superstep_seconds=seconds, tree_seconds=tree_seconds
+    )
 
 
 def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None = None) -> DataFrame:
@@ -236,7 +260,8 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
         if moving.isEmpty():
             break
         stepped = (
-            moving.join(network.fingers, on=AT).select("pair", step.after, LOW, (F.col(HOPS) + 1).alias(HOPS))
+            moving.join(network.fingers, on=AT)
+            .select("pair", step.after, LOW, (F.col(HOPS) + 1).alias(HOPS))
             .localCheckpoint(eager=True)
         )
         done.append(stepped.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS))

@@ -27,15 +27,26 @@ def routing_summary(routing_runs: DataFrame, metrics: DataFrame, overlay_runs: D
     `overlay.summaries.current_runs` gives them): its metrics, and its overhead and average path
     length as ratios against Scribe(-) on the same instance and workload (null without one)."""
     overlays = overlay_runs.select(
-        S.RUN_ID, overlay_type_column("short", "long").alias(OVERLAY_TYPE), "long",
+        S.RUN_ID,
+        overlay_type_column("short", "long").alias(OVERLAY_TYPE),
+        "long",
     )
     runs = (
         routing_runs.filter(F.col(S.STATUS) == S.COMPLETE)
         .select(S.ROUTING_RUN_ID, S.INSTANCE, S.SEED, S.SUPERSTEPS, S.MESSAGES, S.SECONDS)
-        .join(metrics.select(
-            S.ROUTING_RUN_ID, S.RUN_ID, S.PROTOCOL, S.PUBLICATIONS, S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH,
-            S.MAX_PATH_LENGTH, S.DELIVERY_RATIO,
-        ), on=S.ROUTING_RUN_ID)
+        .join(
+            metrics.select(
+                S.ROUTING_RUN_ID,
+                S.RUN_ID,
+                S.PROTOCOL,
+                S.PUBLICATIONS,
+                S.ROUTING_OVERHEAD,
+                S.AVG_PATH_LENGTH,
+                S.MAX_PATH_LENGTH,
+                S.DELIVERY_RATIO,
+            ),
+            on=S.ROUTING_RUN_ID,
+        )
         .join(overlays, on=S.RUN_ID)
     )
     workload = [S.INSTANCE, S.PUBLICATIONS, S.SEED]
@@ -46,7 +57,9 @@ def routing_summary(routing_runs: DataFrame, metrics: DataFrame, overlay_runs: D
     )
     return (
         runs.join(baseline, on=workload, how="left")
-        .withColumn(S.OVERHEAD_RATIO, F.col(S.ROUTING_OVERHEAD) / F.nullif(F.col(f"_base.{S.ROUTING_OVERHEAD}"), F.lit(0)))
+        .withColumn(
+            S.OVERHEAD_RATIO, F.col(S.ROUTING_OVERHEAD) / F.nullif(F.col(f"_base.{S.ROUTING_OVERHEAD}"), F.lit(0))
+        )
         .withColumn(S.PATH_RATIO, F.col(S.AVG_PATH_LENGTH) / F.nullif(F.col(f"_base.{S.AVG_PATH_LENGTH}"), F.lit(0)))
         .drop("_base", "long")
     )
@@ -63,10 +76,12 @@ def load_percentiles(load: DataFrame) -> DataFrame:
         )
         .select(
             S.ROUTING_RUN_ID,
-            F.inline(F.arrays_zip(
-                F.array(*[F.lit(p) for p in PERCENTILES]).alias(PERCENTILE),
-                F.col("_received").alias(S.RECEIVED),
-                F.col("_forwards").alias(S.PURE_FORWARDS),
-            )),
+            F.inline(
+                F.arrays_zip(
+                    F.array(*[F.lit(p) for p in PERCENTILES]).alias(PERCENTILE),
+                    F.col("_received").alias(S.RECEIVED),
+                    F.col("_forwards").alias(S.PURE_FORWARDS),
+                )
+            ),
         )
     )

@@ -62,8 +62,13 @@ def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnSt
             .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n)))
             .withColumn("_hop", hop_latency(F.col(FDIST), F.col(FLAT), distance))
             .select(
-                S.TOPIC_ID, "_s", F.col("_next").alias(AT), LOW, F.col(KEY).alias("_parent"),
-                F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY), "_hop",
+                S.TOPIC_ID,
+                "_s",
+                F.col("_next").alias(AT),
+                LOW,
+                F.col(KEY).alias("_parent"),
+                F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY),
+                "_hop",
             )
             .localCheckpoint(eager=True)
         )
@@ -82,11 +87,17 @@ def _routes(network: Network, topics: DataFrame) -> DataFrame:
         return members.join(network.rendezvous, on=S.TOPIC_ID).select(
             S.TOPIC_ID, F.explode(SUBS).alias("_s"), F.col(RP).alias("_rp")
         )
-    return members.select(S.TOPIC_ID, F.explode(SUBS).alias("_s"), rendezvous(F.col(S.TOPIC_ID), network.n).alias("_rp"))
+    return members.select(
+        S.TOPIC_ID, F.explode(SUBS).alias("_s"), rendezvous(F.col(S.TOPIC_ID), network.n).alias("_rp")
+    )
 
 
 def _moves(
-    network: Network, topics: DataFrame, to_rendezvous: bool, max_steps: int, on_step: OnStep | None,
+    network: Network,
+    topics: DataFrame,
+    to_rendezvous: bool,
+    max_steps: int,
+    on_step: OnStep | None,
 ) -> DataFrame | None:
     """Every hop of every route between a subscriber and RP(t), towards RP(t) (Scribe) or away
     from it (iScribe): (topic_id, _s, at, low, _parent, key, _hop); None when no route has a hop."""
@@ -131,7 +142,11 @@ def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: O
         return _empty_tree(network)
     return (
         steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY))
-        .agg(F.first(AT).alias(CHILD_AT), F.first("_hop").alias(CHILD_LATENCY), F.max(F.col(AT) == F.col(LOW)).alias(TARGET))
+        .agg(
+            F.first(AT).alias(CHILD_AT),
+            F.first("_hop").alias(CHILD_LATENCY),
+            F.max(F.col(AT) == F.col(LOW)).alias(TARGET),
+        )
         .localCheckpoint(eager=True)
     )
 
@@ -139,6 +154,7 @@ def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: O
 def _empty_tree(network: Network) -> DataFrame:
     spark = network.topics.sparkSession
     return spark.createDataFrame(
-        [], f"{S.TOPIC_ID} long, {KEY} array<bigint>, {CHILD_KEY} array<bigint>, {CHILD_AT} bigint, "
-        f"{CHILD_LATENCY} double, {TARGET} boolean"
+        [],
+        f"{S.TOPIC_ID} long, {KEY} array<bigint>, {CHILD_KEY} array<bigint>, {CHILD_AT} bigint, "
+        f"{CHILD_LATENCY} double, {TARGET} boolean",
     )

@@ -29,9 +29,7 @@ def publications(subscriptions: DataFrame, count: int, seed: int) -> DataFrame:
     topic_count = topics.count()
     if topic_count == 0:
         raise ValueError("no topic has a subscriber: nothing to publish")
-    members = subscriptions.withColumn(
-        "_m", F.row_number().over(Window.partitionBy(S.TOPIC_ID).orderBy(S.NODE_ID)) - 1
-    )
+    members = subscriptions.withColumn("_m", F.row_number().over(Window.partitionBy(S.TOPIC_ID).orderBy(S.NODE_ID)) - 1)
     sizes = subscriptions.groupBy(S.TOPIC_ID).agg(F.count("*").alias("_size"))
     pubs = spark.range(count).select(F.col("id").alias(S.PUB_ID))
     picked = (
@@ -42,7 +40,6 @@ def publications(subscriptions: DataFrame, count: int, seed: int) -> DataFrame:
         .join(members, on=[S.TOPIC_ID, "_m"])
     )
     return picked.select(S.PUB_ID, S.TOPIC_ID, F.col(S.NODE_ID).alias(S.PUBLISHER))
-
 
 
 def feed_publications(publishers: DataFrame, count: int) -> DataFrame:

@@ -61,7 +61,7 @@ def run_at_once(tasks: dict[str, Callable[[], object]]) -> list[tuple[str, BaseE
         start.wait()
         try:
             task()
-        except BaseException as error:  # noqa: BLE001 - reported to the test
+        except BaseException as error:
             errors.append((name, error))
 
     threads = [threading.Thread(target=work, args=item) for item in tasks.items()]
@@ -162,8 +162,12 @@ def refreshed(spark, tmp_path_factory) -> dict:
     first = run_cli(*argv)
     assert first[0] == 0, first[2][-3000:]
     return {
-        "root": root, "argv": argv, "first": first, "rerun": run_cli(*argv),
-        "lakehouse": Lakehouse(spark, lakehouse), "report": root / "report",
+        "root": root,
+        "argv": argv,
+        "first": first,
+        "rerun": run_cli(*argv),
+        "lakehouse": Lakehouse(spark, lakehouse),
+        "report": root / "report",
     }
 
 

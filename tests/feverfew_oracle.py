@@ -47,12 +47,31 @@ def ratio(a, b):
 
 
 class FeverfewOracle:
-    def __init__(self, n, subs, seed=1, rv_size=20, shuffle=10, sv_size=40, av_size=40, bubble_start=30,
-                 delta=1, clear_similar=False, pss="cyclon", bubble=True):
+    def __init__(
+        self,
+        n,
+        subs,
+        seed=1,
+        rv_size=20,
+        shuffle=10,
+        sv_size=40,
+        av_size=40,
+        bubble_start=30,
+        delta=1,
+        clear_similar=False,
+        pss="cyclon",
+        bubble=True,
+    ):
         self.n, self.seed = n, seed
         self.subs = {v: frozenset(subs.get(v, ())) for v in range(n)}
         self.rv_size, self.shuffle, self.sv_size, self.av_size = rv_size, shuffle, sv_size, av_size
-        self.bubble_start, self.delta, self.clear_similar, self.pss, self.bubble = bubble_start, delta, clear_similar, pss, bubble
+        self.bubble_start, self.delta, self.clear_similar, self.pss, self.bubble = (
+            bubble_start,
+            delta,
+            clear_similar,
+            pss,
+            bubble,
+        )
         size = {}
         for v in range(n):
             for t in self.subs[v]:
@@ -190,7 +209,7 @@ class FeverfewOracle:
                 pools[v] |= buffers[peer[v]]
                 sent[peer[v]][1] += 1
         for h in nodes:
-            for src, o, t, ttl in sorted(copies.get(h, []), key=lambda x: x[0]):
+            for _src, o, t, ttl in sorted(copies.get(h, []), key=lambda x: x[0]):
                 if o != h and (o, t) not in self.av[h]:
                     self.av[h].append((o, t))
                     if len(self.av[h]) > self.av_size:
@@ -198,7 +217,7 @@ class FeverfewOracle:
                 if ttl > 0:
                     self.held[h].append((o, t, ttl))
         for x in nodes:
-            for src, other, t, to_origin in sorted(matches.get(x, []), key=lambda m: m[0]):
+            for _src, other, t, to_origin in sorted(matches.get(x, []), key=lambda m: m[0]):
                 self.mb[x].add(other)
                 if to_origin and t in self.own[x] and self.own[x][t][0] < c:
                     d = self.own[x][t]
@@ -215,7 +234,7 @@ class FeverfewOracle:
                 (q for q in pools[v] - {v} if ratio(rests[v], self.subs[q]) > 0),
                 key=lambda q: (-ratio(rests[v], self.subs[q]), -ratio(mine, self.subs[q]), q),
             )
-            self.sv[v] = ranked[:self.sv_size]
+            self.sv[v] = ranked[: self.sv_size]
             if c % self.delta == 0:
                 self.lv[v] = self.alg3(v, set(self.sv[v]) | set(self.lv[v]) | self.mb[v])
                 self.mb[v] = set()
@@ -228,14 +247,24 @@ class FeverfewOracle:
         told = sorted(self.told[v])
         own = sorted(self.own[v])
         return {
-            "node_id": v, "rv": sorted(self.rv[v]), "rv_age": [self.rv[v][q] for q in sorted(self.rv[v])],
-            "sv": self.sv[v], "lv": self.lv[v], "mb": sorted(self.mb[v]),
-            "av_origin": [o for o, _ in self.av[v]], "av_topic": [t for _, t in self.av[v]],
-            "reported_origin": [o for o, _ in told], "reported_other": [r for _, r in told],
-            "held_origin": [h[0] for h in self.held[v]], "held_topic": [h[1] for h in self.held[v]],
-            "held_ttl": [h[2] for h in self.held[v]], "own_topic": own,
-            "own_started": [self.own[v][t][0] for t in own], "own_ttl": [self.own[v][t][1] for t in own],
-            "own_first_match": [self.own[v][t][2] for t in own], "own_matches": [self.own[v][t][3] for t in own],
+            "node_id": v,
+            "rv": sorted(self.rv[v]),
+            "rv_age": [self.rv[v][q] for q in sorted(self.rv[v])],
+            "sv": self.sv[v],
+            "lv": self.lv[v],
+            "mb": sorted(self.mb[v]),
+            "av_origin": [o for o, _ in self.av[v]],
+            "av_topic": [t for _, t in self.av[v]],
+            "reported_origin": [o for o, _ in told],
+            "reported_other": [r for _, r in told],
+            "held_origin": [h[0] for h in self.held[v]],
+            "held_topic": [h[1] for h in self.held[v]],
+            "held_ttl": [h[2] for h in self.held[v]],
+            "own_topic": own,
+            "own_started": [self.own[v][t][0] for t in own],
+            "own_ttl": [self.own[v][t][1] for t in own],
+            "own_first_match": [self.own[v][t][2] for t in own],
+            "own_matches": [self.own[v][t][3] for t in own],
         }
 
 
@@ -265,14 +294,14 @@ def push_pull_oracle(subs, links, topic, pub, seed, cycles, substitution=0.0, ma
     limit = 1 if n < 3 else max(1, math.ceil(math.log(n, 3) + math.log(math.log(n))))
     gone = set()
     if mass_share > 0:
-        gone = {x for x in members if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0 ** 64)}
+        gone = {x for x in members if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0**64)}
     down_before = set()
     informed = {publisher: 0}
     out = [(n, 1)]
     for c in range(1, cycles + 1):
         down = set()
         if substitution > 0:
-            down = {x for x in members if x not in down_before and rnd(seed, CHURN, c, x) < int(substitution * 2.0 ** 64)}
+            down = {x for x in members if x not in down_before and rnd(seed, CHURN, c, x) < int(substitution * 2.0**64)}
         down_before = set(down)
         if c >= mass_cycle:
             down |= gone
@@ -313,7 +342,7 @@ def healing_oracle(oracle, base, pubs, seed, cycles, substitution=0.0, mass_shar
     spared = set(publisher.values())
     gone = set()
     if mass_share > 0:
-        gone = {x for x in range(n) if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0 ** 64)}
+        gone = {x for x in range(n) if mass_share >= 1 or rnd(seed, CHURN, 0, x) < int(mass_share * 2.0**64)}
     informed = {v: {} for v in range(n)}
     for p in publisher:
         informed[publisher[p]][p] = 0
@@ -322,7 +351,7 @@ def healing_oracle(oracle, base, pubs, seed, cycles, substitution=0.0, mass_shar
     for k in range(1, cycles + 1):
         now = set()
         if substitution > 0:
-            now = {x for x in range(n) if x not in churned and rnd(seed, CHURN, k, x) < int(substitution * 2.0 ** 64)}
+            now = {x for x in range(n) if x not in churned and rnd(seed, CHURN, k, x) < int(substitution * 2.0**64)}
         churned = now
         down = (now | (gone if k >= mass_cycle else set())) - spared
         up = [v for v in range(n) if v not in down]
@@ -397,7 +426,9 @@ def spidercast_oracle(n, subs, known, seed, kg=3, kr=1):
         picked = []
         greedy = {t: 0 for t in mine}
         while True:
-            scored = [(sum(1 for t in subs[q] & mine if greedy[t] < min(kg, size[t] - 1)), -q) for q in cands - set(picked)]
+            scored = [
+                (sum(1 for t in subs[q] & mine if greedy[t] < min(kg, size[t] - 1)), -q) for q in cands - set(picked)
+            ]
             if not scored or max(scored)[0] == 0:
                 break
             q = -max(scored)[1]

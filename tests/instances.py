@@ -21,6 +21,6 @@ def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, see
         if skip_every and node % skip_every == skip_every // 2:
             continue
         k = rng.randint(low, high)
-        keys = sorted(range(topics), key=lambda r: -rng.random() ** (1.0 / weight(r)))
+        keys = sorted(range(topics), key=lambda r: -(rng.random() ** (1.0 / weight(r))))
         subscriptions += [(node, topic) for topic in keys[:k]]
     return subscriptions

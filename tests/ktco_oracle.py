@@ -68,7 +68,7 @@ def _disjoint_paths(adjacency, s, t) -> int:
         arc((v, "in"), (v, "out"))
         for w in adjacency[v]:
             arc((v, "out"), (w, "in"))
-    for (a, b) in capacity:
+    for a, b in capacity:
         out.setdefault(a, []).append(b)
     source, sink, flow = (s, "out"), (t, "in"), 0
     while True:
@@ -296,7 +296,7 @@ def resilience(subscriptions, links, nodes: int, model: str, share: float, trial
     links = sorted({(min(u, v), max(u, v)) for u, v in links if u != v})
     if model == "random-links":
         count = min(len(links), int(share * len(links) + 0.5))
-        order = sorted(links, key=lambda l: (draw(seed, 4, trial, (l[0] << 32) | l[1]), l))
+        order = sorted(links, key=lambda link: (draw(seed, 4, trial, (link[0] << 32) | link[1]), link))
         dead_links, dead = set(order[:count]), set()
     else:
         degree = {v: 0 for v in range(nodes)}
@@ -307,7 +307,14 @@ def resilience(subscriptions, links, nodes: int, model: str, share: float, trial
         count = min(nodes, int(share * nodes + 0.5))
         dead, dead_links = set(sorted(range(nodes), key=key)[:count]), set()
     kept = [(u, v) for u, v in links if (u, v) not in dead_links and u not in dead and v not in dead]
-    total = {"survivors": nodes - len(dead), "subscriptions": 0, "topics": 0, "tcc": 0, "shared_topics": 0, "connected_topics": 0}
+    total = {
+        "survivors": nodes - len(dead),
+        "subscriptions": 0,
+        "topics": 0,
+        "tcc": 0,
+        "shared_topics": 0,
+        "connected_topics": 0,
+    }
     for members in subscribers(subscriptions).values():
         alive = sorted(set(members) - dead)
         if not alive:

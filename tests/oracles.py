@@ -144,7 +144,7 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> 
     nodes = sorted(topics)
     heap = []
     for i, u in enumerate(nodes):
-        for v in nodes[i + 1:]:
+        for v in nodes[i + 1 :]:
             shared = len(topics[u] & topics[v])
             if shared:
                 heap.append((-shared, u, v, -1))
@@ -206,9 +206,8 @@ def check_greedy_sequence(subscriptions, edges, algorithm, max_edges=None, max_d
         gains = [
             forests.gain(u, v)
             for i, u in enumerate(nodes)
-            for v in nodes[i + 1:]
-            if (u, v) not in added
-            and (limit is None or (degree.get(u, 0) < limit and degree.get(v, 0) < limit))
+            for v in nodes[i + 1 :]
+            if (u, v) not in added and (limit is None or (degree.get(u, 0) < limit and degree.get(v, 0) < limit))
         ]
         return max(gains, default=0)
 
@@ -251,7 +250,7 @@ def relaxed_report(subscriptions, edges, algorithm, max_edges=None, max_degree=N
     topics = _topics_by_node(subscriptions)
     forests = TopicForests(topics)
     nodes = sorted(topics)
-    heap = [(-len(topics[u] & topics[v]), u, v, -1) for i, u in enumerate(nodes) for v in nodes[i + 1:]]
+    heap = [(-len(topics[u] & topics[v]), u, v, -1) for i, u in enumerate(nodes) for v in nodes[i + 1 :]]
     heap = [entry for entry in heap if entry[0] < 0]
     heapq.heapify(heap)
     phased = algorithm in ("minmaxoda", "gpm")

@@ -28,8 +28,19 @@ def jac(a, b):
 
 
 class FriendshipOracle:
-    def __init__(self, n, subs, coords, seed=1, alpha=6, delta=0.01, mode="bloom", utility="interest-distance",
-                 intro=None, down=None):
+    def __init__(
+        self,
+        n,
+        subs,
+        coords,
+        seed=1,
+        alpha=6,
+        delta=0.01,
+        mode="bloom",
+        utility="interest-distance",
+        intro=None,
+        down=None,
+    ):
         self.n, self.subs, self.coords, self.seed = n, subs, coords, seed
         self.alpha, self.delta, self.utility = alpha, delta, utility
         self.bits = [bits_of(subs[v], mode) for v in range(n)]
@@ -171,7 +182,12 @@ class FriendshipOracle:
         cand = sorted(book)
         fans = sorted(self.fans[v])
         return {
-            "friends": sorted(self.friends[v]), "fans": fans, "fan_seen": [self.fans[v][f] for f in fans],
-            "cand": cand, "cand_votes": [book[q][0] for q in cand], "cand_audited": [int(book[q][1]) for q in cand],
-            "cand_heard": [book[q][2] for q in cand], "met": self.met[v],
+            "friends": sorted(self.friends[v]),
+            "fans": fans,
+            "fan_seen": [self.fans[v][f] for f in fans],
+            "cand": cand,
+            "cand_votes": [book[q][0] for q in cand],
+            "cand_audited": [int(book[q][1]) for q in cand],
+            "cand_heard": [book[q][2] for q in cand],
+            "met": self.met[v],
         }

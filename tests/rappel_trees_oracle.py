@@ -26,8 +26,19 @@ NONE = -1
 
 
 class _Member:
-    __slots__ = ("online", "parent", "children", "since", "plan", "direct", "rejoin", "skip", "detect",
-                 "ancestors", "got")
+    __slots__ = (
+        "online",
+        "parent",
+        "children",
+        "since",
+        "plan",
+        "direct",
+        "rejoin",
+        "skip",
+        "detect",
+        "ancestors",
+        "got",
+    )
 
     def __init__(self):
         self.fresh()
@@ -269,7 +280,12 @@ class TreesOracle:
         """§4.4: the parent adopts the child nearest the publisher, the others rejoin under it,
         then x goes (without children or a parent up that has it as a child: a failure)."""
         m = t.members[x]
-        if not m.children or m.parent is None or not t.members[m.parent].online or x not in t.members[m.parent].children:
+        if (
+            not m.children
+            or m.parent is None
+            or not t.members[m.parent].online
+            or x not in t.members[m.parent].children
+        ):
             self.fail(t, x, s)
             return
         parent = m.parent
@@ -375,8 +391,16 @@ class TreesOracle:
     def tree(self, feed):
         t = self.trees[feed]
         return {
-            x: (m.online, _opt(m.parent), sorted(m.children), _opt(m.since), _opt(m.plan), _opt(m.rejoin), m.skip,
-                _opt(m.detect))
+            x: (
+                m.online,
+                _opt(m.parent),
+                sorted(m.children),
+                _opt(m.since),
+                _opt(m.plan),
+                _opt(m.rejoin),
+                m.skip,
+                _opt(m.detect),
+            )
             for x, m in t.members.items()
         }
 
@@ -385,8 +409,21 @@ class TreesOracle:
         return {x for x, m in self.trees[feed].members.items() if m.plan is not None and m.direct}
 
 
-def coupled_run(n, subs, coords, publishers, rounds, seed=1, alpha=6, delta=0.01, mode="bloom",
-                utility="interest-distance", presence_down=lambda r: set(), beta=5, proper=None):
+def coupled_run(
+    n,
+    subs,
+    coords,
+    publishers,
+    rounds,
+    seed=1,
+    alpha=6,
+    delta=0.01,
+    mode="bloom",
+    utility="interest-distance",
+    presence_down=lambda r: set(),
+    beta=5,
+    proper=None,
+):
     """Rappel as a whole, round by round: the friendship round r, then the trees' round r on its
     friends; the nodes met on the join walks of round r are heard of at round r + 1. Yields
     (r, friendship oracle, trees oracle) after each round."""
@@ -397,10 +434,12 @@ def coupled_run(n, subs, coords, publishers, rounds, seed=1, alpha=6, delta=0.01
             downs[r] = set(presence_down(r))
         return downs[r]
 
-    fo = FriendshipOracle(n, subs, coords, seed=seed, alpha=alpha, delta=delta, mode=mode, utility=utility,
-                          intro=None, down=down)
-    trees = TreesOracle(n, subs, coords, publishers, seed=seed, beta=beta, mode=mode,
-                        up=lambda v, r: v not in down(r), proper=proper)
+    fo = FriendshipOracle(
+        n, subs, coords, seed=seed, alpha=alpha, delta=delta, mode=mode, utility=utility, intro=None, down=down
+    )
+    trees = TreesOracle(
+        n, subs, coords, publishers, seed=seed, beta=beta, mode=mode, up=lambda v, r: v not in down(r), proper=proper
+    )
     for r in range(1, rounds + 1):
         fo.step(r)
         trees.round(r, {v: sorted(fo.friends[v]) for v in range(n)})

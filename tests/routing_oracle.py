@@ -58,7 +58,9 @@ class Routed:
     arrivals: list[tuple[int, int, bool, float | None, int]] = field(default_factory=list)
 
     def deliveries(self, subs, publisher):
-        return sorted((at, hops) for at, hops, target, _, _ in self.arrivals if target and at in subs and at != publisher)
+        return sorted(
+            (at, hops) for at, hops, target, _, _ in self.arrivals if target and at in subs and at != publisher
+        )
 
     def latencies(self, subs, publisher):
         """{subscriber: the delivery's latency}."""

@@ -42,8 +42,9 @@ def xxhash64(*values: tuple[str, int]) -> int:
     return h - (1 << 64) if h >> 63 else h
 
 
-def spidercast_m_oracle(subs: dict[int, set[int]], d: int, seed: int, kg: int = 3, kr: int = 1,
-                        max_rounds: int | None = None) -> list[tuple[int, int, int]]:
+def spidercast_m_oracle(
+    subs: dict[int, set[int]], d: int, seed: int, kg: int = 3, kr: int = 1, max_rounds: int | None = None
+) -> list[tuple[int, int, int]]:
     """(u, v, round) of every link in the order they were added (round, priority, u, v)."""
 
     def h(round_no: int, a: int, b: int) -> int:

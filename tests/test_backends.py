@@ -38,7 +38,11 @@ def test_diameters_agree_with_each_other_and_the_oracle(spark, graphframes):
     same([dataframe, pregel])
     expected = topic_diameters_oracle(subscriptions, edges)
     rows = pregel.collect()
-    assert {r[S.TOPIC_ID] for r in rows} == set(expected) and any(r["exact"] for r in rows) and not all(r["exact"] for r in rows)
+    assert (
+        {r[S.TOPIC_ID] for r in rows} == set(expected)
+        and any(r["exact"] for r in rows)
+        and not all(r["exact"] for r in rows)
+    )
     for r in rows:
         assert r["diameter"] == expected[r[S.TOPIC_ID]] if r["exact"] else r["diameter"] <= expected[r[S.TOPIC_ID]]
 

@@ -53,7 +53,10 @@ def test_sample_is_a_bfs_ball_cut_in_its_last_level(spark, trial):
         adjacency.setdefault(a, set()).add(b)
         adjacency.setdefault(b, set()).add(a)
     size = rng.choice([5, 17, 33, 45])
-    got = {r[NODE]: r[S.LEVEL] for r in bfs_sample(edge_frame(spark, edges), "a", "b", size, seed=trial, seed_count=2).collect()}
+    got = {
+        r[NODE]: r[S.LEVEL]
+        for r in bfs_sample(edge_frame(spark, edges), "a", "b", size, seed=trial, seed_count=2).collect()
+    }
     assert len(got) == min(size, len(adjacency))
     # Replay level by level: level L+1 is the unvisited neighbourhood of level L (cut when it is
     # the last one), or a single new seed when that neighbourhood is empty.
@@ -61,9 +64,9 @@ def test_sample_is_a_bfs_ball_cut_in_its_last_level(spark, trial):
     visited = {v for v, level in got.items() if level == 0}
     assert 1 <= len(visited) <= 2
     for level in range(1, top + 1):
-        frontier = {v for v, l in got.items() if l == level - 1}
+        frontier = {v for v, depth in got.items() if depth == level - 1}
         reachable = {w for v in frontier for w in adjacency[v]} - visited
-        this_level = {v for v, l in got.items() if l == level}
+        this_level = {v for v, depth in got.items() if depth == level}
         if not reachable:
             assert len(this_level) == 1 and not (this_level & visited)
         elif level < top:

@@ -119,10 +119,13 @@ def test_every_budgeted_design_runs_after_a_minmaxoda_design_of_its_instance(pat
     for key in budgeted:
         instance = flag(parameters[key], "--instance")
         references = [
-            task for task in upstream(key)
+            task
+            for task in upstream(key)
             if flag(parameters[task], "--algorithm") == "minmaxoda" and flag(parameters[task], "--instance") == instance
         ]
-        assert references, f"{path.name}: task {key} (--budget-ratio on {instance}) runs after no minmaxoda design of {instance}"
+        assert references, (
+            f"{path.name}: task {key} (--budget-ratio on {instance}) runs after no minmaxoda design of {instance}"
+        )
 
 
 def test_bundle_job_is_the_rendering_of_its_workflow(capsys):
@@ -167,7 +170,9 @@ def test_dashboard_reads_the_schema_the_job_registers_on_the_warehouse_variable(
     argv = [resolve(p, job_parameters, variables) for p in register["python_wheel_task"]["parameters"]]
     args = build_parser(_StepParser).parse_args(argv)
     assert (args.catalog, args.schema, args.create_missing) == (
-        resolve(dashboard["dataset_catalog"], {}, variables), resolve(dashboard["dataset_schema"], {}, variables), True,
+        resolve(dashboard["dataset_catalog"], {}, variables),
+        resolve(dashboard["dataset_schema"], {}, variables),
+        True,
     )
     dev = {**variables, **config["targets"]["dev"]["variables"]}
     assert resolve(dashboard["dataset_schema"], {}, dev) == "overlay_lab_dev"

@@ -10,7 +10,12 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.certified import (
-    DEPTH, PARENT, CertificateError, certified_components, certified_topic_components, forest_violations,
+    DEPTH,
+    PARENT,
+    CertificateError,
+    certified_components,
+    certified_topic_components,
+    forest_violations,
     topic_forest,
 )
 from overlay.design.classes import Subscriptions
@@ -60,7 +65,14 @@ def test_the_forest_is_a_bfs_from_each_components_smallest_node():
     driver = Subscriptions.from_pairs(10, np.array([(2, 0), (4, 0), (7, 0), (9, 0), (2, 1), (7, 1)]))
     forest = topic_forest(driver, np.array([(4, 2), (2, 7)]))
     rows = list(zip(forest.topics, forest.nodes, forest.component, forest.parent, forest.depth))
-    assert rows == [(0, 2, 2, -1, 0), (0, 4, 2, 2, 1), (0, 7, 2, 2, 1), (0, 9, 9, -1, 0), (1, 2, 2, -1, 0), (1, 7, 2, 2, 1)]
+    assert rows == [
+        (0, 2, 2, -1, 0),
+        (0, 4, 2, 2, 1),
+        (0, 7, 2, 2, 1),
+        (0, 9, 9, -1, 0),
+        (1, 2, 2, -1, 0),
+        (1, 7, 2, 2, 1),
+    ]
 
 
 def good_forest(spark, subscriptions, edges):
@@ -81,21 +93,27 @@ def test_the_small_forest_is_what_the_driver_computes_and_passes(spark):
     assert forest_violations(subs, links, spark.createDataFrame(SMALL_FOREST, FOREST_SCHEMA)) == {}
 
 
-@pytest.mark.parametrize(("forest", "rule"), [
-    (SMALL_FOREST[:-1], "subscription without exactly one forest row"),
-    (SMALL_FOREST + [SMALL_FOREST[-1]], "subscription without exactly one forest row"),
-    (SMALL_FOREST + [(1, 1, 1, None, 0)], "forest row without a subscription"),
-    # Two roots in one topic component: the link 1-2 joins them.
-    ([*SMALL_FOREST[:2], (0, 2, 2, None, 0), *SMALL_FOREST[3:]], "link joining two components of a topic"),
-    # Topic 1's two subscribers claimed connected, with no link 0-2.
-    ([*SMALL_FOREST[:4], (1, 2, 0, 0, 1)], "tree edge not an overlay link"),
-    # A label that is not the smallest node of its class.
-    ([(0, 0, 1, 1, 1), (0, 1, 1, None, 0), (0, 2, 1, 1, 1), *SMALL_FOREST[3:]], "bad root, depth or component"),
-    # A cycle 1 -> 2 -> 1 under the root 0, depths made up.
-    ([SMALL_FOREST[0], (0, 1, 0, 2, 1), (0, 2, 0, 1, 2), *SMALL_FOREST[3:]], "parent not one level up in the component"),
-    ([SMALL_FOREST[0], (0, 1, 0, 5, 1), *SMALL_FOREST[2:]], "parent not a subscriber of the topic"),
-    ([(0, 0, 0, None, 1), *SMALL_FOREST[1:]], "bad root, depth or component"),
-])
+@pytest.mark.parametrize(
+    ("forest", "rule"),
+    [
+        (SMALL_FOREST[:-1], "subscription without exactly one forest row"),
+        (SMALL_FOREST + [SMALL_FOREST[-1]], "subscription without exactly one forest row"),
+        (SMALL_FOREST + [(1, 1, 1, None, 0)], "forest row without a subscription"),
+        # Two roots in one topic component: the link 1-2 joins them.
+        ([*SMALL_FOREST[:2], (0, 2, 2, None, 0), *SMALL_FOREST[3:]], "link joining two components of a topic"),
+        # Topic 1's two subscribers claimed connected, with no link 0-2.
+        ([*SMALL_FOREST[:4], (1, 2, 0, 0, 1)], "tree edge not an overlay link"),
+        # A label that is not the smallest node of its class.
+        ([(0, 0, 1, 1, 1), (0, 1, 1, None, 0), (0, 2, 1, 1, 1), *SMALL_FOREST[3:]], "bad root, depth or component"),
+        # A cycle 1 -> 2 -> 1 under the root 0, depths made up.
+        (
+            [SMALL_FOREST[0], (0, 1, 0, 2, 1), (0, 2, 0, 1, 2), *SMALL_FOREST[3:]],
+            "parent not one level up in the component",
+        ),
+        ([SMALL_FOREST[0], (0, 1, 0, 5, 1), *SMALL_FOREST[2:]], "parent not a subscriber of the topic"),
+        ([(0, 0, 0, None, 1), *SMALL_FOREST[1:]], "bad root, depth or component"),
+    ],
+)
 def test_every_wrong_forest_is_caught(spark, forest, rule):
     subs, links = frames(spark, SMALL_SUBS, SMALL_LINKS)
     violations = forest_violations(subs, links, spark.createDataFrame(forest, FOREST_SCHEMA))
@@ -108,7 +126,9 @@ def test_a_lost_link_fails_the_certificate(spark, monkeypatch):
     import overlay.certified as certified
 
     real = certified.forest_violations
-    monkeypatch.setattr(certified, "forest_violations", lambda s, e, f, *more: real(s, e.filter(F.col(S.U) != 1), f, *more))
+    monkeypatch.setattr(
+        certified, "forest_violations", lambda s, e, f, *more: real(s, e.filter(F.col(S.U) != 1), f, *more)
+    )
     with pytest.raises(CertificateError, match="tree edge not an overlay link"):
         certified_topic_components(spark, subs, links)
 

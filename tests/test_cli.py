@@ -21,9 +21,14 @@ def run(capsys, *argv):
 def test_ingest_then_list(refreshed, capsys):
     """The shared lakehouse was ingested through the CLI (`ingest` in tests/workflows/tiny_refresh.yaml)."""
     first = refreshed["first"][1]
-    header, _, row = first[first.index("instance  source"):].splitlines()[:3]
+    header, _, row = first[first.index("instance  source") :].splitlines()[:3]
     values = dict(zip(header.split(), row.split()))
-    assert (values["instance"], values["source"], values["nodes"], values["topics"]) == ("tiny", "synthetic", "24", "10")
+    assert (values["instance"], values["source"], values["nodes"], values["topics"]) == (
+        "tiny",
+        "synthetic",
+        "24",
+        "10",
+    )
     stored = refreshed["lakehouse"].instance_row("tiny")
     assert stored[S.NODES] == 24 and stored[S.TOPICS] == 10
     code, out, _ = run(capsys, "instances", "--lakehouse", refreshed["argv"][1])  # global flag after the command
@@ -34,14 +39,31 @@ def test_ingest_then_list(refreshed, capsys):
 def test_social_ingest_prints_reconciled_counts(spark, tmp_path, capsys, write_text):
     path = write_text("g.txt", "1 2\n2 1\n3 3\nx y z\n2 3\n")
     code, out, _ = run(
-        capsys, "--lakehouse", str(tmp_path / "lh"), "ingest", "--instance", "g", "--source", "social", "--path", path,
+        capsys,
+        "--lakehouse",
+        str(tmp_path / "lh"),
+        "ingest",
+        "--instance",
+        "g",
+        "--source",
+        "social",
+        "--path",
+        path,
     )
     assert code == 0
     header, _, row = out.strip().splitlines()[-3:]
     values = dict(zip(header.split(), row.split()))
     assert values == {
-        "instance": "g", "source": "social", "nodes": "3", "topics": "3", "subscriptions": "4",
-        "rows_read": "5", "rows_accepted": "2", "rejected": "2", "duplicates": "1", "unsampled": "0",
+        "instance": "g",
+        "source": "social",
+        "nodes": "3",
+        "topics": "3",
+        "subscriptions": "4",
+        "rows_read": "5",
+        "rows_accepted": "2",
+        "rejected": "2",
+        "duplicates": "1",
+        "unsampled": "0",
         "single_subscriber_topics": "2",
     }
 
@@ -68,7 +90,10 @@ def test_bad_arguments_exit_with_usage(argv, fragment, capsys):
     [
         (["--source", "social"], "--source social needs --path"),
         (["--source", "synthetic", "--dist", "zipf", "--nodes", "5"], "needs --topics, --min-subs, --max-subs, --seed"),
-        (["--source", "subscriptions", "--path", "x.csv", "--directed"], "--directed does not apply to --source subscriptions"),
+        (
+            ["--source", "subscriptions", "--path", "x.csv", "--directed"],
+            "--directed does not apply to --source subscriptions",
+        ),
         (["--source", "social", "--path", "x", "--sample-bfs", "5"], "--sample-bfs needs --seed"),
     ],
     ids=["social-no-path", "synthetic-missing", "directed-on-subscriptions", "bfs-no-seed"],
@@ -79,7 +104,9 @@ def test_inconsistent_arguments_are_clear_errors(spark, tmp_path, capsys, argv, 
 
 
 def test_bad_instance_name_and_bad_config(spark, tmp_path, capsys):
-    code, _, err = run(capsys, "--lakehouse", str(tmp_path), "ingest", "--instance", "a b", "--source", "social", "--path", "x")
+    code, _, err = run(
+        capsys, "--lakehouse", str(tmp_path), "ingest", "--instance", "a b", "--source", "social", "--path", "x"
+    )
     assert code == 2 and "instance name 'a b' is not allowed" in err
     config = tmp_path / "lab.yaml"
     config.write_text("spark:\n  mastre: local[1]\n")
@@ -93,10 +120,39 @@ def test_console_script_end_to_end(tmp_path):
     script = Path(sys.executable).with_name("overlay-lab")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     result = subprocess.run(
-        [str(script), "--lakehouse", str(tmp_path / "lh"), "--master", "local[1]", "--shuffle-partitions", "1",
-         "--driver-memory", "1g", "ingest", "--instance", "smoke", "--source", "synthetic", "--dist", "expo",
-         "--nodes", "10", "--topics", "8", "--min-subs", "1", "--max-subs", "2", "--seed", "0"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        [
+            str(script),
+            "--lakehouse",
+            str(tmp_path / "lh"),
+            "--master",
+            "local[1]",
+            "--shuffle-partitions",
+            "1",
+            "--driver-memory",
+            "1g",
+            "ingest",
+            "--instance",
+            "smoke",
+            "--source",
+            "synthetic",
+            "--dist",
+            "expo",
+            "--nodes",
+            "10",
+            "--topics",
+            "8",
+            "--min-subs",
+            "1",
+            "--max-subs",
+            "2",
+            "--seed",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "smoke" in result.stdout
@@ -106,8 +162,22 @@ def test_console_script_end_to_end(tmp_path):
     assert not [line for line in jvm_lines if "WARN" in line or "incubator" in line or "setLogLevel" in line], jvm_lines
     # ... and shows them with -v.
     verbose = subprocess.run(
-        [str(script), "-v", "--lakehouse", str(tmp_path / "lh"), "--master", "local[1]", "--driver-memory", "1g", "instances"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        [
+            str(script),
+            "-v",
+            "--lakehouse",
+            str(tmp_path / "lh"),
+            "--master",
+            "local[1]",
+            "--driver-memory",
+            "1g",
+            "instances",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
     )
     assert verbose.returncode == 0 and "WARNING: Using incubator modules" in verbose.stderr, verbose.stderr[-3000:]
 

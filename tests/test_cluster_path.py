@@ -65,7 +65,12 @@ REUSED_SESSION = textwrap.dedent(
 def test_an_active_session_without_checkpoint_directory_runs_graphframes(graphframes, tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", REUSED_SESSION, str(tmp_path / "lh")],
-        check=False, capture_output=True, text=True, env=python_env(), cwd=ROOT, timeout=900,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        cwd=ROOT,
+        timeout=900,
     )
     assert result.returncode == 0 and "REUSED-SESSION-OK" in result.stdout, result.stderr[-4000:]
 
@@ -74,9 +79,26 @@ def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_table
     """`local-cluster` needs SPARK_HOME at a Spark with bin/ and jars/: the pyspark package is one."""
     lakehouse = tmp_path / "lh"
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", "local-cluster[2,1,1024]",
-         "--driver-memory", "1g", "workflow", str(TINY_WORKFLOW), "--param", f"report_dir={tmp_path / 'report'}"],
-        check=False, capture_output=True, text=True, cwd=tmp_path, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "--lakehouse",
+            str(lakehouse),
+            "--master",
+            "local-cluster[2,1,1024]",
+            "--driver-memory",
+            "1g",
+            "workflow",
+            str(TINY_WORKFLOW),
+            "--param",
+            f"report_dir={tmp_path / 'report'}",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=1800,
         env=python_env(SPARK_HOME=str(Path(pyspark.__file__).parent)),
     )
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
@@ -87,6 +109,7 @@ def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_table
         (S.OVERLAY_EDGES, S.RUN_ID, "tiny.swico.random-chord.s1", (S.U, S.V)),
         (S.ROUTING_DELIVERIES, S.ROUTING_RUN_ID, "tiny.swico.random-chord.s1.scribe.p12.s1", None),
     ):
+
         def rows(house: Lakehouse, table=table, key=key, run_id=run_id, columns=columns):
             frame = house.read(table).filter(F.col(key) == run_id)
             return frame.select(*columns) if columns else frame.drop(key)

@@ -2,7 +2,14 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import DEFAULT_CONFIG_FILE, ConfigError, LabSettings, apply_overrides, load_settings, parse_settings
+from pipelines.config import (
+    DEFAULT_CONFIG_FILE,
+    ConfigError,
+    LabSettings,
+    apply_overrides,
+    load_settings,
+    parse_settings,
+)
 
 
 def test_shipped_file_spells_out_the_defaults():
@@ -52,7 +59,9 @@ def test_file_errors(tmp_path: Path):
 def test_flags_override_the_file_and_are_validated(tmp_path: Path):
     file = tmp_path / "lab.yaml"
     file.write_text("lakehouse: /data/lh\nspark:\n  shuffle_partitions: 16\n  conf: {a: '1'}\n")
-    settings = apply_overrides(load_settings(file), {"spark.shuffle_partitions": 3, "spark.conf": {"b": "2"}, "lakehouse": None})
+    settings = apply_overrides(
+        load_settings(file), {"spark.shuffle_partitions": 3, "spark.conf": {"b": "2"}, "lakehouse": None}
+    )
     assert settings.spark.shuffle_partitions == 3
     assert settings.lakehouse == "/data/lh"
     assert settings.spark.conf == {"a": "1", "b": "2"}

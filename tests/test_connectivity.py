@@ -73,7 +73,10 @@ def test_one_compiled_pass_over_a_partitions_topics_is_the_oracles(seed, k):
     nodes = rng.randint(5, 14)
     subscriptions = sorted({(v, t) for v in range(nodes) for t in rng.sample(range(9), rng.randint(1, 5))})
     edges = sorted(K.harary_pt(subscriptions, k))
-    edges = sorted({e for e in edges if rng.random() < 0.85} | {(u, v) for u, v in combinations(range(nodes), 2) if rng.random() < 0.1})
+    edges = sorted(
+        {e for e in edges if rng.random() < 0.85}
+        | {(u, v) for u, v in combinations(range(nodes), 2) if rng.random() < 0.1}
+    )
     rows = [(t, v, -1, -1) for v, t in subscriptions]
     expected = {}
     for topic, members in sorted(K.subscribers(subscriptions).items()):
@@ -95,8 +98,12 @@ def test_not_null_columns_as_delta_stores_them(spark):
     subs = spark.createDataFrame(subscriptions, f"{SUBS_SCHEMA.replace('long', 'long not null')}")
     links = spark.createDataFrame(edges, f"{EDGE_SCHEMA.replace('long', 'long not null')}")
     got = topic_connectivity(subs, links, 2)
-    assert_df_equality(got, spark.createDataFrame([(0, 4, 3, 1, False), (1, 4, 3, 1, False)], TOPIC_SCHEMA),
-                       ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        got,
+        spark.createDataFrame([(0, 4, 3, 1, False), (1, 4, 3, 1, False)], TOPIC_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_k_must_be_positive(spark):

@@ -11,7 +11,9 @@ def test_headers_carry_units_and_missing_figures_are_blank():
         {S.RUN_ID: "a", S.SECONDS: 12.5, S.AVG_DEGREE: 4.25, S.DIAMETER_AVG: 3.0, S.EDGES: 1200},
         {S.RUN_ID: "b", S.SECONDS: None, S.AVG_DEGREE: 2.0, S.DIAMETER_AVG: None, S.EDGES: 7},
     ]
-    header, rule, first, second = format_table(rows, [S.RUN_ID, S.SECONDS, S.AVG_DEGREE, S.DIAMETER_AVG, S.EDGES]).splitlines()
+    header, rule, first, second = format_table(
+        rows, [S.RUN_ID, S.SECONDS, S.AVG_DEGREE, S.DIAMETER_AVG, S.EDGES]
+    ).splitlines()
     assert header.split() == ["run_id", "seconds[s]", "avg_degree[links/node]", "diameter_avg[hops]", "edges[links]"]
     assert first.split() == ["a", "12.5", "4.25", "3", "1,200"]
     assert second.split() == ["b", "2", "7"]  # the two figures not computed print nothing, never 0

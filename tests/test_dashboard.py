@@ -22,7 +22,14 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance.synthetic import SyntheticSpec
 from overlay.summaries import (
-    BUDGET, BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL, current_runs, degree_distribution, run_quality,
+    BUDGET,
+    BUDGET_RATIO,
+    DEGREE,
+    NODES_AT_LEAST,
+    RUN_LABEL,
+    current_runs,
+    degree_distribution,
+    run_quality,
 )
 from pipelines import catalog
 from pipelines.catalog import PRESENT, REGISTERED, REPOINTED, CatalogConflict, register_tables
@@ -39,37 +46,117 @@ START = datetime(2026, 11, 26, 4, 0)
 # What each dataset returns: the widgets and the dashboard's users rely on these names.
 COLUMNS = {
     "overlay_quality": [
-        S.INSTANCE, S.RUN_ID, RUN_LABEL, S.ALGORITHM, BUDGET, BUDGET_RATIO, S.NODES, S.EDGES, S.AVG_DEGREE,
-        S.MAX_DEGREE, S.TCO_SUPPORT, S.TOPICS_CONNECTED, S.SUBSCRIBED_TOPICS, S.DIAMETER_AVG, S.DIAMETER_MAX,
-        S.DIAMETER_METHOD, S.SECONDS, S.FINISHED_AT,
+        S.INSTANCE,
+        S.RUN_ID,
+        RUN_LABEL,
+        S.ALGORITHM,
+        BUDGET,
+        BUDGET_RATIO,
+        S.NODES,
+        S.EDGES,
+        S.AVG_DEGREE,
+        S.MAX_DEGREE,
+        S.TCO_SUPPORT,
+        S.TOPICS_CONNECTED,
+        S.SUBSCRIBED_TOPICS,
+        S.DIAMETER_AVG,
+        S.DIAMETER_MAX,
+        S.DIAMETER_METHOD,
+        S.SECONDS,
+        S.FINISHED_AT,
     ],
     "degree_distribution": [S.INSTANCE, S.RUN_ID, RUN_LABEL, S.ALGORITHM, DEGREE, NODES_AT_LEAST, "share_at_least"],
     "greedy_rounds": [
-        S.INSTANCE, S.RUN_ID, RUN_LABEL, S.ALGORITHM, S.ROUND, S.PHASE, S.EDGES_ADDED, S.CANDIDATES, S.EDGES, S.TCC,
-        S.TCO_SUPPORT, S.SECONDS, S.SPARK_SECONDS, "elapsed_seconds",
+        S.INSTANCE,
+        S.RUN_ID,
+        RUN_LABEL,
+        S.ALGORITHM,
+        S.ROUND,
+        S.PHASE,
+        S.EDGES_ADDED,
+        S.CANDIDATES,
+        S.EDGES,
+        S.TCC,
+        S.TCO_SUPPORT,
+        S.SECONDS,
+        S.SPARK_SECONDS,
+        "elapsed_seconds",
     ],
     "routing_ratios": [
-        S.INSTANCE, S.ROUTING_RUN_ID, S.RUN_ID, RUN_LABEL, S.PROTOCOL, S.OVERLAY_TYPE, S.PUBLICATIONS, S.SEED,
-        S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.DELIVERY_RATIO, S.OVERHEAD_RATIO, S.PATH_RATIO,
-        S.SUPERSTEPS, S.MESSAGES, S.SECONDS, S.STARTED_AT,
+        S.INSTANCE,
+        S.ROUTING_RUN_ID,
+        S.RUN_ID,
+        RUN_LABEL,
+        S.PROTOCOL,
+        S.OVERLAY_TYPE,
+        S.PUBLICATIONS,
+        S.SEED,
+        S.ROUTING_OVERHEAD,
+        S.AVG_PATH_LENGTH,
+        S.MAX_PATH_LENGTH,
+        S.DELIVERY_RATIO,
+        S.OVERHEAD_RATIO,
+        S.PATH_RATIO,
+        S.SUPERSTEPS,
+        S.MESSAGES,
+        S.SECONDS,
+        S.STARTED_AT,
     ],
     "routing_load": [
-        S.INSTANCE, S.ROUTING_RUN_ID, RUN_LABEL, S.PROTOCOL, S.OVERLAY_TYPE, "percentile", S.RECEIVED, S.PURE_FORWARDS,
+        S.INSTANCE,
+        S.ROUTING_RUN_ID,
+        RUN_LABEL,
+        S.PROTOCOL,
+        S.OVERLAY_TYPE,
+        "percentile",
+        S.RECEIVED,
+        S.PURE_FORWARDS,
     ],
     "comparisons": [
-        S.COMPARISON_ID, S.INSTANCE, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL, S.ROUTING_RUN_ID, S.TCO_SUPPORT,
-        S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH, S.OVERHEAD_RATIO, S.PATH_RATIO, S.PAPER_COLUMN,
-        S.PAPER_OVERHEAD_RATIO, S.PAPER_PATH_RATIO, S.COMPUTED_AT,
+        S.COMPARISON_ID,
+        S.INSTANCE,
+        S.SYSTEM,
+        S.OVERLAY_TYPE,
+        S.PROTOCOL,
+        S.ROUTING_RUN_ID,
+        S.TCO_SUPPORT,
+        S.ROUTING_OVERHEAD,
+        S.AVG_PATH_LENGTH,
+        S.MAX_PATH_LENGTH,
+        S.OVERHEAD_RATIO,
+        S.PATH_RATIO,
+        S.PAPER_COLUMN,
+        S.PAPER_OVERHEAD_RATIO,
+        S.PAPER_PATH_RATIO,
+        S.COMPUTED_AT,
     ],
     "comparison_ratios": [S.COMPARISON_ID, S.INSTANCE, S.SYSTEM, "source", S.OVERHEAD_RATIO, S.PATH_RATIO],
     "run_history": [
-        "kind", "id", S.RUN_ID, S.INSTANCE, "method", S.STATUS, S.STARTED_AT, S.FINISHED_AT, S.SECONDS, "failed",
+        "kind",
+        "id",
+        S.RUN_ID,
+        S.INSTANCE,
+        "method",
+        S.STATUS,
+        S.STARTED_AT,
+        S.FINISHED_AT,
+        S.SECONDS,
+        "failed",
         S.MESSAGE,
     ],
     "design_time": [S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STARTED_AT, "stage", S.SECONDS],
     "instances": [
-        S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.ROWS_READ, S.ROWS_ACCEPTED, S.REJECTED,
-        S.DUPLICATES, S.UNSAMPLED, S.CREATED_AT,
+        S.INSTANCE,
+        S.SOURCE,
+        S.NODES,
+        S.TOPICS,
+        S.SUBSCRIPTIONS,
+        S.ROWS_READ,
+        S.ROWS_ACCEPTED,
+        S.REJECTED,
+        S.DUPLICATES,
+        S.UNSAMPLED,
+        S.CREATED_AT,
     ],
 }
 
@@ -112,30 +199,68 @@ def _design(run_id: str, algorithm: str, request: dict, ingest_id: str, hour: in
     params = json.dumps({"request": {"algorithm": algorithm, "seed": 1, **request}, "budget": {}}, sort_keys=True)
     started = START + timedelta(hours=hour)
     return {
-        S.RUN_ID: run_id, S.INSTANCE: INSTANCE, S.INGEST_ID: ingest_id, S.ALGORITHM: algorithm, S.PARAMS: params,
-        S.STATUS: status, S.STARTED_AT: started, S.FINISHED_AT: started + timedelta(seconds=30), S.SECONDS: 30.0,
+        S.RUN_ID: run_id,
+        S.INSTANCE: INSTANCE,
+        S.INGEST_ID: ingest_id,
+        S.ALGORITHM: algorithm,
+        S.PARAMS: params,
+        S.STATUS: status,
+        S.STARTED_AT: started,
+        S.FINISHED_AT: started + timedelta(seconds=30),
+        S.SECONDS: 30.0,
         **values,
     }
 
 
 def _metrics(run_id: str, edges: int, avg_degree: float, max_degree: int, tco_support: float) -> dict:
     return {
-        S.RUN_ID: run_id, S.INSTANCE: INSTANCE, S.NODES: SPEC.nodes, S.EDGES: edges, S.AVG_DEGREE: avg_degree,
-        S.MAX_DEGREE: max_degree, S.TCO_SUPPORT: tco_support, S.DIAMETER_METHOD: "skipped", S.COMPUTED_AT: START,
+        S.RUN_ID: run_id,
+        S.INSTANCE: INSTANCE,
+        S.NODES: SPEC.nodes,
+        S.EDGES: edges,
+        S.AVG_DEGREE: avg_degree,
+        S.MAX_DEGREE: max_degree,
+        S.TCO_SUPPORT: tco_support,
+        S.DIAMETER_METHOD: "skipped",
+        S.COMPUTED_AT: START,
     }
 
 
-def _routing(routing_run_id: str, run_id: str, protocol: str, publications: int, overhead: int, path: float | None,
-             status: str = S.COMPLETE) -> tuple[dict, dict]:
+def _routing(
+    routing_run_id: str,
+    run_id: str,
+    protocol: str,
+    publications: int,
+    overhead: int,
+    path: float | None,
+    status: str = S.COMPLETE,
+) -> tuple[dict, dict]:
     run = {
-        S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: run_id, S.INSTANCE: INSTANCE, S.PROTOCOL: protocol,
-        S.PUBLICATIONS: publications, S.SEED: 1, S.PARAMS: "{}", S.STATUS: status, S.STARTED_AT: START,
-        S.SECONDS: 12.0, S.SUPERSTEPS: 5, S.MESSAGES: 100, S.MESSAGE: "lost a delivery" if status == S.FAILED else None,
+        S.ROUTING_RUN_ID: routing_run_id,
+        S.RUN_ID: run_id,
+        S.INSTANCE: INSTANCE,
+        S.PROTOCOL: protocol,
+        S.PUBLICATIONS: publications,
+        S.SEED: 1,
+        S.PARAMS: "{}",
+        S.STATUS: status,
+        S.STARTED_AT: START,
+        S.SECONDS: 12.0,
+        S.SUPERSTEPS: 5,
+        S.MESSAGES: 100,
+        S.MESSAGE: "lost a delivery" if status == S.FAILED else None,
     }
     metrics = {
-        S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: run_id, S.PROTOCOL: protocol, S.PUBLICATIONS: publications,
-        S.ROUTING_OVERHEAD: overhead, S.AVG_PATH_LENGTH: path, S.MAX_PATH_LENGTH: 7, S.DELIVERY_RATIO: 1.0,
-        S.SUPERSTEPS: 5, S.COMPUTED_AT: START,
+        S.ROUTING_RUN_ID: routing_run_id,
+        S.RUN_ID: run_id,
+        S.PROTOCOL: protocol,
+        S.PUBLICATIONS: publications,
+        S.ROUTING_OVERHEAD: overhead,
+        S.AVG_PATH_LENGTH: path,
+        S.MAX_PATH_LENGTH: 7,
+        S.DELIVERY_RATIO: 1.0,
+        S.SUPERSTEPS: 5,
+        S.COMPUTED_AT: START,
     }
     return run, metrics
 
@@ -144,44 +269,84 @@ def _routing(routing_run_id: str, run_id: str, protocol: str, publications: int,
 def lakehouse(spark, module_lakehouse) -> Lakehouse:
     lh = module_lakehouse
     ingest_id = "20261126T040000-dash"
-    _append(spark, lh, S.INSTANCES, [{
-        S.INSTANCE: INSTANCE, S.INGEST_ID: ingest_id, S.SOURCE: "synthetic", S.PARAMS: "{}", S.NODES: SPEC.nodes,
-        S.TOPICS: SPEC.topics, S.CREATED_AT: START,
-    }])
+    _append(
+        spark,
+        lh,
+        S.INSTANCES,
+        [
+            {
+                S.INSTANCE: INSTANCE,
+                S.INGEST_ID: ingest_id,
+                S.SOURCE: "synthetic",
+                S.PARAMS: "{}",
+                S.NODES: SPEC.nodes,
+                S.TOPICS: SPEC.topics,
+                S.CREATED_AT: START,
+            }
+        ],
+    )
     timing = {S.SECONDS_SETUP: 2.0, S.SECONDS_ROUNDS: 20.0, S.SECONDS_COMMITS: 5.0, S.SECONDS_EVALUATE: 3.0}
-    _append(spark, lh, S.OVERLAY_RUNS, [
-        _design("dash.minmaxoda.s1", "minmaxoda", {}, ingest_id, 0, **timing),
-        _design("dash.gpm.r0.2.s1", "gpm", {"budget_ratio": 0.2}, ingest_id, 1, **timing),
-        _design("dash.gpm.r0.5.s1", "gpm", {"budget_ratio": 0.5}, ingest_id, 2),
-        _design("dash.random-m.d3.s1", "random-m", {"max_degree": 3}, ingest_id, 3),
-        _design("dash.swico.gswico-chord.s1", "swico", {"short": "gswico", "long": "chord"}, ingest_id, 4),
-        _design("dash.swico.random-chord.s1", "swico", {"short": "random", "long": "chord"}, ingest_id, 5),
-        _design("dash.gpm.r0.3.s1", "gpm", {"budget_ratio": 0.3}, ingest_id, 26, S.FAILED, **{S.MESSAGE: "boom"}),
-        _design("dash.gpm.r0.4.s1", "gpm", {"budget_ratio": 0.4}, "an-earlier-ingest", 27),  # history, not current
-    ])
-    _append(spark, lh, S.OVERLAY_METRICS, [
-        _metrics("dash.minmaxoda.s1", 8, 1.333, 4, 1.0),
-        _metrics("dash.gpm.r0.2.s1", 3, 0.5, 1, 0.4),
-        _metrics("dash.gpm.r0.5.s1", 5, 0.833, 2, 0.8),
-        _metrics("dash.random-m.d3.s1", 6, 1.0, 3, 0.3),
-        _metrics("dash.swico.gswico-chord.s1", 24, 4.0, 4, 0.9),
-        _metrics("dash.swico.random-chord.s1", 24, 4.0, 4, 0.5),
-        _metrics("dash.gpm.r0.4.s1", 4, 0.667, 2, 0.6),
-    ])
+    _append(
+        spark,
+        lh,
+        S.OVERLAY_RUNS,
+        [
+            _design("dash.minmaxoda.s1", "minmaxoda", {}, ingest_id, 0, **timing),
+            _design("dash.gpm.r0.2.s1", "gpm", {"budget_ratio": 0.2}, ingest_id, 1, **timing),
+            _design("dash.gpm.r0.5.s1", "gpm", {"budget_ratio": 0.5}, ingest_id, 2),
+            _design("dash.random-m.d3.s1", "random-m", {"max_degree": 3}, ingest_id, 3),
+            _design("dash.swico.gswico-chord.s1", "swico", {"short": "gswico", "long": "chord"}, ingest_id, 4),
+            _design("dash.swico.random-chord.s1", "swico", {"short": "random", "long": "chord"}, ingest_id, 5),
+            _design("dash.gpm.r0.3.s1", "gpm", {"budget_ratio": 0.3}, ingest_id, 26, S.FAILED, **{S.MESSAGE: "boom"}),
+            _design("dash.gpm.r0.4.s1", "gpm", {"budget_ratio": 0.4}, "an-earlier-ingest", 27),  # history, not current
+        ],
+    )
+    _append(
+        spark,
+        lh,
+        S.OVERLAY_METRICS,
+        [
+            _metrics("dash.minmaxoda.s1", 8, 1.333, 4, 1.0),
+            _metrics("dash.gpm.r0.2.s1", 3, 0.5, 1, 0.4),
+            _metrics("dash.gpm.r0.5.s1", 5, 0.833, 2, 0.8),
+            _metrics("dash.random-m.d3.s1", 6, 1.0, 3, 0.3),
+            _metrics("dash.swico.gswico-chord.s1", 24, 4.0, 4, 0.9),
+            _metrics("dash.swico.random-chord.s1", 24, 4.0, 4, 0.5),
+            _metrics("dash.gpm.r0.4.s1", 4, 0.667, 2, 0.6),
+        ],
+    )
     links = {
         "dash.minmaxoda.s1": [(0, 1), (0, 2), (0, 3), (1, 2), (4, 5), (5, 6), (6, 7), (8, 9)],
         "dash.gpm.r0.2.s1": [(0, 1), (2, 3), (4, 5)],
         "dash.gpm.r0.4.s1": [(0, 1)],
     }
-    _append(spark, lh, S.OVERLAY_EDGES, [
-        {S.RUN_ID: run_id, S.U: u, S.V: v, S.ADDED_ORDER: i, S.ROUND: i // 3}
-        for run_id, pairs in links.items() for i, (u, v) in enumerate(pairs)
-    ])
-    _append(spark, lh, S.OVERLAY_ROUNDS, [
-        {S.RUN_ID: "dash.minmaxoda.s1", S.ROUND: r, S.EDGES_ADDED: 3, S.EDGES: 3 * (r + 1),
-         S.TCO_SUPPORT: 0.3 * (r + 1), S.SECONDS: 1.5, S.COMPUTED_AT: START}
-        for r in range(3)
-    ])
+    _append(
+        spark,
+        lh,
+        S.OVERLAY_EDGES,
+        [
+            {S.RUN_ID: run_id, S.U: u, S.V: v, S.ADDED_ORDER: i, S.ROUND: i // 3}
+            for run_id, pairs in links.items()
+            for i, (u, v) in enumerate(pairs)
+        ],
+    )
+    _append(
+        spark,
+        lh,
+        S.OVERLAY_ROUNDS,
+        [
+            {
+                S.RUN_ID: "dash.minmaxoda.s1",
+                S.ROUND: r,
+                S.EDGES_ADDED: 3,
+                S.EDGES: 3 * (r + 1),
+                S.TCO_SUPPORT: 0.3 * (r + 1),
+                S.SECONDS: 1.5,
+                S.COMPUTED_AT: START,
+            }
+            for r in range(3)
+        ],
+    )
     runs, metrics = zip(
         _routing("dash.scribe", "dash.swico.random-chord.s1", "scribe", 10, 40, 4.0),
         _routing("dash.pie", "dash.swico.gswico-chord.s1", "pie", 10, 10, 3.0),
@@ -190,19 +355,50 @@ def lakehouse(spark, module_lakehouse) -> Lakehouse:
     )
     _append(spark, lh, S.ROUTING_RUNS, list(runs))
     _append(spark, lh, S.ROUTING_METRICS, list(metrics))
-    _append(spark, lh, S.ROUTING_LOAD, [
-        {S.ROUTING_RUN_ID: rid, S.NODE_ID: n, S.RECEIVED: n * k, S.PURE_FORWARDS: n % 3, S.DELIVERED: 1}
-        for rid, k in (("dash.scribe", 3), ("dash.pie", 1)) for n in range(SPEC.nodes)
-    ])
-    _append(spark, lh, S.ROUTING_COMPARISON, [
-        {S.COMPARISON_ID: "dash.c1", S.INSTANCE: INSTANCE, S.SYSTEM: "BeaConvey(S, Pie)", S.OVERLAY_TYPE: "S",
-         S.PROTOCOL: "pie", S.ROUTING_RUN_ID: "dash.pie", S.ROUTING_OVERHEAD: 10, S.OVERHEAD_RATIO: 0.25,
-         S.PATH_RATIO: 0.75, S.PAPER_COLUMN: "FB1K", S.PAPER_OVERHEAD_RATIO: 0.355, S.PAPER_PATH_RATIO: 0.902,
-         S.COMPUTED_AT: START},
-        {S.COMPARISON_ID: "dash.c1", S.INSTANCE: INSTANCE, S.SYSTEM: "Scribe(-)", S.OVERLAY_TYPE: "-",
-         S.PROTOCOL: "scribe", S.ROUTING_RUN_ID: "dash.scribe", S.ROUTING_OVERHEAD: 40, S.OVERHEAD_RATIO: 1.0,
-         S.PATH_RATIO: 1.0, S.COMPUTED_AT: START},
-    ])
+    _append(
+        spark,
+        lh,
+        S.ROUTING_LOAD,
+        [
+            {S.ROUTING_RUN_ID: rid, S.NODE_ID: n, S.RECEIVED: n * k, S.PURE_FORWARDS: n % 3, S.DELIVERED: 1}
+            for rid, k in (("dash.scribe", 3), ("dash.pie", 1))
+            for n in range(SPEC.nodes)
+        ],
+    )
+    _append(
+        spark,
+        lh,
+        S.ROUTING_COMPARISON,
+        [
+            {
+                S.COMPARISON_ID: "dash.c1",
+                S.INSTANCE: INSTANCE,
+                S.SYSTEM: "BeaConvey(S, Pie)",
+                S.OVERLAY_TYPE: "S",
+                S.PROTOCOL: "pie",
+                S.ROUTING_RUN_ID: "dash.pie",
+                S.ROUTING_OVERHEAD: 10,
+                S.OVERHEAD_RATIO: 0.25,
+                S.PATH_RATIO: 0.75,
+                S.PAPER_COLUMN: "FB1K",
+                S.PAPER_OVERHEAD_RATIO: 0.355,
+                S.PAPER_PATH_RATIO: 0.902,
+                S.COMPUTED_AT: START,
+            },
+            {
+                S.COMPARISON_ID: "dash.c1",
+                S.INSTANCE: INSTANCE,
+                S.SYSTEM: "Scribe(-)",
+                S.OVERLAY_TYPE: "-",
+                S.PROTOCOL: "scribe",
+                S.ROUTING_RUN_ID: "dash.scribe",
+                S.ROUTING_OVERHEAD: 40,
+                S.OVERHEAD_RATIO: 1.0,
+                S.PATH_RATIO: 1.0,
+                S.COMPUTED_AT: START,
+            },
+        ],
+    )
     return lh
 
 
@@ -239,10 +435,16 @@ def test_a_name_taken_elsewhere_is_refused_and_an_external_one_can_be_repointed(
     schema = "dashboard_conflicts"
     try:
         instances, resilience = register_tables(
-            spark, first, schema, create_missing=True, tables=(S.INSTANCES, S.RESILIENCE),
+            spark,
+            first,
+            schema,
+            create_missing=True,
+            tables=(S.INSTANCES, S.RESILIENCE),
         )
         assert (instances.status, instances.location, instances.created_empty) == (
-            REGISTERED, first.path(S.INSTANCES), False,
+            REGISTERED,
+            first.path(S.INSTANCES),
+            False,
         )
         assert (resilience.status, resilience.created_empty) == (REGISTERED, True)  # made empty: queries resolve
         assert first.exists(S.RESILIENCE) and spark.table(f"{schema}.{S.RESILIENCE.name}").count() == 0
@@ -299,8 +501,11 @@ def test_quality_views_are_the_reports(spark, lakehouse, results):
     assert shown == {r[S.RUN_ID]: tuple(r[k] for k in keys) for r in report}
     labels = {r[S.RUN_ID]: r[RUN_LABEL] for r in rows}
     assert labels == {  # current runs only: not the failed one, not the one on an earlier instance version
-        "dash.minmaxoda.s1": "minmaxoda", "dash.gpm.r0.2.s1": "gpm (ratio 0.2)", "dash.gpm.r0.5.s1": "gpm (ratio 0.5)",
-        "dash.random-m.d3.s1": "random-m (d = 3)", "dash.swico.gswico-chord.s1": "swico (gswico-chord)",
+        "dash.minmaxoda.s1": "minmaxoda",
+        "dash.gpm.r0.2.s1": "gpm (ratio 0.2)",
+        "dash.gpm.r0.5.s1": "gpm (ratio 0.5)",
+        "dash.random-m.d3.s1": "random-m (d = 3)",
+        "dash.swico.gswico-chord.s1": "swico (gswico-chord)",
         "dash.swico.random-chord.s1": "swico (random-chord)",
     }
 
@@ -325,7 +530,9 @@ def test_routing_views_are_the_reports(lakehouse, results):
     shown = {r[S.ROUTING_RUN_ID]: tuple(r[k] for k in keys) for r in rows}
     assert shown == {r[S.ROUTING_RUN_ID]: tuple(r[k] for k in keys) for r in report}
     assert shown == {  # the failed run is left out; a workload without Scribe(-) has no ratios
-        "dash.scribe": ("-", 40, 1.0, 1.0), "dash.pie": ("S", 10, 0.25, 0.75), "dash.pie.p20": ("S", 16, None, None),
+        "dash.scribe": ("-", 40, 1.0, 1.0),
+        "dash.pie": ("S", 10, 0.25, 0.75),
+        "dash.pie.p20": ("S", 16, None, None),
     }
 
     _, rows = results["routing_load"]
@@ -334,7 +541,8 @@ def test_routing_views_are_the_reports(lakehouse, results):
 
     _, rows = results["comparison_ratios"]
     assert sorted((r[S.SYSTEM], r["source"], r[S.OVERHEAD_RATIO]) for r in rows) == [
-        ("BeaConvey(S, Pie)", "paper (FB1K)", 0.355), ("BeaConvey(S, Pie)", "this lab", 0.25),
+        ("BeaConvey(S, Pie)", "paper (FB1K)", 0.355),
+        ("BeaConvey(S, Pie)", "this lab", 0.25),
         ("Scribe(-)", "this lab", 1.0),
     ]
 
@@ -346,8 +554,11 @@ def test_run_history_has_every_run_and_why_it_failed(results):
     assert failed == {"dash.gpm.r0.3.s1": "boom", "dash.po.failed": "lost a delivery"}
     _, rows = results["design_time"]
     stages = {(r[S.RUN_ID], r["stage"]): r[S.SECONDS] for r in rows}
-    assert stages == {(run, stage): s for run in ("dash.minmaxoda.s1", "dash.gpm.r0.2.s1")
-                      for stage, s in (("setup", 2.0), ("rounds", 20.0), ("commits", 5.0), ("evaluate", 3.0))}
+    assert stages == {
+        (run, stage): s
+        for run in ("dash.minmaxoda.s1", "dash.gpm.r0.2.s1")
+        for stage, s in (("setup", 2.0), ("rounds", 20.0), ("commits", 5.0), ("evaluate", 3.0))
+    }
 
 
 def _field_names(query: dict) -> set[str]:

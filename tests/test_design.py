@@ -75,11 +75,18 @@ def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, inst
     """GPM and RandomM designed concurrently on one lakehouse: both complete, neither is damaged."""
     from deltalake import DeltaTable as ArrowDeltaTable
 
-    requests = {"gpm-2": DesignRequest("z", "gpm", max_degree=2), "conc-rm": DesignRequest("z", "random-m", max_degree=3)}
-    errors = run_at_once({
-        run_id: lambda r=run_id: run_design(spark, lakehouse, requests[r], r, batch_size=32, progress=False, diameters=False)
-        for run_id in requests
-    })
+    requests = {
+        "gpm-2": DesignRequest("z", "gpm", max_degree=2),
+        "conc-rm": DesignRequest("z", "random-m", max_degree=3),
+    }
+    errors = run_at_once(
+        {
+            run_id: lambda r=run_id: run_design(
+                spark, lakehouse, requests[r], r, batch_size=32, progress=False, diameters=False
+            )
+            for run_id in requests
+        }
+    )
     assert not errors
     assert all(lakehouse.run_row(run_id)[S.STATUS] == S.COMPLETE for run_id in requests)
     assert len(stored_edges(lakehouse, "conc-rm")) >= len({node for node, _ in instance})
@@ -135,37 +142,51 @@ def test_budget_ratio_uses_minmaxoda_once(spark, refreshed):
     degree = {}
     for u, v, _ in full:
         degree[u], degree[v] = degree.get(u, 0) + 1, degree.get(v, 0) + 1
-    assert stored_edges(lakehouse, "tiny.gpm.r0.5.s1") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
+    assert stored_edges(lakehouse, "tiny.gpm.r0.5.s1") == greedy_oracle(
+        pairs, "gpm", max_degree=max(degree.values()) // 2
+    )
     ingest_id = lakehouse.instance_row("tiny")[S.INGEST_ID]
-    budget = design.resolve_budget(spark, lakehouse, DesignRequest("tiny", "gpa", budget_ratio=0.5), ingest_id, 24, False)
+    budget = design.resolve_budget(
+        spark, lakehouse, DesignRequest("tiny", "gpa", budget_ratio=0.5), ingest_id, 24, False
+    )
     assert (budget.max_edges, budget.max_degree) == (len(full) // 2, max(degree.values()) // 2)
     matched = DesignRequest("tiny", "gpa", budget_ratio=0.5, ratio_edges="degree")  # m = d |V| / 2 with GPM's d
     budget = design.resolve_budget(spark, lakehouse, matched, ingest_id, 24, False)
     assert (budget.max_edges, budget.max_degree) == (max(degree.values()) // 2 * 24 // 2, max(degree.values()) // 2)
-    references = lakehouse.read(S.OVERLAY_RUNS).filter(
-        (F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.INSTANCE) == "tiny")
-    ).collect()
-    assert len(references) == 1 and references[0][S.EDGES] == len(full) == stored_edges_count(lakehouse, references[0][S.RUN_ID])
+    references = (
+        lakehouse.read(S.OVERLAY_RUNS)
+        .filter((F.col(S.ALGORITHM) == "minmaxoda") & (F.col(S.INSTANCE) == "tiny"))
+        .collect()
+    )
+    assert len(references) == 1 and references[0][S.EDGES] == len(full) == stored_edges_count(
+        lakehouse, references[0][S.RUN_ID]
+    )
 
 
 def stored_edges_count(lakehouse, run_id):
     return lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == run_id).count()
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--algorithm", "gpx", "--max-degree", "2"], "unknown algorithm 'gpx'"),
-    (["--algorithm", "gpm", "--max-degree", "0"], "--max-degree must be positive"),
-    (["--algorithm", "gpa", "--max-edges", "-3"], "--max-edges must be positive"),
-    (["--algorithm", "gpm", "--budget-ratio", "1.5"], "must lie in (0, 1]"),
-    (["--algorithm", "gpm", "--budget-ratio", "0"], "must lie in (0, 1]"),
-    (["--algorithm", "gpm"], "needs a budget"),
-    (["--algorithm", "gm", "--max-edges", "3"], "takes no budget"),
-    (["--algorithm", "swico", "--max-degree", "3"], "fixed by Property 1"),
-    (["--algorithm", "swico", "--long", "kleinberg"], "--long must be one of gswico, chord, random"),
-    (["--algorithm", "gpm", "--max-degree", "2", "--short", "random"], "only with --algorithm swico"),
-    (["--algorithm", "gpm", "--budget-ratio", "0.2", "--ratio-edges", "degree"], "only with --budget-ratio and one"),
-    (["--algorithm", "gpa", "--max-edges", "9", "--ratio-edges", "degree"], "only with --budget-ratio and one"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--algorithm", "gpx", "--max-degree", "2"], "unknown algorithm 'gpx'"),
+        (["--algorithm", "gpm", "--max-degree", "0"], "--max-degree must be positive"),
+        (["--algorithm", "gpa", "--max-edges", "-3"], "--max-edges must be positive"),
+        (["--algorithm", "gpm", "--budget-ratio", "1.5"], "must lie in (0, 1]"),
+        (["--algorithm", "gpm", "--budget-ratio", "0"], "must lie in (0, 1]"),
+        (["--algorithm", "gpm"], "needs a budget"),
+        (["--algorithm", "gm", "--max-edges", "3"], "takes no budget"),
+        (["--algorithm", "swico", "--max-degree", "3"], "fixed by Property 1"),
+        (["--algorithm", "swico", "--long", "kleinberg"], "--long must be one of gswico, chord, random"),
+        (["--algorithm", "gpm", "--max-degree", "2", "--short", "random"], "only with --algorithm swico"),
+        (
+            ["--algorithm", "gpm", "--budget-ratio", "0.2", "--ratio-edges", "degree"],
+            "only with --budget-ratio and one",
+        ),
+        (["--algorithm", "gpa", "--max-edges", "9", "--ratio-edges", "degree"], "only with --budget-ratio and one"),
+    ],
+)
 def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv]) == 2
     assert message in capsys.readouterr().err
@@ -182,8 +203,19 @@ def test_a_ratio_of_degree_edges_is_its_own_run():
 
 
 def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):
-    argv = ["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", "--algorithm", "gpm",
-            "--max-degree", "2", "--commit-every", "-1"]
+    argv = [
+        "--lakehouse",
+        str(tmp_path / "none"),
+        "design",
+        "--instance",
+        "z",
+        "--algorithm",
+        "gpm",
+        "--max-degree",
+        "2",
+        "--commit-every",
+        "-1",
+    ]
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2 and "must be 0 or more seconds" in capsys.readouterr().err
@@ -224,12 +256,57 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_pat
 
     from deltalake import DeltaTable
 
-    base = [sys.executable, "-m", "pipelines", "--lakehouse", str(tmp_path / "lh"), "-q",
-            "--master", "local[2]", "--shuffle-partitions", "2"]
-    subprocess.run(base + ["ingest", "--instance", "k", "--source", "synthetic", "--dist", "zipf", "--nodes", "24",
-                           "--topics", "16", "--min-subs", "2", "--max-subs", "6", "--seed", "2"], check=True)
-    design_cmd = base + ["design", "--instance", "k", "--algorithm", "minmaxoda", "--batch-size", "4", "--per-node", "1",
-                         "--skip-diameters", "--commit-every", "0", "--regime", "rounds"]
+    base = [
+        sys.executable,
+        "-m",
+        "pipelines",
+        "--lakehouse",
+        str(tmp_path / "lh"),
+        "-q",
+        "--master",
+        "local[2]",
+        "--shuffle-partitions",
+        "2",
+    ]
+    subprocess.run(
+        base
+        + [
+            "ingest",
+            "--instance",
+            "k",
+            "--source",
+            "synthetic",
+            "--dist",
+            "zipf",
+            "--nodes",
+            "24",
+            "--topics",
+            "16",
+            "--min-subs",
+            "2",
+            "--max-subs",
+            "6",
+            "--seed",
+            "2",
+        ],
+        check=True,
+    )
+    design_cmd = base + [
+        "design",
+        "--instance",
+        "k",
+        "--algorithm",
+        "minmaxoda",
+        "--batch-size",
+        "4",
+        "--per-node",
+        "1",
+        "--skip-diameters",
+        "--commit-every",
+        "0",
+        "--regime",
+        "rounds",
+    ]
     process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rounds_path = tmp_path / "lh" / "overlay_rounds"
 
@@ -302,12 +379,16 @@ def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkey
         run_design(spark, lakehouse, request, "broken-sw", diameters=False)
     run = lakehouse.run_row("broken-sw")
     assert run[S.STATUS] == S.FAILED and "Property 1" in run[S.MESSAGE]
-    assert not lakehouse.exists(S.FINGERS) or lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == "broken-sw").count() == 0
+    assert (
+        not lakehouse.exists(S.FINGERS) or lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == "broken-sw").count() == 0
+    )
 
 
 @pytest.mark.ci  # about 14 s per case
 @pytest.mark.parametrize("outcome", ["complete", "failed"])
-def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(spark, lakehouse, instance, monkeypatch, outcome):
+def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(
+    spark, lakehouse, instance, monkeypatch, outcome
+):
     """Another process resumes the run after this one's last ownership check (simulated inside
     the evaluation, the step before the final write): this one must neither complete nor fail
     its successor's run."""
@@ -333,10 +414,18 @@ def running_reference(lakehouse, instance: str, attempt: str) -> str:
     run_id = f"{instance}.minmaxoda.{ingest_id}"
     request = DesignRequest(instance, "minmaxoda")
     params = {"request": json.loads(design._params_json(request)), "budget": asdict(design.Budget(None, None))}
-    assert lakehouse.insert_run({
-        S.RUN_ID: run_id, S.INSTANCE: instance, S.INGEST_ID: ingest_id, S.ALGORITHM: "minmaxoda",
-        S.PARAMS: json.dumps(params, sort_keys=True), S.STATUS: S.RUNNING, S.STARTED_AT: _now(), S.ATTEMPT: attempt,
-    })
+    assert lakehouse.insert_run(
+        {
+            S.RUN_ID: run_id,
+            S.INSTANCE: instance,
+            S.INGEST_ID: ingest_id,
+            S.ALGORITHM: "minmaxoda",
+            S.PARAMS: json.dumps(params, sort_keys=True),
+            S.STATUS: S.RUNNING,
+            S.STARTED_AT: _now(),
+            S.ATTEMPT: attempt,
+        }
+    )
     return run_id
 
 
@@ -348,7 +437,9 @@ def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehous
     monkeypatch.setattr(design, "REFERENCE_POLL_SECONDS", 0.2, raising=False)
     monkeypatch.setattr(design, "REFERENCE_STALE_SECONDS", 2.0, raising=False)
     with caplog.at_level(logging.INFO, logger="pipelines.design"):
-        run = run_design(spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "z.gpm.after-dead", diameters=False)
+        run = run_design(
+            spark, lakehouse, DesignRequest("z", "gpm", budget_ratio=0.5), "z.gpm.after-dead", diameters=False
+        )
     assert "waiting for it" in caplog.text and "presumed dead" in caplog.text
     assert run[S.STATUS] == S.COMPLETE and json.loads(run[S.PARAMS])["budget"]["reference_run"] == reference
     taken = lakehouse.run_row(reference)
@@ -373,7 +464,9 @@ def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_p
     monkeypatch.setattr(design, "_progress_mark", owner_fails_meanwhile, raising=False)
     monkeypatch.setattr(design, "REFERENCE_POLL_SECONDS", 0.2, raising=False)
     request = DesignRequest("y", "gpm", budget_ratio=0.5)
-    with pytest.raises(design.DesignError, match=f"run '{reference}', which this design waited for, failed .OutOfMemoryError"):
+    with pytest.raises(
+        design.DesignError, match=f"run '{reference}', which this design waited for, failed .OutOfMemoryError"
+    ):
         run_design(spark, fresh, request, "y.gpm", diameters=False)
     assert not fresh.run_exists("y.gpm")
     monkeypatch.undo()
@@ -390,16 +483,25 @@ def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     fresh = Lakehouse(spark, tmp_path / "lakehouse")
     pairs = store_instance(spark, fresh, "z", SPEC)
     assert not fresh.exists(S.OVERLAY_RUNS)
-    requests = {"z.gpm.r0.5": DesignRequest("z", "gpm", budget_ratio=0.5), "z.rm.r0.5": DesignRequest("z", "random-m", budget_ratio=0.5)}
-    errors = run_at_once({
-        run_id: lambda r=run_id: run_design(spark, fresh, requests[r], r, batch_size=32, progress=False, diameters=False)
-        for run_id in requests
-    })
+    requests = {
+        "z.gpm.r0.5": DesignRequest("z", "gpm", budget_ratio=0.5),
+        "z.rm.r0.5": DesignRequest("z", "random-m", budget_ratio=0.5),
+    }
+    errors = run_at_once(
+        {
+            run_id: lambda r=run_id: run_design(
+                spark, fresh, requests[r], r, batch_size=32, progress=False, diameters=False
+            )
+            for run_id in requests
+        }
+    )
     assert not errors
     runs = {r[S.RUN_ID]: r for r in fresh.read(S.OVERLAY_RUNS).collect()}
     (reference,) = [r for r in runs.values() if r[S.ALGORITHM] == "minmaxoda"]
     assert reference[S.STATUS] == S.COMPLETE and all(runs[run_id][S.STATUS] == S.COMPLETE for run_id in requests)
-    assert {json.loads(runs[run_id][S.PARAMS])["budget"]["reference_run"] for run_id in requests} == {reference[S.RUN_ID]}
+    assert {json.loads(runs[run_id][S.PARAMS])["budget"]["reference_run"] for run_id in requests} == {
+        reference[S.RUN_ID]
+    }
     full = greedy_oracle(pairs, "minmaxoda")
     assert stored_edges(fresh, reference[S.RUN_ID]) == full
     degree = {}
@@ -432,17 +534,21 @@ def test_ktco_designs_store_the_oracles_links_and_prove_their_k(spark, lakehouse
         assert [(r[S.K], r[S.IS_KTCO]) for r in ktco] == [(request.k, True)]
     assert json.loads(lakehouse.run_row("h3")[S.PARAMS])["request"]["k"] == 3
     assert [DesignRequest("z", a, k=k).default_run_id() for a, k in (("gm2", None), ("harary-pt", 4))] == [
-        "z.gm2.2tco.s1", "z.harary-pt.4tco.s1",
+        "z.gm2.2tco.s1",
+        "z.harary-pt.4tco.s1",
     ]
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--algorithm", "harary-pt"], "harary-pt needs --k K with K >= 2"),
-    (["--algorithm", "gm2", "--k", "3"], "gm2 builds a 2TCO"),
-    (["--algorithm", "gpm", "--max-degree", "3", "--k", "2"], "--k is the connectivity of a kTCO design"),
-    (["--algorithm", "gm", "--node-order", "random"], "--node-order is HararyPT's global order"),
-    (["--algorithm", "harary-pt", "--k", "2,3", "--run-id", "x"], "a sweep over --k uses the default run ids"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--algorithm", "harary-pt"], "harary-pt needs --k K with K >= 2"),
+        (["--algorithm", "gm2", "--k", "3"], "gm2 builds a 2TCO"),
+        (["--algorithm", "gpm", "--max-degree", "3", "--k", "2"], "--k is the connectivity of a kTCO design"),
+        (["--algorithm", "gm", "--node-order", "random"], "--node-order is HararyPT's global order"),
+        (["--algorithm", "harary-pt", "--k", "2,3", "--run-id", "x"], "a sweep over --k uses the default run ids"),
+    ],
+)
 def test_bad_ktco_requests_fail_before_spark(tmp_path, capsys, argv, message):
     code = main(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv])
     assert code == 2 and message in capsys.readouterr().err
@@ -466,8 +572,9 @@ def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, tmp_path, regim
     instance = store_instance(spark, lakehouse, "z", SPEC)
     run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=2), "counted-warm", diameters=False)
     run_id = f"counted-{regime}"
-    run = run_design(spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id,
-                     engine=design.EngineChoice(regime=regime))  # diameters included: from the engine's state
+    run = run_design(
+        spark, lakehouse, DesignRequest("z", "gpm", max_degree=3), run_id, engine=design.EngineChoice(regime=regime)
+    )  # diameters included: from the engine's state
     assert stored_edges(lakehouse, run_id) == greedy_oracle(instance, "gpm", max_degree=3)
     assert run[S.REGIME] == regime
     assert run[S.DELTA_COMMITS] == DESIGN_COMMITS

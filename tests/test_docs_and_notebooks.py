@@ -11,12 +11,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_docs_list_every_table_and_column():
     readme = (ROOT / "docs" / "tables.md").read_text()
-    section = readme[readme.index("# The tables"):]
+    section = readme[readme.index("# The tables") :]
     for table in S.ALL_TABLES:
         assert f"`{table.name}`" in section, table.name
-        row = next(line for line in section.splitlines() if line.startswith("| ") and f"`{table.name}`" in line.split("|")[1])
+        row = next(
+            line for line in section.splitlines() if line.startswith("| ") and f"`{table.name}`" in line.split("|")[1]
+        )
         for column in table.columns:
-            assert re.search(rf"(?<![A-Za-z_]){column}(?![A-Za-z_])", row), f"{table.name}.{column} missing from docs/tables.md"
+            assert re.search(rf"(?<![A-Za-z_]){column}(?![A-Za-z_])", row), (
+                f"{table.name}.{column} missing from docs/tables.md"
+            )
 
 
 def _anchors(markdown: str) -> set[str]:
@@ -58,6 +62,9 @@ def test_every_docs_citation_in_the_code_resolves():
                     broken.append(f"{source.relative_to(ROOT)}: {path} (no such file)")
                     continue
                 known = _anchors(page.read_text())
-                broken += [f"{source.relative_to(ROOT)}: {path}#{a} (no such heading)"
-                           for a in re.findall(r"#([\w-]+)", anchors) if a not in known]
+                broken += [
+                    f"{source.relative_to(ROOT)}: {path}#{a} (no such heading)"
+                    for a in re.findall(r"#([\w-]+)", anchors)
+                    if a not in known
+                ]
     assert not broken, broken

@@ -11,7 +11,9 @@ def classified(spark, path):
 
 
 def expected(spark, rows):
-    return spark.createDataFrame(rows, f"{S.LINE} long, {E.KIND} string, {E.A_KEY} string, {E.B_KEY} string, {S.REASON} string")
+    return spark.createDataFrame(
+        rows, f"{S.LINE} long, {E.KIND} string, {E.A_KEY} string, {E.B_KEY} string, {S.REASON} string"
+    )
 
 
 def test_every_line_is_classified(spark, write_text):

@@ -5,12 +5,12 @@ from itertools import groupby
 
 import numpy as np
 import pytest
-
 from feverfew_oracle import FeverfewOracle, global_feverfew_oracle, spidercast_oracle, ttl_for
+
 from overlay.design.classes import Subscriptions
 from overlay.gossip.baselines import CANDIDATES, chosen_views
-from overlay.gossip.measures import view_links, view_summary
 from overlay.gossip.feverfew import Feverfew, FeverfewParams, feverfew_engine, merge_entries
+from overlay.gossip.measures import view_links, view_summary
 
 
 def zipf_instance(nodes: int, topics: int, seed: int) -> list[tuple[int, int]]:
@@ -29,9 +29,18 @@ def oracle_for(nodes: int, pairs, params: FeverfewParams) -> FeverfewOracle:
     for v, t in pairs:
         subs.setdefault(v, set()).add(t)
     return FeverfewOracle(
-        nodes, subs, seed=params.seed, rv_size=params.random_view, shuffle=params.shuffle,
-        sv_size=params.similar_view, av_size=params.agent_view, bubble_start=params.bubble_start,
-        delta=params.delta, clear_similar=params.clear_similar, pss=params.pss, bubble=params.bubble,
+        nodes,
+        subs,
+        seed=params.seed,
+        rv_size=params.random_view,
+        shuffle=params.shuffle,
+        sv_size=params.similar_view,
+        av_size=params.agent_view,
+        bubble_start=params.bubble_start,
+        delta=params.delta,
+        clear_similar=params.clear_similar,
+        pss=params.pss,
+        bubble=params.bubble,
     )
 
 
@@ -67,7 +76,14 @@ def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sampl
     first-in-first-out agent view all run; every cycle's whole state is compared."""
     pairs = zipf_instance(80, 30, 3)
     params = FeverfewParams(
-        seed=3, bubble_start=3, delta=2, clear_similar=True, random_view=8, shuffle=4, similar_view=5, agent_view=3,
+        seed=3,
+        bubble_start=3,
+        delta=2,
+        clear_similar=True,
+        random_view=8,
+        shuffle=4,
+        similar_view=5,
+        agent_view=3,
     )
     oracle = run_both(spark, 80, pairs, params, 40)
     diffusions = [d for own in oracle.own.values() for d in own.values()]
@@ -76,10 +92,13 @@ def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sampl
 
 
 @pytest.mark.slow  # two more 40-cycle comparisons (about 7 min in the CI pass, which runs the bubble one)
-@pytest.mark.parametrize("nodes, topics, seed, options", [
-    (60, 20, 1, {"bubble_start": 5}),  # the paper's view sizes: GossipSample covers almost all
-    (150, 40, 2, {"bubble_start": 10, "pss": "uniform"}),  # Thm 1-2's sampler
-])
+@pytest.mark.parametrize(
+    "nodes, topics, seed, options",
+    [
+        (60, 20, 1, {"bubble_start": 5}),  # the paper's view sizes: GossipSample covers almost all
+        (150, 40, 2, {"bubble_start": 10, "pss": "uniform"}),  # Thm 1-2's sampler
+    ],
+)
 def test_the_spark_simulation_matches_the_oracle_on_more_settings(spark, nodes, topics, seed, options):
     run_both(spark, nodes, zipf_instance(nodes, topics, seed), FeverfewParams(seed=seed, **options), 40)
 
@@ -94,12 +113,17 @@ def test_cyclon_merge_fills_empty_slots_then_replaces_the_entries_sent():
 
 def run_locally(protocol: Feverfew, rows: list[dict], cycle: int) -> list[dict]:
     """One cycle without Spark: the engine's sort and grouping, in plain Python."""
+
     def order(m):
         return m["dst"], m["kind"], m["src"], m["seq"]
 
     messages = sorted(protocol.act(rows, cycle), key=order)
     served = sorted(
-        (m for dst, group in groupby(messages, key=lambda m: m["dst"]) for m in protocol.serve(dst, list(group), cycle)),
+        (
+            m
+            for dst, group in groupby(messages, key=lambda m: m["dst"])
+            for m in protocol.serve(dst, list(group), cycle)
+        ),
         key=order,
     )
     return [protocol.finish(dst, list(group), cycle) for dst, group in groupby(served, key=lambda m: m["dst"])]
@@ -120,11 +144,15 @@ def test_a_diffusion_sends_two_to_the_ttl_minus_one_copies():
         cycle += 1
         rows = run_locally(protocol, rows, cycle)
         copies += sum(r["sent"][2] for r in rows)
-        started += [(r["node_id"], t, ttl) for r in rows
-                    for t, begun, ttl in zip(r["own_topic"], r["own_started"], r["own_ttl"]) if begun == cycle]
+        started += [
+            (r["node_id"], t, ttl)
+            for r in rows
+            for t, begun, ttl in zip(r["own_topic"], r["own_started"], r["own_ttl"])
+            if begun == cycle
+        ]
     pair = [(v, ttl) for v, t, ttl in started if t == 0]
     assert {v for v, _ in pair} == {0, 1} and all(ttl == ttl_for(nodes, 2, params.shuffle) for _, ttl in pair)
-    assert copies == sum(2 ** ttl - 1 for _, _, ttl in started)
+    assert copies == sum(2**ttl - 1 for _, _, ttl in started)
 
 
 def test_the_full_knowledge_and_gossip_baselines_choose_the_oracles_links(spark):

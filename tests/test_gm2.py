@@ -26,7 +26,9 @@ def test_blocks_kept_as_links_arrive_match_hopcroft_tarjan(seed):
     each, the gain equals the topics whose blocks (recomputed by the oracle) hold not both ends,
     the block and component counts match, and the executors' flattened copy answers alike."""
     rng = random.Random(seed)
-    subscriptions = random_instance(("unif", "zipf", "expo")[seed % 3], rng.randint(4, 14), rng.randint(1, 5), 1, 4, seed)
+    subscriptions = random_instance(
+        ("unif", "zipf", "expo")[seed % 3], rng.randint(4, 14), rng.randint(1, 5), 1, 4, seed
+    )
     csr = driver_copy(subscriptions)
     classes = BlockClasses(csr)
     topics = subscribers(subscriptions)
@@ -35,7 +37,8 @@ def test_blocks_kept_as_links_arrive_match_hopcroft_tarjan(seed):
     links: list[tuple[int, int]] = []
     for u, v in pairs[: rng.randint(len(pairs) // 3, len(pairs))]:
         expected = sum(
-            1 for nodes in topics.values()
+            1
+            for nodes in topics.values()
             if u in nodes and v in nodes and not any({u, v} <= block for block in blocks(nodes, links))
         )
         assert classes.gain(u, v) == expected
@@ -111,10 +114,17 @@ def test_gm2_matches_the_oracle_link_by_link(spark, dist, nodes, topics, low, hi
 
 def test_relaxed_gm2_builds_a_2tco_in_fewer_rounds(spark):
     subscriptions = random_instance("zipf", 30, 16, 2, 6, seed=9)
-    exact = list(GreedyDesign(frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1, regime="rounds")).rounds())
-    relaxed = list(GreedyDesign(
-        frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1, mode="relaxed", epsilon=1.0),
-    ).rounds())
+    exact = list(
+        GreedyDesign(
+            frame(spark, subscriptions), GreedyParams("gm2", batch_size=2, per_node=1, regime="rounds")
+        ).rounds()
+    )
+    relaxed = list(
+        GreedyDesign(
+            frame(spark, subscriptions),
+            GreedyParams("gm2", batch_size=2, per_node=1, mode="relaxed", epsilon=1.0),
+        ).rounds()
+    )
     links = [(u, v) for r in relaxed for u, v, _ in r.edges]
     assert is_ktco(subscriptions, links, 2) and len(relaxed) < len(exact)
     assert [(u, v) for r in exact for u, v, _ in r.edges] != links  # it did leave the canonical sequence
@@ -130,6 +140,8 @@ def test_a_resumed_gm2_continues_the_same_sequence(spark):
     params = GreedyParams("gm2", batch_size=2, per_node=1, regime="rounds")
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     prefix = [link for r in rounds[:2] for link in r.edges]
-    start = GreedyStart(edges=spark.createDataFrame([(u, v) for u, v, _ in prefix], f"{S.U} long, {S.V} long"), rounds_done=2)
+    start = GreedyStart(
+        edges=spark.createDataFrame([(u, v) for u, v, _ in prefix], f"{S.U} long, {S.V} long"), rounds_done=2
+    )
     rest = [link for r in GreedyDesign(frame(spark, subscriptions), params, start=start).rounds() for link in r.edges]
     assert len(rounds) > 3 and prefix + rest == gm2_ref(subscriptions)

@@ -31,8 +31,10 @@ def test_hand_made_graph(spark, backend):
         [(5, 3), (3, 3), (9, 3), (2, 2), (7, 2), (4, 2), (8, 8)], f"{ID} long, {COMPONENT} long"
     )
     assert_df_equality(
-        connected_components(vertices, edges, backend=backend), expected,
-        ignore_row_order=True, ignore_nullable=True,
+        connected_components(vertices, edges, backend=backend),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
 
 
@@ -69,7 +71,9 @@ def test_both_backends_label_a_facebook_sample_topic_graph_alike(spark, graphfra
     frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=80, seed=2))
     subscriptions = frames.subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)
     rng = random.Random(2)
-    links = spark.createDataFrame([(rng.randrange(80), rng.randrange(80)) for _ in range(160)], f"{S.U} long, {S.V} long")
+    links = spark.createDataFrame(
+        [(rng.randrange(80), rng.randrange(80)) for _ in range(160)], f"{S.U} long, {S.V} long"
+    )
     vertices, edges = topic_graph(subscriptions, links)
     dataframe = connected_components(vertices, edges, backend="dataframe").localCheckpoint(eager=True)
     graphframes_labels = connected_components(vertices, edges, backend="graphframes")

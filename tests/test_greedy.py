@@ -41,10 +41,7 @@ def test_shared_topic_counts_match_set_intersections(spark):
     topics = {}
     for node, topic in subscriptions:
         topics.setdefault(node, set()).add(topic)
-    expected = {
-        (u, v): len(topics[u] & topics[v])
-        for u in topics for v in topics if u < v and topics[u] & topics[v]
-    }
+    expected = {(u, v): len(topics[u] & topics[v]) for u in topics for v in topics if u < v and topics[u] & topics[v]}
     for partitions in (1, 3):  # node 7 has no subscriptions; node 41 none and is past the last
         got = shared_topic_counts(spark, driver_copy(subscriptions, 42), partitions)
         assert got.rdd.getNumPartitions() == partitions
@@ -60,8 +57,14 @@ def sample_of(rows, tails=(), first_left=None) -> Sample:
     column = lambda i, items: np.array([item[i] for item in items], dtype=np.int64)  # noqa: E731
     keys = [key for _, key in tails]
     return Sample.build(
-        column(0, rows), column(1, rows), column(2, rows), column(0, tails),
-        column(0, keys), column(1, keys), column(2, keys), first_left,
+        column(0, rows),
+        column(1, rows),
+        column(2, rows),
+        column(0, tails),
+        column(0, keys),
+        column(1, keys),
+        column(2, keys),
+        first_left,
     )
 
 
@@ -81,7 +84,9 @@ def test_a_round_over_open_nodes_reads_the_rows_between_them_in_table_order(spar
 def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
     """Rounds over shrinking open nodes read a phase subset (made at half the nodes, then again
     at half of its nodes) and sample exactly what the whole table gives; a full pass drops it."""
-    subscriptions = Subscriptions.from_pairs(50, np.array(random_instance("zipf", 50, 12, 2, 6, seed=5), dtype=np.int64))
+    subscriptions = Subscriptions.from_pairs(
+        50, np.array(random_instance("zipf", 50, 12, 2, 6, seed=5), dtype=np.int64)
+    )
     counts = shared_topic_counts(spark, subscriptions, partitions=4).select(S.U, S.V, F.col(SHARED).alias(BOUND))
     with_subsets, whole = CandidateTable(counts, subset_min_rows=0), CandidateTable(counts, subset_min_rows=10**9)
     static = spark.sparkContext.broadcast(subscriptions)
@@ -93,9 +98,7 @@ def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
         rule.degrees[:] = 0 if opened is None else 1
         if opened is not None:
             rule.degrees[opened] = 0
-        samples = [
-            table.sample(static, root, rule.row_filter(), 50, 2, 3, opened) for table in (with_subsets, whole)
-        ]
+        samples = [table.sample(static, root, rule.row_filter(), 50, 2, 3, opened) for table in (with_subsets, whole)]
         for name in ("us", "vs", "gains", "tail_nodes", "tail_keys", "first_left"):
             assert np.array_equal(getattr(samples[0], name), getattr(samples[1], name)), (open_count, name)
         assert with_subsets.last_read == whole.last_read
@@ -108,7 +111,9 @@ def test_a_phase_subset_gives_the_samples_of_the_whole_table(spark):
 
 
 def test_rounds_read_the_table_in_as_many_partitions_as_task_slots(spark):
-    subscriptions = Subscriptions.from_pairs(40, np.array(random_instance("zipf", 40, 12, 2, 6, seed=6), dtype=np.int64))
+    subscriptions = Subscriptions.from_pairs(
+        40, np.array(random_instance("zipf", 40, 12, 2, 6, seed=6), dtype=np.int64)
+    )
     counts = shared_topic_counts(spark, subscriptions, partitions=5).select(S.U, S.V, F.col(SHARED).alias(BOUND))
     coalesced, as_counted = CandidateTable(counts, task_slots=2), CandidateTable(counts)
     assert (coalesced.partitions, as_counted.partitions) == (2, 5)
@@ -172,10 +177,14 @@ ALGORITHMS = (("gm", {}), ("gpa", {"max_edges": 7}), ("minmaxoda", {}), ("gpm", 
 
 # Every case in both regimes; the default run takes the rounds regime on the first case only
 # (the memory regime alone, without Spark, on many more: tests/test_memory_greedy.py).
-@pytest.mark.parametrize("dist,nodes,topics,low,high,seed,regime", [
-    pytest.param(*case, regime, marks=pytest.mark.ci if regime == "rounds" and i > 0 else ())
-    for i, case in enumerate(CASES) for regime in ("memory", "rounds")
-])
+@pytest.mark.parametrize(
+    "dist,nodes,topics,low,high,seed,regime",
+    [
+        pytest.param(*case, regime, marks=pytest.mark.ci if regime == "rounds" and i > 0 else ())
+        for i, case in enumerate(CASES)
+        for regime in ("memory", "rounds")
+    ],
+)
 def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, high, seed, regime):
     """Both regimes give the canonical sequence (so each other's), link by link, gains included."""
     subscriptions = random_instance(dist, nodes, topics, low, high, seed)
@@ -195,10 +204,14 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
 # The default run takes one phased and one unphased case (15-20 s each); the CI pass one more; the rest are slow.
 # These re-read the table each round (keep_rows=False): the path a round takes when its
 # partitions' kept rows are missing.
-@pytest.mark.parametrize("algorithm,budget,open_read_share", [
-    pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.slow)
-    for algorithm, budget in ALGORITHMS
-] + [("minmaxoda", {}, 0.0), pytest.param("gpm", {"max_degree": 2}, 0.0, marks=pytest.mark.ci)])
+@pytest.mark.parametrize(
+    "algorithm,budget,open_read_share",
+    [
+        pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.slow)
+        for algorithm, budget in ALGORITHMS
+    ]
+    + [("minmaxoda", {}, 0.0), pytest.param("gpm", {"max_degree": 2}, 0.0, marks=pytest.mark.ci)],
+)
 def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget, open_read_share):
     """One best row per partition and one per node: nearly every round ends on the outside bound
     (ties included: unif gives many equal gains), bounds computed at a round's start go stale
@@ -207,8 +220,14 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
     open nodes' rows never compacts)."""
     subscriptions = random_instance("unif", 60, 10, 2, 4, seed=21)
     params = GreedyParams(
-        algorithm, batch_size=1, per_node=1, partitions=3, open_read_share=open_read_share, regime="rounds",
-        keep_rows=False, **budget,
+        algorithm,
+        batch_size=1,
+        per_node=1,
+        partitions=3,
+        open_read_share=open_read_share,
+        regime="rounds",
+        keep_rows=False,
+        **budget,
     )
     rounds = list(GreedyDesign(frame(spark, subscriptions), params).rounds())
     edges = [edge for r in rounds for edge in r.edges]
@@ -224,10 +243,13 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
         assert rounds[-1].candidate_rows < rounds[0].candidate_rows  # compacted on the way
 
 
-@pytest.mark.parametrize("algorithm,budget", [
-    pytest.param(algorithm, budget, marks=() if algorithm in ("gpm", "gm") else pytest.mark.ci)
-    for algorithm, budget in ALGORITHMS
-])
+@pytest.mark.parametrize(
+    "algorithm,budget",
+    [
+        pytest.param(algorithm, budget, marks=() if algorithm in ("gpm", "gm") else pytest.mark.ci)
+        for algorithm, budget in ALGORITHMS
+    ],
+)
 def test_kept_rows_give_the_same_sequence_computing_few_gains(spark, caplog, algorithm, budget):
     """Partitions keep their rows between rounds (`overlay.design.round_state`) and compute only
     the gains that can change their sample (`overlay.design.lazy_round`); one-row samples, ties
@@ -252,20 +274,31 @@ def test_kept_rows_give_the_same_sequence_computing_few_gains(spark, caplog, alg
     assert ("partitions [1] kept no rows" in caplog.text) == (len(rounds) > 2)
 
 
-@pytest.mark.parametrize("algorithm,budget", (  # the default run takes GPM (10-22 s each); the CI pass GM; the rest are slow
-    pytest.param("gm", {}, marks=pytest.mark.ci), pytest.param("gpa", {"max_edges": 30}, marks=pytest.mark.slow),
-    pytest.param("minmaxoda", {}, marks=pytest.mark.slow), ("gpm", {"max_degree": 3}),
-))
+@pytest.mark.parametrize(
+    "algorithm,budget",
+    (  # the default run takes GPM (10-22 s each); the CI pass GM; the rest are slow
+        pytest.param("gm", {}, marks=pytest.mark.ci),
+        pytest.param("gpa", {"max_edges": 30}, marks=pytest.mark.slow),
+        pytest.param("minmaxoda", {}, marks=pytest.mark.slow),
+        ("gpm", {"max_degree": 3}),
+    ),
+)
 def test_the_relaxed_mode_is_a_valid_greedy_in_fewer_rounds(spark, algorithm, budget):
     """Relaxed rounds add links within (1 + epsilon) of the bound: every gain is exact when added,
     the run stops where the algorithm stops, and it stays close to the exact overlay."""
     subscriptions = random_instance("zipf", 40, 24, 2, 7, seed=8)
-    exact = list(GreedyDesign(
-        frame(spark, subscriptions), GreedyParams(algorithm, batch_size=2, per_node=1, regime="rounds", **budget),
-    ).rounds())
-    relaxed = list(GreedyDesign(
-        frame(spark, subscriptions), GreedyParams(algorithm, batch_size=2, per_node=1, mode="relaxed", epsilon=1.0, **budget)
-    ).rounds())
+    exact = list(
+        GreedyDesign(
+            frame(spark, subscriptions),
+            GreedyParams(algorithm, batch_size=2, per_node=1, regime="rounds", **budget),
+        ).rounds()
+    )
+    relaxed = list(
+        GreedyDesign(
+            frame(spark, subscriptions),
+            GreedyParams(algorithm, batch_size=2, per_node=1, mode="relaxed", epsilon=1.0, **budget),
+        ).rounds()
+    )
     links = [edge for r in relaxed for edge in r.edges]
     report = relaxed_report(subscriptions, links, algorithm, **budget)
     assert report["first_divergence"] is not None and 0 < report["below_best"] < 1
@@ -274,7 +307,9 @@ def test_the_relaxed_mode_is_a_valid_greedy_in_fewer_rounds(spark, algorithm, bu
     relaxed_support = tco_support_oracle(subscriptions, [e[:2] for e in links])[3]
     assert abs(relaxed_support - exact_support) <= 0.1
     # The sample is taken as if the table were one partition: the same run on another layout.
-    one_partition = GreedyParams(algorithm, batch_size=2, per_node=1, mode="relaxed", epsilon=1.0, partitions=1, **budget)
+    one_partition = GreedyParams(
+        algorithm, batch_size=2, per_node=1, mode="relaxed", epsilon=1.0, partitions=1, **budget
+    )
     assert [e for r in GreedyDesign(frame(spark, subscriptions), one_partition).rounds() for e in r.edges] == links
 
 
@@ -295,9 +330,7 @@ def facebook_sample(size: int) -> list:
                 seen.append(friend)
                 queue.append(friend)
     dense = {user: i for i, user in enumerate(sorted(seen))}
-    return sorted(
-        (dense[a], dense[b]) for a in seen for b in friends[a] if b in dense
-    )
+    return sorted((dense[a], dense[b]) for a in seen for b in friends[a] if b in dense)
 
 
 @pytest.mark.slow
@@ -318,7 +351,8 @@ def test_a_resumed_engine_continues_the_same_sequence(spark):
     prefix = [e for r in rounds[:2] for e in r.edges]
     start = GreedyStart(
         edges=spark.createDataFrame([(u, v) for u, v, _ in prefix], f"{S.U} long, {S.V} long"),
-        rounds_done=done.round, phase=done.next_phase,
+        rounds_done=done.round,
+        phase=done.next_phase,
     )
     rest, _ = run_engine(spark, subscriptions, params, start=start)
     assert prefix + rest == edges == greedy_oracle(subscriptions, "gpm", max_degree=3)

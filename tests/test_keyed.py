@@ -27,7 +27,8 @@ def test_csv_rows_accepted_rejected_and_duplicates(spark, write_text):
     assert_df_equality(
         keyed_subscriptions(frames),
         pairs(spark, [("alice", "news"), ("bob", "news"), ("alice", "sport")]),
-        ignore_row_order=True, ignore_nullable=True,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     assert frames.tally == RowTally(read=8, accepted=3, rejected=4, duplicates=1)
     expected = spark.createDataFrame(
@@ -45,8 +46,18 @@ def test_csv_rows_accepted_rejected_and_duplicates(spark, write_text):
 def test_node_and_topic_ids_are_dense_in_key_order(spark, write_text):
     frames = subscriptions_file_instance(spark, SubscriptionsFileSpec(path=write_text("s.csv", CSV)))
     key_schema = f"{S.KEY} string, {S.ID} long"
-    assert_df_equality(frames.node_keys, spark.createDataFrame([("alice", 0), ("bob", 1)], key_schema), ignore_row_order=True, ignore_nullable=True)
-    assert_df_equality(frames.topic_keys, spark.createDataFrame([("news", 0), ("sport", 1)], key_schema), ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        frames.node_keys,
+        spark.createDataFrame([("alice", 0), ("bob", 1)], key_schema),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+    assert_df_equality(
+        frames.topic_keys,
+        spark.createDataFrame([("news", 0), ("sport", 1)], key_schema),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_parquet_with_nulls_and_numeric_keys(spark, tmp_path):

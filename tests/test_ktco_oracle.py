@@ -54,7 +54,10 @@ def test_blocks_of_a_bowtie_and_a_bridge():
     # Triangles 0-1-2 and 2-3-4 share the cut vertex 2; the bridge 4-5; 6 alone.
     edges = [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (2, 4), (4, 5)]
     assert set(K.blocks(range(7), edges)) == {
-        frozenset({0, 1, 2}), frozenset({2, 3, 4}), frozenset({4, 5}), frozenset({6})
+        frozenset({0, 1, 2}),
+        frozenset({2, 3, 4}),
+        frozenset({4, 5}),
+        frozenset({6}),
     }
 
 
@@ -110,7 +113,7 @@ def test_estimate_is_shared_topics_minus_blocks_holding_both(seed):
     linked = set(edges)
     topics = K.subscribers(subscriptions)
     holding = {}
-    for t, nodes in topics.items():
+    for nodes in topics.values():
         for block in K.blocks(nodes, edges):
             for v, w in combinations(sorted(block), 2):
                 holding[(v, w)] = holding.get((v, w), 0) + 1

@@ -14,7 +14,9 @@ from tests.conftest import run_at_once
 
 
 def make(spark, seed, nodes=20):
-    return synthetic_instance(spark, SyntheticSpec(dist="zipf", nodes=nodes, topics=15, min_subs=2, max_subs=4, seed=seed))
+    return synthetic_instance(
+        spark, SyntheticSpec(dist="zipf", nodes=nodes, topics=15, min_subs=2, max_subs=4, seed=seed)
+    )
 
 
 def raw_rows(lakehouse, table, instance):
@@ -32,7 +34,9 @@ def test_store_and_count(spark, lakehouse):
     assert row[S.SINGLE_SUBSCRIBER_TOPICS] == per_topic.filter("count = 1").count()
     assert_df_equality(
         lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "a").select(S.NODE_ID, S.TOPIC_ID),
-        subs, ignore_row_order=True, ignore_nullable=True,
+        subs,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
 
 
@@ -48,7 +52,9 @@ def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
         assert versions <= 2, f"{table.name} holds more than the two versions"
     assert_df_equality(
         lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "swap").select(S.NODE_ID, S.TOPIC_ID),
-        replacement.subscriptions, ignore_row_order=True, ignore_nullable=True,
+        replacement.subscriptions,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     assert sorted(raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "keep").collect()) == sorted(kept_before)
     assert lakehouse.read(S.INSTANCES).count() == 2
@@ -91,9 +97,18 @@ def test_tables_are_readable_by_another_delta_reader(spark, refreshed):
     """Every table of the shared workflow lakehouse, read by delta-rs (no Spark) and by Spark SQL."""
     lakehouse = refreshed["lakehouse"]
     present = [table for table in S.ALL_TABLES if lakehouse.exists(table)]
-    expected = (S.INSTANCES, *S.INSTANCE_TABLES, S.OVERLAY_RUNS, S.OVERLAY_EDGES, S.OVERLAY_ROUNDS,
-                S.OVERLAY_METRICS, S.TOPIC_COMPONENTS, S.RING, S.FINGERS,
-                *(t for t in S.ROUTING_TABLES if t not in (S.ROUTING_COMPARISON, S.DISSEMINATION_COMPLETION)))
+    expected = (
+        S.INSTANCES,
+        *S.INSTANCE_TABLES,
+        S.OVERLAY_RUNS,
+        S.OVERLAY_EDGES,
+        S.OVERLAY_ROUNDS,
+        S.OVERLAY_METRICS,
+        S.TOPIC_COMPONENTS,
+        S.RING,
+        S.FINGERS,
+        *(t for t in S.ROUTING_TABLES if t not in (S.ROUTING_COMPARISON, S.DISSEMINATION_COMPLETION)),
+    )
     assert {t.name for t in expected} <= {t.name for t in present}
     for table in present:
         arrow = ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table()
@@ -122,8 +137,12 @@ def test_a_column_declared_nullable_since_accepts_nulls_in_an_older_table(spark,
     """Diameters used to be NOT NULL (0 when skipped); a lakehouse from then takes nulls now."""
     from pyspark.sql.types import LongType, StructField, StructType
 
-    old = StructType([StructField(S.RUN_ID, S.OVERLAY_METRICS.schema[S.RUN_ID].dataType, False),
-                      StructField(S.DIAMETER_MAX, LongType(), False)])
+    old = StructType(
+        [
+            StructField(S.RUN_ID, S.OVERLAY_METRICS.schema[S.RUN_ID].dataType, False),
+            StructField(S.DIAMETER_MAX, LongType(), False),
+        ]
+    )
     lakehouse.ensure(S.TableSpec(S.OVERLAY_METRICS.name, old, (), "as it was"))
     lakehouse.ensure(S.OVERLAY_METRICS)
     assert lakehouse.read(S.OVERLAY_METRICS).schema[S.DIAMETER_MAX].nullable
@@ -151,6 +170,7 @@ def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse)
     """Four first writers of a fresh lakehouse (jobs started together) create the same tables at
     once; before `ensure` handled the race, some lost with DELTA_TABLE_NOT_FOUND or
     DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION."""
+
     def create_all():
         for table in S.ALL_TABLES:
             assert lakehouse.ensure(table).toDF().columns == table.columns, table.name
@@ -173,8 +193,14 @@ def test_racing_writers_of_the_same_coordinates_store_them_once(spark, lakehouse
     keys = (S.INSTANCE, S.INGEST_ID, S.MODEL_SEED, S.NODE_ID)
     lakehouse.ensure(S.NODE_COORDINATES)
     added = {}
-    errors = run_at_once({name: lambda n=name: added.__setitem__(n, lakehouse.insert_missing(
-        S.NODE_COORDINATES, rows(range(5)), keys)) for name in ("first", "second")})
+    errors = run_at_once(
+        {
+            name: lambda n=name: added.__setitem__(
+                n, lakehouse.insert_missing(S.NODE_COORDINATES, rows(range(5)), keys)
+            )
+            for name in ("first", "second")
+        }
+    )
     assert not errors and sorted(added.values()) == [0, 5]
     assert lakehouse.insert_missing(S.NODE_COORDINATES, rows(range(3, 8)), keys) == 3
     stored = sorted((r[S.NODE_ID], r[S.X_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect())
@@ -191,18 +217,25 @@ def test_a_run_stores_several_tables_at_once_and_a_failed_one_is_raised(spark, l
         return local_frame(spark, [(v, p) for v, p in positions], f"{S.NODE_ID} long, {S.POSITION} long")
 
     def edges(pairs):
-        return local_frame(spark, [(u, v, i, 1, None) for i, (u, v) in enumerate(pairs)],
-                           f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int, {S.GAIN} long")
+        return local_frame(
+            spark,
+            [(u, v, i, 1, None) for i, (u, v) in enumerate(pairs)],
+            f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int, {S.GAIN} long",
+        )
 
     lakehouse.write_run_rows(S.RING, "other", ring([(0, 0)]))
     heard = []
     lakehouse.write_run_tables(
-        "r", [(S.RING, ring([(0, 1), (1, 0)])), (S.OVERLAY_EDGES, edges([(0, 1)]))], on_stored=lambda t: heard.append(t.name),
+        "r",
+        [(S.RING, ring([(0, 1), (1, 0)])), (S.OVERLAY_EDGES, edges([(0, 1)]))],
+        on_stored=lambda t: heard.append(t.name),
     )
     assert sorted(heard) == ["overlay_edges", "ring"]
     stored = sorted((r[S.RUN_ID], r[S.NODE_ID], r[S.POSITION]) for r in lakehouse.read(S.RING).collect())
     assert stored == [("other", 0, 0), ("r", 0, 1), ("r", 1, 0)]
-    assert [(r[S.U], r[S.V]) for r in lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "r").collect()] == [(0, 1)]
+    assert [(r[S.U], r[S.V]) for r in lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "r").collect()] == [
+        (0, 1)
+    ]
 
     broken = edges([(1, 2)]).withColumn(S.U, F.raise_error(F.lit("no such link")).cast("long"))
     with pytest.raises(Exception, match="no such link"):

@@ -14,6 +14,7 @@ from overlay.design.lazy_round import lazy_sample
 def oracle_sample(subs, label, head, rows, eligible, nodes, per_node, top):
     """Every gain fresh; the stream of eligible rows with a positive gain and bound, in key
     order; the first `top`, the first `per_node` of each node, tails and the first left out."""
+
     def apart(i, j):
         a, b = label[i], label[j]
         if a < 0 or b < 0:
@@ -81,9 +82,18 @@ def test_the_lazy_sample_is_the_eager_one(seed):
     stored = np.array(bounds, dtype=np.int64)
     order = np.lexsort((vs, us, -stored))
     got = lazy_sample(
-        np.array(offsets, dtype=np.int64), np.array(flat or [0], dtype=np.int64)[: len(flat)],
-        np.array(label, dtype=np.int64), np.array(head, dtype=np.int64), us, vs, stored, order,
-        np.array(eligible, dtype=np.bool_), nodes, per_node, top,
+        np.array(offsets, dtype=np.int64),
+        np.array(flat or [0], dtype=np.int64)[: len(flat)],
+        np.array(label, dtype=np.int64),
+        np.array(head, dtype=np.int64),
+        us,
+        vs,
+        stored,
+        order,
+        np.array(eligible, dtype=np.bool_),
+        nodes,
+        per_node,
+        top,
     )
     rows_taken, tail_row, left, visited = got  # the gains of the rows returned are their new bounds
     assert [(r, int(stored[r])) for r in rows_taken.tolist()] == taken
@@ -104,8 +114,18 @@ def test_rows_that_cannot_change_the_sample_are_not_refreshed():
     us, vs = (np.array(c, dtype=np.int64) for c in zip(*pairs))
     bounds = np.ones(6, dtype=np.int64)  # exact (stale bounds would hold every row back to the end)
     taken, tail_row, left, visited = lazy_sample(
-        offsets, topics, np.arange(4, dtype=np.int64), np.zeros(0, dtype=np.int64), us, vs, bounds,
-        np.arange(6), np.ones(6, dtype=np.bool_), 4, 1, 0,
+        offsets,
+        topics,
+        np.arange(4, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        us,
+        vs,
+        bounds,
+        np.arange(6),
+        np.ones(6, dtype=np.bool_),
+        4,
+        1,
+        0,
     )
     assert taken.tolist() == [0, 1, 2] and left == 3 and tail_row.tolist() == [1, 3, 3, 4]
     assert visited == 5

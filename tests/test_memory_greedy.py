@@ -30,8 +30,16 @@ def design(subscriptions, algorithm, max_edges=None, max_degree=None, round_link
     rule = DegreePhases(nodes, max_degree if algorithm == "gpm" else None, degrees=degrees) if phased else Unlimited()
     classes = BlockClasses(copy) if algorithm == "gm2" else ComponentClasses(copy)
     engine = GreedyEngine(
-        None, copy, rule, classes=classes, initial_links=list(start), max_edges=max_edges, regime="memory",
-        round_links=round_links, edges_total=len(start), name=algorithm,
+        None,
+        copy,
+        rule,
+        classes=classes,
+        initial_links=list(start),
+        max_edges=max_edges,
+        regime="memory",
+        round_links=round_links,
+        edges_total=len(start),
+        name=algorithm,
     )
     rounds = list(engine.rounds())
     assert all(r.regime == "memory" for r in rounds)
@@ -45,8 +53,12 @@ CASES = [(dist, seed) for seed in range(12) for dist in ("unif", "zipf", "expo")
 def test_the_sweep_gives_the_canonical_sequence(dist, seed):
     subscriptions = random_instance(dist, 20 + seed, 6 + seed % 7, 1, 5 + seed % 3, seed)
     for algorithm, budget in (
-        ("gm", {}), ("gpa", {"max_edges": 1}), ("gpa", {"max_edges": 4 + seed}), ("minmaxoda", {}),
-        ("gpm", {"max_degree": 1}), ("gpm", {"max_degree": 2 + seed % 3}),
+        ("gm", {}),
+        ("gpa", {"max_edges": 1}),
+        ("gpa", {"max_edges": 4 + seed}),
+        ("minmaxoda", {}),
+        ("gpm", {"max_degree": 1}),
+        ("gpm", {"max_degree": 2 + seed % 3}),
     ):
         expected = greedy_oracle(subscriptions, algorithm, **budget)
         for round_links in (memory.ROUND_LINKS, 1, 3):
@@ -115,8 +127,9 @@ def test_gswico_rules_in_memory_match_the_oracle(trial):
     from tests.smallworld_oracle import gswico_fingers_oracle, gswico_ring_oracle
 
     n = 3 + trial % 17
-    subscriptions = [(u, t) for u, t in random_instance(("unif", "zipf", "expo")[trial % 3], n, 4 + trial % 6, 1, 4,
-                                                        trial) if u < n]
+    subscriptions = [
+        (u, t) for u, t in random_instance(("unif", "zipf", "expo")[trial % 3], n, 4 + trial % 6, 1, 4, trial) if u < n
+    ]
     copy = Subscriptions.from_pairs(n, np.array(subscriptions, dtype=np.int64).reshape(-1, 2))
     positions, ring_links, _ = gswico_ring_oracle(subscriptions, n)
     slots, long_links = gswico_fingers_oracle(subscriptions, n, positions, ring_links)
@@ -127,11 +140,18 @@ def test_gswico_rules_in_memory_match_the_oracle(trial):
         ring = RingRule(n)
         engine = GreedyEngine(None, copy, ring, regime="memory", round_links=round_links, name="gswico-s")
         links = [link for r in engine.rounds() for link in r.edges]
-        assert links == ring_links[:len(links)]  # the rest is the caller's zero-gain fill
+        assert links == ring_links[: len(links)]  # the rest is the caller's zero-gain fill
         assert ring.complete == (len(links) == len(ring_links))
         assert ring.edges == len(links)
         rule = SlotRule(at, n)
-        engine = GreedyEngine(None, copy, rule, initial_links=[(u, v) for u, v, _ in ring_links], regime="memory",
-                              round_links=round_links, name="gswico-l")
+        engine = GreedyEngine(
+            None,
+            copy,
+            rule,
+            initial_links=[(u, v) for u, v, _ in ring_links],
+            regime="memory",
+            round_links=round_links,
+            name="gswico-l",
+        )
         assert [link for r in engine.rounds() for link in r.edges] == long_links
         assert all(slots[(owner, phase)] == finger for owner, phase, finger in rule.fingers)

@@ -34,11 +34,21 @@ def overlay_file(write_text, pairs, name="overlay.csv"):
 
 @pytest.mark.ci  # about 13 s
 def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
-    path = overlay_file(write_text, [("n1", "n2"), ("n2", "n1"), ("n3", "n3"), ("n4", "ghost"), ("n5", ""), ("n9", "n0")])
+    path = overlay_file(
+        write_text, [("n1", "n2"), ("n2", "n1"), ("n3", "n3"), ("n4", "ghost"), ("n5", ""), ("n9", "n0")]
+    )
     run = overlays.run_import(spark, lakehouse, "z", "imp", path)
-    assert (run[S.STATUS], run[S.ROWS_READ], run[S.EDGES], run[S.REJECTED], run[S.DUPLICATES]) == ("complete", 6, 2, 3, 1)
+    assert (run[S.STATUS], run[S.ROWS_READ], run[S.EDGES], run[S.REJECTED], run[S.DUPLICATES]) == (
+        "complete",
+        6,
+        2,
+        3,
+        1,
+    )
     edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "imp").select(S.U, S.V, S.ADDED_ORDER, S.ROUND)
-    expected = spark.createDataFrame([(1, 2, 0, 0), (0, 9, 1, 0)], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
+    expected = spark.createDataFrame(
+        [(1, 2, 0, 0), (0, 9, 1, 0)], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int"
+    )
     assert_df_equality(edges, expected, ignore_row_order=True, ignore_nullable=True)
     rejected = lakehouse.read(S.REJECTED_OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "imp")
     reasons = sorted((r[S.LINE], r[S.REASON]) for r in rejected.collect())
@@ -81,7 +91,8 @@ def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, in
         reader = spark.read.option("header", True).csv if name.endswith(".csv") else spark.read.parquet
         exported = reader(str(out)).select(S.U, S.V, F.col(S.ADDED_ORDER).cast("long").alias(S.ADDED_ORDER))
         expected = spark.createDataFrame(
-            [(f"n{a}", f"n{b}", i) for i, (a, b) in enumerate(pairs)], f"{S.U} string, {S.V} string, {S.ADDED_ORDER} long"
+            [(f"n{a}", f"n{b}", i) for i, (a, b) in enumerate(pairs)],
+            f"{S.U} string, {S.V} string, {S.ADDED_ORDER} long",
         )
         assert_df_equality(exported, expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -96,11 +107,17 @@ def test_empty_overlay_scores_zero(spark, lakehouse, instance, write_text):
 def test_errors(spark, lakehouse, instance, write_text, tmp_path):
     with pytest.raises(UnknownRunError, match="unknown run 'nope'"):
         overlays.run_evaluate(spark, lakehouse, "nope")
-    lakehouse.insert_run({
-        S.RUN_ID: "busy", S.INSTANCE: "z", S.INGEST_ID: lakehouse.instance_row("z")[S.INGEST_ID],
-        S.ALGORITHM: "gm", S.PARAMS: "{}", S.STATUS: S.RUNNING,
-        S.STARTED_AT: overlays._now(),
-    })
+    lakehouse.insert_run(
+        {
+            S.RUN_ID: "busy",
+            S.INSTANCE: "z",
+            S.INGEST_ID: lakehouse.instance_row("z")[S.INGEST_ID],
+            S.ALGORITHM: "gm",
+            S.PARAMS: "{}",
+            S.STATUS: S.RUNNING,
+            S.STARTED_AT: overlays._now(),
+        }
+    )
     with pytest.raises(InputError, match="run 'busy' is running, not complete"):
         overlays.run_evaluate(spark, lakehouse, "busy")
     overlays.run_import(spark, lakehouse, "z", "ok", overlay_file(write_text, [("n1", "n2")]))
@@ -112,9 +129,10 @@ def test_errors(spark, lakehouse, instance, write_text, tmp_path):
         overlays.run_import(spark, lakehouse, "z", "a b", "x.csv")
 
 
-
 @pytest.mark.ci  # evaluate and export after a re-ingest, about 19 s; test_runs checks the reads by default
-def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(spark, lakehouse, instance, write_text, tmp_path):
+def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(
+    spark, lakehouse, instance, write_text, tmp_path
+):
     """History: re-ingesting keeps the old version, so yesterday's overlay is still evaluated and
     exported on yesterday's subscriptions and node keys."""
     lakehouse.replace_instance("z2", synthetic_instance(spark, SPEC))
@@ -132,7 +150,9 @@ def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(spark, l
 def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, lakehouse, instance, write_text):
     """A second import under the same id is refused when it claims the id, before it writes a
     link (it used to write its links first and find the id taken only at the end)."""
-    overlays.run_import(spark, lakehouse, "z", "twice", overlay_file(write_text, [("n1", "n2"), ("n3", "n4")], "first.csv"))
+    overlays.run_import(
+        spark, lakehouse, "z", "twice", overlay_file(write_text, [("n1", "n2"), ("n3", "n4")], "first.csv")
+    )
     first = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "twice").collect()
     second = overlay_file(write_text, [("n5", "n6")], "second.csv")
     with pytest.raises(InputError, match="run id 'twice' exists already: choose another --run-id, or delete it"):
@@ -156,7 +176,6 @@ def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, 
     assert path in run[S.PARAMS]
 
 
-
 @pytest.mark.ci  # about 25 s
 def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, instance, write_text):
     """`evaluate --k`: a HararyPT overlay for k = 2 is a 2TCO and, for k = 3, exactly the topics
@@ -173,7 +192,9 @@ def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, insta
     assert (three.k_connected_topics, three.is_ktco) == (fine, fine == len(topics)) and fine < len(topics)
     overlays.run_ktco(spark, lakehouse, "h2", 2)
     stored = lakehouse.read(S.OVERLAY_KTCO).filter(F.col(S.RUN_ID) == "h2").select(S.K, S.K_CONNECTED_TOPICS, S.IS_KTCO)
-    expected = spark.createDataFrame([(2, len(topics), True), (3, fine, False)], f"{S.K} int, {S.K_CONNECTED_TOPICS} long, {S.IS_KTCO} boolean")
+    expected = spark.createDataFrame(
+        [(2, len(topics), True), (3, fine, False)], f"{S.K} int, {S.K_CONNECTED_TOPICS} long, {S.IS_KTCO} boolean"
+    )
     assert_df_equality(stored, expected, ignore_row_order=True, ignore_nullable=True)
     per_topic = lakehouse.read(S.TOPIC_CONNECTIVITY).filter(F.col(S.RUN_ID) == "h2")
     assert per_topic.filter(F.col(S.K) == 2).count() == per_topic.filter(F.col(S.K) == 3).count() == len(topics)
@@ -192,10 +213,14 @@ def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, 
     run_resilience(spark, lakehouse, ResilienceRequest("fail", fail_nodes=(0.1, 0.5), trials=2, seed=3))
     first = lakehouse.read(S.RESILIENCE).filter(F.col(S.SHARE) == 0.1).select(S.COMPUTED_AT).first()[0]
     summary = run_resilience(
-        spark, lakehouse, ResilienceRequest("fail", fail_nodes=(0.5, 0.9), fail_links=(0.2,), trials=2, seed=3),
+        spark,
+        lakehouse,
+        ResilienceRequest("fail", fail_nodes=(0.5, 0.9), fail_links=(0.2,), trials=2, seed=3),
     )
     assert [(r["model"], r["share"], r["trials"]) for r in summary] == [
-        ("random-nodes", 0.5, 2), ("random-nodes", 0.9, 2), ("random-links", 0.2, 2),
+        ("random-nodes", 0.5, 2),
+        ("random-nodes", 0.9, 2),
+        ("random-links", 0.2, 2),
     ]
     stored = lakehouse.read(S.RESILIENCE).filter(F.col(S.RUN_ID) == "fail").collect()
     assert sorted((r[S.MODEL], r[S.SHARE], r[S.TRIAL]) for r in stored) == sorted(
@@ -211,7 +236,9 @@ def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, 
     from pipelines.workflow.complete import outputs_complete
 
     def complete(**request):
-        return outputs_complete(lakehouse, Namespace(command="resilience"), ResilienceRequest("fail", trials=2, **request))
+        return outputs_complete(
+            lakehouse, Namespace(command="resilience"), ResilienceRequest("fail", trials=2, **request)
+        )
 
     assert "has its failure trials" in complete(fail_nodes=(0.1, 0.9), fail_links=(0.2,), seed=3)
     assert complete(fail_nodes=(0.1, 0.2), seed=3) is None and complete(fail_nodes=(0.1,), seed=4) is None

@@ -21,7 +21,9 @@ def test_draws_repeat_the_oracle_splitmix64():
     assert draws.splitmix64(np.uint64(0)) == 0xE220A8397B1DCDAF  # SplitMix64's first output from seed 0
     # ranks sort as the unsigned draws do
     drawn = draws.draw(5, 2, np.arange(200))
-    assert np.array_equal(np.argsort(draws.ranks(5, 2, np.arange(200)), kind="stable"), np.argsort(drawn, kind="stable"))
+    assert np.array_equal(
+        np.argsort(draws.ranks(5, 2, np.arange(200)), kind="stable"), np.argsort(drawn, kind="stable")
+    )
 
 
 def links_of(frame_) -> list[tuple[int, int]]:
@@ -51,4 +53,3 @@ def test_cycle_pt_draws_the_oracles_cycles_on_any_layout(spark):
     assert links_of(cycle_pt(subs.repartition(5), seed=11, partitions=1)) == links
     assert oracle.is_ktco(subscriptions, links, 2)
     assert links != links_of(cycle_pt(subs, seed=12, partitions=3))
-

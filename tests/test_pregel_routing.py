@@ -25,18 +25,23 @@ from tests.test_routing import SUBSCRIPTION_SCHEMA, _instance, _python_network, 
 def placed_publications(frame, network, count, seed):
     """`count` publications (publisher as a ring position), plus one published by RP(t) itself
     when some topic's rendezvous node subscribes to it: its message starts in the tree."""
-    placed = publications(frame, count, seed=seed).join(
-        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
-    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+    placed = (
+        publications(frame, count, seed=seed)
+        .join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
+        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+    )
     at_root = network.topics.select(S.TOPIC_ID, SUBS, rendezvous(F.col(S.TOPIC_ID), network.n).alias(S.PUBLISHER))
     at_root = at_root.filter(F.array_contains(SUBS, F.col(S.PUBLISHER))).limit(1)
     return placed.unionByName(at_root.select(F.lit(count).cast("long").alias(S.PUB_ID), S.TOPIC_ID, S.PUBLISHER))
 
 
-@pytest.mark.parametrize("trial, long", [
-    (0, "random"),
-    pytest.param(1, "chord", marks=pytest.mark.slow),  # the same check on another overlay type
-])
+@pytest.mark.parametrize(
+    "trial, long",
+    [
+        (0, "random"),
+        pytest.param(1, "chord", marks=pytest.mark.slow),  # the same check on another overlay type
+    ],
+)
 def test_pregel_scribe_delivers_as_the_supersteps_and_the_oracle(spark, graphframes, trial, long):
     rng = random.Random(40 + trial)
     n = rng.randint(14, 22)
@@ -53,8 +58,10 @@ def test_pregel_scribe_delivers_as_the_supersteps_and_the_oracle(spark, graphfra
     assert (by_pregel.supersteps, by_pregel.messages) == (by_supersteps.supersteps, by_supersteps.messages)
     pregel_outcome = summarise(by_pregel, network, placed)
     assert_df_equality(
-        pregel_outcome.deliveries, summarise(by_supersteps, network, placed).deliveries,
-        ignore_row_order=True, ignore_nullable=True,
+        pregel_outcome.deliveries,
+        summarise(by_supersteps, network, placed).deliveries,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     assert pregel_outcome.counter_example is None
 
@@ -63,7 +70,10 @@ def test_pregel_scribe_delivers_as_the_supersteps_and_the_oracle(spark, graphfra
     expected = set()
     for row in placed.collect():
         routed = oracle.route_publication("scribe", fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n)
-        expected |= {(row[S.PUB_ID], node_at[at], hops) for at, hops in routed.deliveries(subs[row[S.TOPIC_ID]], row[S.PUBLISHER])}
+        expected |= {
+            (row[S.PUB_ID], node_at[at], hops)
+            for at, hops in routed.deliveries(subs[row[S.TOPIC_ID]], row[S.PUBLISHER])
+        }
     assert {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in pregel_outcome.deliveries.collect()} == expected
 
 

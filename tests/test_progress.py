@@ -75,7 +75,10 @@ def test_quiet_shows_nothing(caplog, monkeypatch, how):
 
 
 def test_a_step_is_described_with_its_figures():
-    assert describe(StepInfo("phase", 2, total=3, figures={"ring": "gswico", "rounds": 12})) == "phase 2/3: ring gswico, rounds 12"
+    assert (
+        describe(StepInfo("phase", 2, total=3, figures={"ring": "gswico", "rounds": 12}))
+        == "phase 2/3: ring gswico, rounds 12"
+    )
     assert describe(StepInfo("tree hop", 4)) == "tree hop 4"
 
 
@@ -98,9 +101,14 @@ def chord_network(spark, n: int, subscriptions: list[tuple[int, int]]) -> Networ
     return Network(
         n=n,
         positions=local_frame(spark, [(i, i) for i in range(n)], f"{S.NODE_ID} long, {AT} long"),
-        fingers=local_frame(spark, [(i, sorted({1 << p for p in range(phases)}), None) for i in range(n)],
-                            f"{AT} long, {FDIST} array<long>, {FLAT} array<double>"),  # no latencies
-        topics=local_frame(spark, [(t, sorted(s)) for t, s in topics.items()], f"{S.TOPIC_ID} long, {SUBS} array<long>"),
+        fingers=local_frame(
+            spark,
+            [(i, sorted({1 << p for p in range(phases)}), None) for i in range(n)],
+            f"{AT} long, {FDIST} array<long>, {FLAT} array<double>",
+        ),  # no latencies
+        topics=local_frame(
+            spark, [(t, sorted(s)) for t, s in topics.items()], f"{S.TOPIC_ID} long, {SUBS} array<long>"
+        ),
         subscribed=local_frame(spark, [(t, a) for a, t in subscriptions], f"{S.TOPIC_ID} long, {AT} long"),
     )
 
@@ -110,10 +118,14 @@ def test_routing_reports_increasing_steps_at_no_extra_spark_job(spark):
     with the messages the loop counts anyway; the same Spark jobs as without a callback."""
     subscriptions = [(node, topic) for node in range(12) for topic in (node % 3, node % 4 + 3)]
     network = chord_network(spark, 12, subscriptions)
-    placed = local_frame(spark, [(0, 0, 3), (1, 4, 5), (2, 6, 11)], f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long")
+    placed = local_frame(
+        spark, [(0, 0, 3), (1, 4, 5), (2, 6, 11)], f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.PUBLISHER} long"
+    )
 
     steps: list[StepInfo] = []
-    heard, with_callback = _jobs(spark, "progress-on", lambda: simulate(network, placed, "scribe", on_step=steps.append))
+    heard, with_callback = _jobs(
+        spark, "progress-on", lambda: simulate(network, placed, "scribe", on_step=steps.append)
+    )
     silent, without = _jobs(spark, "progress-off", lambda: simulate(network, placed, "scribe"))
     assert with_callback == without > 0  # reporting adds no Spark job
 
@@ -127,7 +139,10 @@ def test_routing_reports_increasing_steps_at_no_extra_spark_job(spark):
     # A network without coordinates has no latencies: null, never 0.
     outcome = summarise(heard, network, placed)
     assert heard.arrivals.filter(F.col(LATENCY).isNotNull()).isEmpty() and outcome.metrics[S.DELIVERIES] > 0
-    assert outcome.metrics[S.LATENCY_MEDIAN] is None and outcome.deliveries.filter(F.col(S.DIRECT_MS).isNotNull()).isEmpty()
+    assert (
+        outcome.metrics[S.LATENCY_MEDIAN] is None
+        and outcome.deliveries.filter(F.col(S.DIRECT_MS).isNotNull()).isEmpty()
+    )
 
 
 class _ComparisonLakehouse:
@@ -154,12 +169,24 @@ def test_compare_reports_every_overlay_and_system(spark, monkeypatch, caplog):
 
     designs = iter(range(4))
     routes = iter(range(14))
-    monkeypatch.setattr(compare, "run_design", lambda *a, **k: Row(
-        **{S.RUN_ID: f"d{next(designs)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5}
-    ))
-    monkeypatch.setattr(compare, "run_route", lambda *a, **k: (lambda i: Row(
-        **{S.ROUTING_RUN_ID: f"r{i}", S.STATUS: S.COMPLETE, S.SUPERSTEPS: 4, S.MESSAGES: 20 + i, S.COUNTER_EXAMPLE: None}
-    ))(next(routes)))
+    monkeypatch.setattr(
+        compare, "run_design", lambda *a, **k: Row(**{S.RUN_ID: f"d{next(designs)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5})
+    )
+    monkeypatch.setattr(
+        compare,
+        "run_route",
+        lambda *a, **k: (
+            lambda i: Row(
+                **{
+                    S.ROUTING_RUN_ID: f"r{i}",
+                    S.STATUS: S.COMPLETE,
+                    S.SUPERSTEPS: 4,
+                    S.MESSAGES: 20 + i,
+                    S.COUNTER_EXAMPLE: None,
+                }
+            )
+        )(next(routes)),
+    )
     caplog.set_level(logging.INFO, logger="pipelines.compare")
     compare.run_compare(spark, _ComparisonLakehouse(spark), compare.CompareRequest("tiny", publications=8))
     said = [r.getMessage() for r in caplog.records if r.name == "pipelines.compare"]
@@ -178,15 +205,30 @@ def test_compare_replace_redoes_its_four_overlays(spark, monkeypatch):
     from pipelines.cli import build_parser, prepare, settings_from
 
     asked = []
-    monkeypatch.setattr(compare, "run_design", lambda *a, **k: asked.append(k["replace"]) or Row(
-        **{S.RUN_ID: f"d{len(asked)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5}
-    ))
+    monkeypatch.setattr(
+        compare,
+        "run_design",
+        lambda *a, **k: asked.append(k["replace"])
+        or Row(**{S.RUN_ID: f"d{len(asked)}", S.EDGES: 30, S.TCO_SUPPORT: 0.5}),
+    )
     routes = iter(range(28))
-    monkeypatch.setattr(compare, "run_route", lambda *a, **k: Row(
-        **{S.ROUTING_RUN_ID: f"r{next(routes) % 14}", S.STATUS: S.COMPLETE, S.SUPERSTEPS: 4, S.MESSAGES: 20,
-           S.COUNTER_EXAMPLE: None}
-    ))
-    for argv, expected in ((["compare", "--instance", "tiny"], False), (["compare", "--instance", "tiny", "--replace"], True)):
+    monkeypatch.setattr(
+        compare,
+        "run_route",
+        lambda *a, **k: Row(
+            **{
+                S.ROUTING_RUN_ID: f"r{next(routes) % 14}",
+                S.STATUS: S.COMPLETE,
+                S.SUPERSTEPS: 4,
+                S.MESSAGES: 20,
+                S.COUNTER_EXAMPLE: None,
+            }
+        ),
+    )
+    for argv, expected in (
+        (["compare", "--instance", "tiny"], False),
+        (["compare", "--instance", "tiny", "--replace"], True),
+    ):
         args = build_parser().parse_args(argv)
         request = prepare(args, settings_from(args))
         asked.clear()

@@ -37,7 +37,9 @@ def check_against_oracle(spark, subscriptions, edges):
     return summary
 
 
-@pytest.mark.parametrize("dist", ["unif", pytest.param("zipf", marks=pytest.mark.ci), pytest.param("expo", marks=pytest.mark.ci)])
+@pytest.mark.parametrize(
+    "dist", ["unif", pytest.param("zipf", marks=pytest.mark.ci), pytest.param("expo", marks=pytest.mark.ci)]
+)
 def test_tcc_matches_the_oracle_on_synthetic_instances(spark, dist):
     rng = random.Random(dist)
     spec = SyntheticSpec(dist=dist, nodes=40, topics=25, min_subs=1, max_subs=6, seed=len(dist))
@@ -80,18 +82,23 @@ def test_topic_subgraph_construction_by_hand(spark):
             [(pack(0, 0), 0, 0), (pack(0, 1), 0, 1), (pack(0, 2), 0, 2), (pack(1, 1), 1, 1)],
             f"id long, {S.TOPIC_ID} long, {S.NODE_ID} long",
         ),
-        ignore_row_order=True, ignore_nullable=True,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     assert_df_equality(
         topic_edges,
         spark.createDataFrame([(pack(0, 0), pack(0, 1)), (pack(0, 0), pack(0, 2))], "src long, dst long"),
-        ignore_row_order=True, ignore_nullable=True,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     components = topic_components(subs, edges)
     assert_df_equality(
         components,
-        spark.createDataFrame([(0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 1, 1)], f"{S.TOPIC_ID} long, {S.NODE_ID} long, {S.COMPONENT} long"),
-        ignore_row_order=True, ignore_nullable=True,
+        spark.createDataFrame(
+            [(0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 1, 1)], f"{S.TOPIC_ID} long, {S.NODE_ID} long, {S.COMPONENT} long"
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     summary = summarise_tccs(components)
     assert (summary.tcc_empty, summary.tcc, summary.tcc_complete, summary.tco_support) == (4, 2, 2, 1.0)
@@ -126,10 +133,15 @@ def test_topic_diameters_exact_and_sampled(spark):
     links = spark.createDataFrame(edges, EDGE_SCHEMA)
     expected = topic_diameters_oracle(subscriptions, edges)
 
-    exact = {r[S.TOPIC_ID]: (r["diameter"], r["exact"]) for r in topic_diameters(subs, links, exact_limit=100).collect()}
+    exact = {
+        r[S.TOPIC_ID]: (r["diameter"], r["exact"]) for r in topic_diameters(subs, links, exact_limit=100).collect()
+    }
     assert exact == {t: (d, True) for t, d in expected.items()}
 
-    sampled = {r[S.TOPIC_ID]: (r["diameter"], r["exact"]) for r in topic_diameters(subs, links, exact_limit=3, samples=2).collect()}
+    sampled = {
+        r[S.TOPIC_ID]: (r["diameter"], r["exact"])
+        for r in topic_diameters(subs, links, exact_limit=3, samples=2).collect()
+    }
     assert set(sampled) == set(expected)
     for topic, (diameter, is_exact) in sampled.items():
         assert diameter <= expected[topic]  # a lower bound
@@ -153,8 +165,12 @@ def test_topic_eccentricities_are_the_oracles_diameters(seed):
     for node, topic in subscriptions:
         subscribers.setdefault(topic, set()).add(node)
     bits = 8
-    rows = [(topic << bits | u, topic << bits | v, True) for topic, nodes in subscribers.items()
-            for u, v in edges if u in nodes and v in nodes]
+    rows = [
+        (topic << bits | u, topic << bits | v, True)
+        for topic, nodes in subscribers.items()
+        for u, v in edges
+        if u in nodes and v in nodes
+    ]
     rows += [(topic << bits | node, 0, False) for node, topic in subscriptions if len(subscribers[topic]) > 1]
     rng.shuffle(rows)
     src, dst, is_edge = (np.array(column) for column in zip(*rows))
@@ -203,7 +219,13 @@ def test_diameters_in_memory_are_the_dataframe_forms(spark, seed):
     expected = topic_diameters_oracle(subscriptions, edges)
     for exact_limit, samples in ((100, 8), (4, 2), (6, 1)):
         topics, diameters, exact = diameters_in_memory(
-            forest.topics, forest.nodes, np.array(edges), nodes, exact_limit, samples, seed=seed,
+            forest.topics,
+            forest.nodes,
+            np.array(edges),
+            nodes,
+            exact_limit,
+            samples,
+            seed=seed,
         )
         got = dict(zip(topics.tolist(), zip(diameters.tolist(), exact.tolist())))
         spark_form = {

@@ -3,8 +3,8 @@ independent whole-network oracle (tests/rappel_oracle.py), round by round."""
 
 import numpy as np
 import pytest
-
 from rappel_oracle import FriendshipOracle
+
 from overlay.design.classes import Subscriptions
 from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.friendship import RappelParams, friendship_engine
@@ -15,8 +15,10 @@ def interest_instance(nodes: int, feeds: int, seed: int):
     """1-6 feeds per node from Zipf-popular feeds, and three nodes each starts having met."""
     rng = np.random.default_rng(seed)
     weight = rng.zipf(1.5, feeds).astype(float)
-    subs = {v: set(rng.choice(feeds, size=int(rng.integers(1, 7)), replace=False, p=weight / weight.sum()).tolist())
-            for v in range(nodes)}
+    subs = {
+        v: set(rng.choice(feeds, size=int(rng.integers(1, 7)), replace=False, p=weight / weight.sum()).tolist())
+        for v in range(nodes)
+    }
     intro = {v: [int(q) for q in rng.choice(nodes, size=3, replace=False) if q != v] for v in range(nodes)}
     return subs, intro
 
@@ -27,10 +29,21 @@ def run_both(spark, nodes, feeds, params: RappelParams, rounds: int, presence: P
     coords = LatencyModel().coordinates(params.seed, np.arange(nodes))
     offsets = np.concatenate([[0], np.cumsum([len(intro[v]) for v in range(nodes)])]).astype(np.int64)
     ids = np.array([q for v in range(nodes) for q in intro[v]], dtype=np.int64)
-    engine = friendship_engine(spark, Subscriptions.from_pairs(nodes, pairs), coords, params, 3, (offsets, ids), presence)
-    oracle = FriendshipOracle(nodes, subs, [tuple(c) for c in coords.tolist()], seed=params.seed, alpha=params.alpha,
-                              delta=params.delta, mode=params.mode, utility=params.utility, intro=intro,
-                              down=lambda r: presence.down(range(nodes), r))
+    engine = friendship_engine(
+        spark, Subscriptions.from_pairs(nodes, pairs), coords, params, 3, (offsets, ids), presence
+    )
+    oracle = FriendshipOracle(
+        nodes,
+        subs,
+        [tuple(c) for c in coords.tolist()],
+        seed=params.seed,
+        alpha=params.alpha,
+        delta=params.delta,
+        mode=params.mode,
+        utility=params.utility,
+        intro=intro,
+        down=lambda r: presence.down(range(nodes), r),
+    )
 
     def compare(r, state, _seconds):
         oracle.step(r)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import functions as F
-
 from conftest import store_instance
+from pyspark.sql import functions as F
 from rappel_trees_oracle import coupled_run
+
 from overlay import schema as S
 from overlay.design.baselines import numbered_links
 from overlay.errors import InputError
@@ -48,8 +48,15 @@ def oracle_rounds(lakehouse, run_id, subs):
     publishers = [r[S.PUBLISHER] for r in stored(lakehouse, S.FEED_PUBLISHERS, run_id).orderBy(S.TOPIC_ID).collect()]
     presence = REQUEST.presence(frozenset(publishers))
     return publishers, coupled_run(
-        NODES, subs, [coords[v] for v in range(NODES)], publishers, REQUEST.rounds, seed=REQUEST.seed,
-        alpha=REQUEST.alpha, mode=REQUEST.mode, presence_down=lambda r: presence.down(range(NODES), r),
+        NODES,
+        subs,
+        [coords[v] for v in range(NODES)],
+        publishers,
+        REQUEST.rounds,
+        seed=REQUEST.seed,
+        alpha=REQUEST.alpha,
+        mode=REQUEST.mode,
+        presence_down=lambda r: presence.down(range(NODES), r),
         beta=REQUEST.beta,
     )
 
@@ -73,8 +80,10 @@ def test_a_rappel_run_stores_the_oracles_rounds_links_and_trees(simulated):
         if latencies:
             assert row[S.LATENCY_MEDIAN] == pytest.approx(float(np.median(latencies)))
             assert row[S.LATENCY_P95] == pytest.approx(float(np.percentile(latencies, 95)))
-        got = sorted((d[S.TOPIC_ID], d[S.NODE_ID], d[S.UPDATE_ID], d[S.ARRIVAL_MS])
-                     for d in delivered.filter(F.col(S.ROUND) == r).collect())
+        got = sorted(
+            (d[S.TOPIC_ID], d[S.NODE_ID], d[S.UPDATE_ID], d[S.ARRIVAL_MS])
+            for d in delivered.filter(F.col(S.ROUND) == r).collect()
+        )
         assert got == sorted((f, x, u, arrival) for f, x, u, _, arrival, _ in trees.deliveries)
         if r == REQUEST.rounds:
             final_friends = {v: set(fo.friends[v]) for v in range(NODES)}
@@ -82,10 +91,16 @@ def test_a_rappel_run_stores_the_oracles_rounds_links_and_trees(simulated):
     assert 0 < by_round[7][S.NODES_UP] < NODES  # the failure happened
     links = {(e[S.U], e[S.V]) for e in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
     assert links == {(min(v, q), max(v, q)) for v, qs in final_friends.items() for q in qs}
-    layout = {(t[S.TOPIC_ID], t[S.NODE_ID]): t[S.PARENT]
-              for t in stored(lakehouse, S.FEED_TREES, run_id).filter(F.col(S.ROUND) == 18).collect()}
-    assert layout == {(f, x): (None if fields[1] == -1 else fields[1])
-                      for f, tree in final_trees.items() for x, fields in tree.items() if fields[0]}
+    layout = {
+        (t[S.TOPIC_ID], t[S.NODE_ID]): t[S.PARENT]
+        for t in stored(lakehouse, S.FEED_TREES, run_id).filter(F.col(S.ROUND) == 18).collect()
+    }
+    assert layout == {
+        (f, x): (None if fields[1] == -1 else fields[1])
+        for f, tree in final_trees.items()
+        for x, fields in tree.items()
+        if fields[0]
+    }
     # Neighbour overlap by hand: friends, then parent and children in every tree (links on the
     # publisher's tree only), one count per role, each neighbour once.
     roles = {v: [*final_friends[v]] for v in range(NODES)}
@@ -121,8 +136,17 @@ def test_a_rappel_runs_traffic_adds_up(simulated):
     assert totals[1] > 0
 
 
-RESUMED_TABLES = (S.RAPPEL_ROUNDS, S.RAPPEL_DELIVERIES, S.RAPPEL_TRAFFIC, S.FEED_TREES, S.FEED_PUBLISHERS,
-                  S.RAPPEL_NODES, S.OVERLAY_EDGES, S.RAPPEL_STATES, S.RAPPEL_TREE_STATES)
+RESUMED_TABLES = (
+    S.RAPPEL_ROUNDS,
+    S.RAPPEL_DELIVERIES,
+    S.RAPPEL_TRAFFIC,
+    S.FEED_TREES,
+    S.FEED_PUBLISHERS,
+    S.RAPPEL_NODES,
+    S.OVERLAY_EDGES,
+    S.RAPPEL_STATES,
+    S.RAPPEL_TREE_STATES,
+)
 
 
 @pytest.mark.slow  # the same run stopped twice and finished (about 25 more rounds, 6 min in the CI pass)
@@ -165,27 +189,38 @@ def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, si
     assert stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).agg(F.max(S.ROUND)).first()[0] == REQUEST.rounds
     monkeypatch.setattr(rappel, "numbered_links", numbered_links)
     # The third attempt simulates nothing: the links and node measures come from round 18's snapshot.
-    assert run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)[S.STATUS] == S.COMPLETE
+    assert (
+        run_rappel(spark, lakehouse, REQUEST, snapshot_every=7, progress=False, diameters=False)[S.STATUS] == S.COMPLETE
+    )
     assert spans == [(1, 18), (8, 18)]
     for table in RESUMED_TABLES:
-        got, want = (stored(house, table, rid).drop(S.RUN_ID, S.SECONDS, S.COMPUTED_AT)
-                     for house, rid in ((lakehouse, run_id), (straight, run[S.RUN_ID])))
+        got, want = (
+            stored(house, table, rid).drop(S.RUN_ID, S.SECONDS, S.COMPUTED_AT)
+            for house, rid in ((lakehouse, run_id), (straight, run[S.RUN_ID]))
+        )
         assert got.count() == want.count() > 0, table.name
         assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
-    snapshots = sorted(r[0] for r in stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).select(S.ROUND).distinct().collect())
+    snapshots = sorted(
+        r[0] for r in stored(lakehouse, S.RAPPEL_TREE_STATES, run_id).select(S.ROUND).distinct().collect()
+    )
     assert snapshots == [7, 14, 18]
 
 
 @pytest.mark.ci  # the same run (about 20 s)
 def test_the_rappel_notebook_shows_a_run_and_a_nodes_snapshots(simulated, monkeypatch, capsys, tmp_path):
     lakehouse, run, _ = simulated
-    for name, value in {"LAKEHOUSE": lakehouse.root, "RUN_ID": run[S.RUN_ID], "NODE": "3", "FIGURES": str(tmp_path)}.items():
+    for name, value in {
+        "LAKEHOUSE": lakehouse.root,
+        "RUN_ID": run[S.RUN_ID],
+        "NODE": "3",
+        "FIGURES": str(tmp_path),
+    }.items():
         monkeypatch.setenv(f"OVERLAY_LAB_{name}", value)
     runpy.run_path(str(Path(__file__).resolve().parent.parent / "notebooks" / "rappel_run.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert f"Rounds of {run[S.RUN_ID]}" in out and "Feeds after round 18" in out and "figure saved" in out
     assert (tmp_path / "update_latency_over_time.png").is_file()
-    node = out[out.index(f"## Node 3 in {run[S.RUN_ID]}"):]
+    node = out[out.index(f"## Node 3 in {run[S.RUN_ID]}") :]
     assert [int(r) for r in re.findall(r"^\|(\d+)\s*\|", node, flags=re.M)] == [7, 14, 18]  # the snapshots
 
 
@@ -216,10 +251,16 @@ def scribed(spark, simulated):
     from pipelines.route import RouteRequest, run_route
 
     lakehouse, run, _ = simulated
-    overlay = run_design(spark, lakehouse, DesignRequest("rappel-50", "swico", short="random", long="random"),
-                         progress=False, diameters=False)
-    routed = run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 40, 2, feeds=run[S.RUN_ID]),
-                       progress=False)
+    overlay = run_design(
+        spark,
+        lakehouse,
+        DesignRequest("rappel-50", "swico", short="random", long="random"),
+        progress=False,
+        diameters=False,
+    )
+    routed = run_route(
+        spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 40, 2, feeds=run[S.RUN_ID]), progress=False
+    )
     return overlay, routed
 
 
@@ -252,20 +293,23 @@ def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scr
     workload = lakehouse.read(S.ROUTING_PUBLICATIONS).filter(F.col(S.ROUTING_RUN_ID) == rid).collect()
     feeds = sorted(t for t, ts in by_topic.items() if ts)
     assert sorted((w[S.PUB_ID], w[S.TOPIC_ID], w[S.PUBLISHER]) for w in workload) == [
-        (i, feeds[i % len(feeds)], publishers[feeds[i % len(feeds)]]) for i in range(40)]  # every feed in turn
+        (i, feeds[i % len(feeds)], publishers[feeds[i % len(feeds)]]) for i in range(40)
+    ]  # every feed in turn
     expected, pure = {}, 0
     for w in workload:
         source = position[w[S.PUBLISHER]]
         routed_one = routing_oracle.route_publication(
-            "scribe", fingers, by_topic, w[S.TOPIC_ID], source, len(position), link, rp=source)
+            "scribe", fingers, by_topic, w[S.TOPIC_ID], source, len(position), link, rp=source
+        )
         topic_subs = by_topic.get(w[S.TOPIC_ID], set())
         assert all(hops <= len(position) for _, hops in routed_one.deliveries(topic_subs, source))
         for at, hops in routed_one.deliveries(topic_subs, source):
-            expected[w[S.PUB_ID], node_at[at]] = (hops, routed_one.latencies(topic_subs, source)[at],
-                                                  link(source, at))
+            expected[w[S.PUB_ID], node_at[at]] = (hops, routed_one.latencies(topic_subs, source)[at], link(source, at))
         pure += routed_one.pure_forwards(topic_subs)
-    got = {(d[S.PUB_ID], d[S.NODE_ID]): (d[S.HOPS], d[S.LATENCY_MS], d[S.DIRECT_MS])
-           for d in lakehouse.read(S.ROUTING_DELIVERIES).filter(F.col(S.ROUTING_RUN_ID) == rid).collect()}
+    got = {
+        (d[S.PUB_ID], d[S.NODE_ID]): (d[S.HOPS], d[S.LATENCY_MS], d[S.DIRECT_MS])
+        for d in lakehouse.read(S.ROUTING_DELIVERIES).filter(F.col(S.ROUTING_RUN_ID) == rid).collect()
+    }
     assert got.keys() == expected.keys()
     for key, (hops, latency, direct) in expected.items():
         assert got[key][0] == hops and got[key][1:] == pytest.approx((latency, direct), rel=1e-12), key
@@ -298,16 +342,19 @@ def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, t
     many = [r for r in nodes if r[S.FEEDS] >= 9]
     if many:
         assert row["many_feeds_alpha_covered_share"] == pytest.approx(
-            sum(r[S.COVERED] >= REQUEST.alpha for r in many) / len(many))
+            sum(r[S.COVERED] >= REQUEST.alpha for r in many) / len(many)
+        )
     by_count = {}
     for r in subscribers:
         by_count.setdefault(min(r[S.FEEDS], 9), []).append(r)
     coverage = data.rappel.coverage[data.rappel.coverage[S.RUN_ID] == run[S.RUN_ID]]
-    assert {int(f): (int(n), c) for f, n, c in zip(coverage[S.FEEDS], coverage["nodes"], coverage["full_coverage_share"])} == {
-        f: (len(rs), pytest.approx(sum(r[S.COVERED] == r[S.FEEDS] for r in rs) / len(rs))) for f, rs in by_count.items()}
+    assert {
+        int(f): (int(n), c) for f, n, c in zip(coverage[S.FEEDS], coverage["nodes"], coverage["full_coverage_share"])
+    } == {
+        f: (len(rs), pytest.approx(sum(r[S.COVERED] == r[S.FEEDS] for r in rs) / len(rs))) for f, rs in by_count.items()
+    }
     assert "rappel_coverage.png" in data.files
-    assert row["overlap_above_1_share"] == pytest.approx(
-        sum((r[S.OVERLAP_RATIO] or 0) > 1 for r in nodes) / len(nodes))
+    assert row["overlap_above_1_share"] == pytest.approx(sum((r[S.OVERLAP_RATIO] or 0) > 1 for r in nodes) / len(nodes))
     load = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID) == routed[S.ROUTING_RUN_ID]).collect()
     forwarders = sum(r[S.PURE_FORWARDS] > 0 for r in load)
     assert int(data.rappel.scribe.iloc[0]["non_subscriber_forwarders"]) == forwarders > 0
@@ -316,9 +363,12 @@ def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, t
     for r in load:
         by_feeds.setdefault(len(subs[r[S.NODE_ID]]), []).append(r[S.SENT])
     assert {int(f): m for f, m in zip(scribe_traffic[S.FEEDS], scribe_traffic["data_sent_mean"])} == pytest.approx(
-        {f: sum(v) / len(v) for f, v in by_feeds.items()})
+        {f: sum(v) / len(v) for f, v in by_feeds.items()}
+    )
     assert f"Noise, {run[S.RUN_ID]}: 0 updates reached a non-subscriber (zero by construction): holds." in text
-    assert f"Fig. 10, {routed[S.ROUTING_RUN_ID]}: scribe reaches subscribers through {forwarders} non-subscribers" in text
+    assert (
+        f"Fig. 10, {routed[S.ROUTING_RUN_ID]}: scribe reaches subscribers through {forwarders} non-subscribers" in text
+    )
     assert f"Fig. 7, {run[S.RUN_ID]}: the run does not reach 10 min after the return; no check." in text
 
 
@@ -329,7 +379,9 @@ def test_route_feeds_needs_a_rappel_run(spark, simulated, scribed):
     lakehouse, _, _ = simulated
     overlay, _ = scribed
     with pytest.raises(InputError, match="--feeds takes a Rappel run"):
-        run_route(spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 5, feeds=overlay[S.RUN_ID]), progress=False)
+        run_route(
+            spark, lakehouse, RouteRequest(overlay[S.RUN_ID], "scribe", 5, feeds=overlay[S.RUN_ID]), progress=False
+        )
     assert lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).contains(".p5.")).isEmpty()  # refused first
 
 

@@ -4,9 +4,9 @@ oracle (tests/rappel_trees_oracle.py), round by round."""
 
 import numpy as np
 import pytest
-
 from rappel_trees_oracle import coupled_run
 from test_rappel_simulation import feed_instance, tree_fields
+
 from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.feeds import DATA, JOIN, JOINS_IN, Feeds, FeedTree, Member
 from overlay.rappel.friendship import Interests
@@ -33,16 +33,20 @@ def test_a_proper_leave_hands_the_children_to_the_heir_under_the_leavers_parent(
     nodes = len(coordinates)
     interests = Interests(np.arange(nodes + 1, dtype=np.int64), np.zeros(nodes, dtype=np.int64), coordinates, "exact")
     feeds = Feeds(interests, np.array([0]), OneLeaver(1, at=2), seed=1, beta=3)
-    far = 10 ** 6  # no periodic rejoin in these rounds
-    tree = FeedTree(0, 0, {
-        0: Member(online=True, children=[1, 5, 6], since=0),
-        1: Member(online=True, parent=0, children=[2, 3, 4], since=0, rejoin=far),
-        2: Member(online=True, parent=1, since=0, rejoin=far),
-        3: Member(online=True, parent=1, since=0, rejoin=far),
-        4: Member(online=True, parent=1, since=0, rejoin=far),
-        5: Member(online=True, parent=0, since=0, rejoin=far),
-        6: Member(online=True, parent=0, since=0, rejoin=far),
-    })
+    far = 10**6  # no periodic rejoin in these rounds
+    tree = FeedTree(
+        0,
+        0,
+        {
+            0: Member(online=True, children=[1, 5, 6], since=0),
+            1: Member(online=True, parent=0, children=[2, 3, 4], since=0, rejoin=far),
+            2: Member(online=True, parent=1, since=0, rejoin=far),
+            3: Member(online=True, parent=1, since=0, rejoin=far),
+            4: Member(online=True, parent=1, since=0, rejoin=far),
+            5: Member(online=True, parent=0, since=0, rejoin=far),
+            6: Member(online=True, parent=0, since=0, rejoin=far),
+        },
+    )
     first = feeds.round(tree, {}, 2)
     second = feeds.round(tree, {}, 3)  # twelve ticks: one publication at least
 
@@ -72,11 +76,15 @@ def test_a_leaver_without_children_or_parent_fails_instead():
     interests = Interests(np.arange(4, dtype=np.int64), np.zeros(3, dtype=np.int64), coordinates, "exact")
     feeds = Feeds(interests, np.array([0]), OneLeaver(1, at=2), seed=1, beta=3)
     # 1 is an orphan (its parent gone): its child 2 finds out by its pings, as after a failure.
-    tree = FeedTree(0, 0, {
-        0: Member(online=True, since=0),
-        1: Member(online=True, children=[2], since=0, rejoin=10 ** 6),
-        2: Member(online=True, parent=1, since=0, rejoin=10 ** 6),
-    })
+    tree = FeedTree(
+        0,
+        0,
+        {
+            0: Member(online=True, since=0),
+            1: Member(online=True, children=[2], since=0, rejoin=10**6),
+            2: Member(online=True, parent=1, since=0, rejoin=10**6),
+        },
+    )
     out = feeds.round(tree, {}, 2)
     assert not tree.members[1].online and tree.members[2].detect >= 6 + 3  # 15 s after a missed ping at the soonest
     assert out.traffic.get(1, [0] * 5)[JOIN] == 0  # a failed node says nothing
@@ -96,16 +104,33 @@ def test_churned_trees_with_proper_leaves_match_the_oracle():
     interests = Interests(offsets, topics, coords, "exact")
     production = Feeds(interests, np.array(publishers), presence, seed, beta=2)
     trees = [production.start(f, [v for v in range(nodes) if f in subs[v]]) for f in range(feeds_count)]
-    oracle = coupled_run(nodes, subs, [tuple(c) for c in coords.tolist()], publishers, rounds, seed=seed, alpha=3,
-                         mode="exact", presence_down=lambda r: presence.down(range(nodes), r), beta=2,
-                         proper=presence.leaves_properly)
+    oracle = coupled_run(
+        nodes,
+        subs,
+        [tuple(c) for c in coords.tolist()],
+        publishers,
+        rounds,
+        seed=seed,
+        alpha=3,
+        mode="exact",
+        presence_down=lambda r: presence.down(range(nodes), r),
+        beta=2,
+        proper=presence.leaves_properly,
+    )
     leaves = 0
     for r, fo, expected in oracle:
         friends = {v: sorted(fo.friends[v]) for v in range(nodes)}
         deliveries, traffic, met = [], {}, {}
         for tree in trees:
-            leaving = {x for x, m in tree.members.items() if m.online and m.children and m.parent != -1
-                       and not presence.up(x, r) and presence.leaves_properly(x, r)}
+            leaving = {
+                x
+                for x, m in tree.members.items()
+                if m.online
+                and m.children
+                and m.parent != -1
+                and not presence.up(x, r)
+                and presence.leaves_properly(x, r)
+            }
             leaves += len(leaving)
             out = production.round(tree, {v: friends[v] for v in tree.members}, r)
             assert tree_fields(tree) == expected.tree(tree.feed), f"round {r}, feed {tree.feed}"

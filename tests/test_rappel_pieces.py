@@ -15,7 +15,13 @@ from overlay.gossip.baselines import Knowledge
 from overlay.rappel.feeds import FeedTree, Member
 from overlay.rappel.greedy import best_friends
 from overlay.rappel.interest import (
-    audit, false_positive_rate, filter_of, holds, jaccard, pair_utility, set_utility,
+    audit,
+    false_positive_rate,
+    filter_of,
+    holds,
+    jaccard,
+    pair_utility,
+    set_utility,
 )
 from overlay.rappel.simulation import readable
 from overlay.rappel.trees import DENY, FORWARD, OK, expected_rejoin_load, receive_join, rejoin_distances
@@ -107,8 +113,7 @@ def test_join_case_5_a_farther_child_is_evicted_and_sent_to_the_nearest_remainin
 
 def test_the_publisher_is_the_root_even_beside_a_node_at_distance_zero():
     place = {0: 0.0, 9: 0.0}
-    answer = receive_join(0, 9, True, None, [], lambda x: (-1.0, x) if x == 0 else (place[x], x),
-                          lambda a, b: 0.0)
+    answer = receive_join(0, 9, True, None, [], lambda x: (-1.0, x) if x == 0 else (place[x], x), lambda a, b: 0.0)
     assert answer.kind == OK
 
 
@@ -119,7 +124,7 @@ def test_rejoin_distances_and_their_expected_load_on_a_complete_tree():
     # 5^p descendants p levels down (p >= 2) that descendant's probability of choosing it.
     beta, tree_height = 5, 4
     for h in range(tree_height + 1):
-        counted = sum(beta ** p * dict(rejoin_distances(h + p, beta))[p] for p in range(2, tree_height - h + 1))
+        counted = sum(beta**p * dict(rejoin_distances(h + p, beta))[p] for p in range(2, tree_height - h + 1))
         assert expected_rejoin_load(h, tree_height, beta) == pytest.approx(counted)
     assert expected_rejoin_load(0, 4) == pytest.approx(25 + 125 / 6 + 625 / 31)
     assert expected_rejoin_load(3, 4) == 0 and math.isclose(expected_rejoin_load(2, 4), 625 / 31)
@@ -138,7 +143,9 @@ def test_the_latency_model_follows_the_papers_inter_as_mixture_in_shape():
     near, mid, longest = np.array(shares).mean(axis=0)
     assert 0.06 < near < 0.14 and 0.22 < mid < 0.36 and longest < 130  # paper: 10%, 30%, up to 115 ms
     # Keyed per node: a node sits where it sits whatever else is placed with it.
-    assert np.array_equal(LatencyModel().coordinates(5, np.array([7, 3]))[0], LatencyModel().coordinates(5, np.arange(10))[7])
+    assert np.array_equal(
+        LatencyModel().coordinates(5, np.array([7, 3]))[0], LatencyModel().coordinates(5, np.arange(10))[7]
+    )
 
 
 def test_the_greedy_best_friends_are_a_brute_force_greedys():

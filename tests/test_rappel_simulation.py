@@ -7,8 +7,8 @@ import pickle
 
 import numpy as np
 import pytest
-
 from rappel_trees_oracle import coupled_run
+
 from overlay.design.classes import Subscriptions
 from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.feeds import NONE
@@ -21,15 +21,19 @@ def feed_instance(nodes: int, feeds: int, seed: int):
     """1-5 feeds per node from Zipf-popular feeds; each feed's publisher a node drawn apart."""
     rng = np.random.default_rng(seed)
     weight = rng.zipf(1.4, feeds).astype(float)
-    subs = {v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()).tolist())
-            for v in range(nodes)}
+    subs = {
+        v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()).tolist())
+        for v in range(nodes)
+    }
     publishers = [int(p) for p in rng.integers(0, nodes, size=feeds)]
     return subs, publishers
 
 
 def tree_fields(tree) -> dict:
-    return {x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
-            for x, m in tree.members.items()}
+    return {
+        x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
+        for x, m in tree.members.items()
+    }
 
 
 def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, presence: Presence):
@@ -37,12 +41,24 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
     presence = dataclasses.replace(presence, spared=frozenset(publishers))
     pairs = np.array([(v, t) for v in range(nodes) for t in sorted(subs[v])])
     coords = LatencyModel().coordinates(params.seed, np.arange(nodes))
-    sim = RappelSimulation(spark, Subscriptions.from_pairs(nodes, pairs), coords, np.array(publishers), params,
-                           presence, partitions=3)
-    oracle = coupled_run(nodes, subs, [tuple(c) for c in coords.tolist()], publishers, rounds, seed=params.seed,
-                         alpha=params.alpha, delta=params.delta, mode=params.mode, utility=params.utility,
-                         presence_down=lambda r: presence.down(range(nodes), r), beta=params.beta,
-                         proper=presence.leaves_properly)
+    sim = RappelSimulation(
+        spark, Subscriptions.from_pairs(nodes, pairs), coords, np.array(publishers), params, presence, partitions=3
+    )
+    oracle = coupled_run(
+        nodes,
+        subs,
+        [tuple(c) for c in coords.tolist()],
+        publishers,
+        rounds,
+        seed=params.seed,
+        alpha=params.alpha,
+        delta=params.delta,
+        mode=params.mode,
+        utility=params.utility,
+        presence_down=lambda r: presence.down(range(nodes), r),
+        beta=params.beta,
+        proper=presence.leaves_properly,
+    )
     seen = {"deliveries": 0, "orphans": 0, "evictions": 0, "rejoins": 0}
 
     def compare(result):
@@ -58,8 +74,11 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
             if row["kind"] == TREE:
                 got = tree_fields(pickle.loads(row["tree"]))
                 assert got == trees.tree(row["feed"]), f"round {r}, feed {row['feed']}"
-        deliveries = sorted((row["feed"], row["node_id"], row["update_id"], row["published_ms"], row["arrival_ms"],
-                             row["hops"]) for row in step if row["kind"] == DELIVERY)
+        deliveries = sorted(
+            (row["feed"], row["node_id"], row["update_id"], row["published_ms"], row["arrival_ms"], row["hops"])
+            for row in step
+            if row["kind"] == DELIVERY
+        )
         assert deliveries == sorted(trees.deliveries), f"round {r}: deliveries"
         traffic = {(row["feed"], row["node_id"]): list(row["counts"]) for row in step if row["kind"] == TRAFFIC}
         assert traffic == {k: list(v) for k, v in trees.traffic.items()}, f"round {r}: traffic"
@@ -70,10 +89,16 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
         assert {v: sorted(ids) for v, ids in met.items()} == trees.met, f"round {r}: met"
         seen["deliveries"] += len(deliveries)
         seen["rejoins"] += sum(counts[3] for counts in traffic.values())
-        seen["orphans"] += sum(1 for row in step if row["kind"] == TREE
-                               for m in pickle.loads(row["tree"]).members.values() if m.detect != NONE)
-        seen["evictions"] += sum(1 for row in step if row["kind"] == TREE
-                                 for m in pickle.loads(row["tree"]).members.values() if m.skip)
+        seen["orphans"] += sum(
+            1
+            for row in step
+            if row["kind"] == TREE
+            for m in pickle.loads(row["tree"]).members.values()
+            if m.detect != NONE
+        )
+        seen["evictions"] += sum(
+            1 for row in step if row["kind"] == TREE for m in pickle.loads(row["tree"]).members.values() if m.skip
+        )
 
     state, trees = sim.start()
     sim.run(state, trees, 1, rounds, on_round=compare)

@@ -28,8 +28,14 @@ def run(instance, algorithm, tco, ratio=None, d=None, seed=1, edges=100):
     budget = f"ratio {ratio}" if ratio is not None else f"d = {d}"
     tag = f"r{ratio}" if ratio is not None else f"d{d}"
     return {
-        S.INSTANCE: instance, S.RUN_ID: f"{instance}.{algorithm}.{tag}.s{seed}", S.ALGORITHM: algorithm,
-        BUDGET: budget, BUDGET_RATIO: ratio, S.EDGES: edges, S.MAX_DEGREE: 4, S.TCO_SUPPORT: tco,
+        S.INSTANCE: instance,
+        S.RUN_ID: f"{instance}.{algorithm}.{tag}.s{seed}",
+        S.ALGORITHM: algorithm,
+        BUDGET: budget,
+        BUDGET_RATIO: ratio,
+        S.EDGES: edges,
+        S.MAX_DEGREE: 4,
+        S.TCO_SUPPORT: tco,
     }
 
 
@@ -60,36 +66,57 @@ def test_each_figure_takes_only_the_runs_of_its_fixed_settings():
         {**social("fb", FB, 0, 1), S.PARAMS: json.dumps({"path": FB, "sample_bfs": None, "seed": 1})},  # whole graph
     ]
     runs = [
-        run("n1k", "gpm", 0.8, d=4), run("n1k", "gpm", 0.7, ratio=0.1), run("n2k", "gpm", 0.85, d=4),
-        run("n2k", "gpm", 0.6, d=3), run("t2k", "gpm", 0.5, d=3), run("r30", "gpm", 0.4, d=4),
-        run("odd", "gpm", 0.3, d=4), run("fb", "gpm", 0.9, ratio=0.2), run("n1k", "gm", 1.0, d=4),
+        run("n1k", "gpm", 0.8, d=4),
+        run("n1k", "gpm", 0.7, ratio=0.1),
+        run("n2k", "gpm", 0.85, d=4),
+        run("n2k", "gpm", 0.6, d=3),
+        run("t2k", "gpm", 0.5, d=3),
+        run("r30", "gpm", 0.4, d=4),
+        run("odd", "gpm", 0.3, d=4),
+        run("fb", "gpm", 0.9, ratio=0.2),
+        run("n1k", "gm", 1.0, d=4),
     ]
     sweeps = icdcs16.gather(*frames(instances, runs)).sweeps
     xy = {figure: points[[icdcs16.X, icdcs16.MEAN]].values.tolist() for figure, points in sweeps.items()}
     assert xy == {
-        "Figs. 4-5": [], "Fig. 6": [[1000, 0.8], [2000, 0.85]], "Fig. 7": [[1000, 0.6], [2000, 0.5]],
-        "Fig. 8": [[70.0, 0.4]], "Fig. 9": [[0.1, 0.7]],
+        "Figs. 4-5": [],
+        "Fig. 6": [[1000, 0.8], [2000, 0.85]],
+        "Fig. 7": [[1000, 0.6], [2000, 0.5]],
+        "Fig. 8": [[70.0, 0.4]],
+        "Fig. 9": [[0.1, 0.7]],
     }
 
 
 def test_table1_names_the_stand_in_and_the_checks_compare_with_the_paper():
     instances = [social("fb-1k", FB, 1000, 1), social("db-10k", DOUBAN, 10000, 1)]
     values = {  # (FB 1K, Douban 10K): GPM grows, the gap to RandomM widens; SpiderCastM above GPM on Douban
-        "gpa": (1.0, 1.0), "gpm": (0.95, 0.97), "spidercast-m": (0.90, 0.98), "random-m": (0.4, 0.1),
+        "gpa": (1.0, 1.0),
+        "gpm": (0.95, 0.97),
+        "spidercast-m": (0.90, 0.98),
+        "random-m": (0.4, 0.1),
     }
     runs = [
-        run(instance, algorithm, pair[i], ratio=0.2) for algorithm, pair in values.items()
+        run(instance, algorithm, pair[i], ratio=0.2)
+        for algorithm, pair in values.items()
         for i, instance in enumerate(("fb-1k", "db-10k"))
     ]
-    runs.append({**run("fb-1k", "gpa", 0.99, ratio=0.2), BUDGET: "ratio 0.2, m = d|V|/2", S.RUN_ID: "fb-1k.gpa.r0.2d.s1"})
+    runs.append(
+        {**run("fb-1k", "gpa", 0.99, ratio=0.2), BUDGET: "ratio 0.2, m = d|V|/2", S.RUN_ID: "fb-1k.gpa.r0.2d.s1"}
+    )
     data = icdcs16.gather(*frames(instances, runs))
     columns, rows = icdcs16.table1_rows(data.table)
     assert columns == ["algorithm", "FB 1K (FB1K)", "Douban 10K (FB10K stand-in)"]
-    assert rows[-1] == {"algorithm": "GPA (m = d|V|/2)", "FB 1K (FB1K)": "0.990 [0.990-0.990] (1) / 1.000",
-                        "Douban 10K (FB10K stand-in)": None}
+    assert rows[-1] == {
+        "algorithm": "GPA (m = d|V|/2)",
+        "FB 1K (FB1K)": "0.990 [0.990-0.990] (1) / 1.000",
+        "Douban 10K (FB10K stand-in)": None,
+    }
     assert rows[0]["FB 1K (FB1K)"].startswith("1.000")  # the eq. 36 GPA run stays apart
-    assert rows[1] == {"algorithm": "GPM", "FB 1K (FB1K)": "0.950 [0.950-0.950] (1) / 0.951",
-                       "Douban 10K (FB10K stand-in)": "0.970 [0.970-0.970] (1) / 0.974"}
+    assert rows[1] == {
+        "algorithm": "GPM",
+        "FB 1K (FB1K)": "0.950 [0.950-0.950] (1) / 0.951",
+        "Douban 10K (FB10K stand-in)": "0.970 [0.970-0.970] (1) / 0.974",
+    }
     lines = data.checks()
     assert "Table I, FB 1K: GPA >= GPM >= SpiderCastM > RandomM at every point (1): holds." in lines
     assert "Table I, FB 1K: GPA (m = d|V|/2) >= GPM >= SpiderCastM > RandomM at every point (1): holds." in lines
@@ -104,8 +131,10 @@ def test_table1_names_the_stand_in_and_the_checks_compare_with_the_paper():
 def test_sweep_checks_and_figure():
     instances = [synthetic(f"e{n}", "expo", n, 1000, 20, 600, 1) for n in (1000, 10000)]
     runs = [
-        run("e1000", "gpm", 0.70, d=4), run("e10000", "gpm", 0.80, d=4),
-        run("e1000", "random-m", 0.30, d=4), run("e10000", "random-m", 0.30, d=4),
+        run("e1000", "gpm", 0.70, d=4),
+        run("e10000", "gpm", 0.80, d=4),
+        run("e1000", "random-m", 0.30, d=4),
+        run("e10000", "random-m", 0.30, d=4),
     ]
     data = icdcs16.gather(*frames(instances, runs))
     line = next(c for c in data.checks() if c.startswith("Fig. 6"))
@@ -130,20 +159,25 @@ def test_no_runs_on_workloads_leave_every_part_empty():
 
 
 def test_figs_4_5_keep_1k_samples_and_a_later_instance_of_a_seed_replaces_an_earlier_one():
-    instances = pd.DataFrame([
-        {**social("fb-1k", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-26")},  # older, same workload and seed
-        {**social("fb-1k-s1", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
-        {**social("fb-1k-s2", FB, 1000, 2), S.CREATED_AT: pd.Timestamp("2026-11-28")},
-        {**social("db-10k-s1", DOUBAN, 10000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
-    ])
+    instances = pd.DataFrame(
+        [
+            {**social("fb-1k", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-26")},  # older, same workload and seed
+            {**social("fb-1k-s1", FB, 1000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+            {**social("fb-1k-s2", FB, 1000, 2), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+            {**social("db-10k-s1", DOUBAN, 10000, 1), S.CREATED_AT: pd.Timestamp("2026-11-28")},
+        ]
+    )
     runs = [
-        run("fb-1k", "gpm", 0.10, ratio=0.2, seed=1), run("fb-1k-s1", "gpm", 0.90, ratio=0.2, seed=1),
-        run("fb-1k-s2", "gpm", 0.80, ratio=0.2, seed=2), run("fb-1k-s2", "gpm", 0.70, ratio=0.1, seed=2),
+        run("fb-1k", "gpm", 0.10, ratio=0.2, seed=1),
+        run("fb-1k-s1", "gpm", 0.90, ratio=0.2, seed=1),
+        run("fb-1k-s2", "gpm", 0.80, ratio=0.2, seed=2),
+        run("fb-1k-s2", "gpm", 0.70, ratio=0.1, seed=2),
         run("db-10k-s1", "gpm", 0.95, ratio=0.2, seed=1),
     ]
     data = icdcs16.gather(*frames(instances, runs))
     points = data.sweeps["Figs. 4-5"]
     assert points[[icdcs16.PANEL, icdcs16.X, icdcs16.MEAN, icdcs16.SEEDS]].values.tolist() == [
-        ["FB 1K", 0.1, 0.70, "2"], ["FB 1K", 0.2, pytest.approx(0.85), "1,2"],
+        ["FB 1K", 0.1, 0.70, "2"],
+        ["FB 1K", 0.2, pytest.approx(0.85), "1,2"],
     ]
     assert data.table[[icdcs16.WORKLOAD, icdcs16.SEEDS]].values.tolist() == [["FB 1K", "1,2"], ["Douban 10K", "1"]]

@@ -23,20 +23,35 @@ def instances() -> pd.DataFrame:
 def run(instance, algorithm, nodes, edges, k=None, diameters=None):
     dmax, davg = diameters or (0, 0.0)
     return {
-        S.INSTANCE: instance, S.RUN_ID: f"{instance}.{algorithm}.{k}", S.ALGORITHM: algorithm, S.K: k,
-        S.NODES: nodes, S.EDGES: edges, S.AVG_DEGREE: 2 * edges / nodes, S.DIAMETER_MAX: dmax, S.DIAMETER_AVG: davg,
+        S.INSTANCE: instance,
+        S.RUN_ID: f"{instance}.{algorithm}.{k}",
+        S.ALGORITHM: algorithm,
+        S.K: k,
+        S.NODES: nodes,
+        S.EDGES: edges,
+        S.AVG_DEGREE: 2 * edges / nodes,
+        S.DIAMETER_MAX: dmax,
+        S.DIAMETER_AVG: davg,
         S.DIAMETER_METHOD: "exact" if diameters else "skipped",
     }
 
 
 def quality() -> pd.DataFrame:
-    return pd.DataFrame([
-        run("e100", "gm", 100, 300, diameters=(10, 5.0)), run("e100", "gm2", 100, 480, 2, diameters=(4, 2.0)),
-        run("e100", "cycle-pt", 100, 2400, 2),
-        *(run("e100", "harary-pt", 100, edges, k) for k, edges in ((2, 700), (3, 2500), (4, 1400), (6, 2300), (8, 2600))),
-        run("e200", "gm", 200, 560), run("e200", "gm2", 200, 940, 2), run("e200", "cycle-pt", 200, 5600, 2),
-        run("fb", "gm2", 1000, 3000, 2),  # not a synthetic sweep: left out
-    ])
+    return pd.DataFrame(
+        [
+            run("e100", "gm", 100, 300, diameters=(10, 5.0)),
+            run("e100", "gm2", 100, 480, 2, diameters=(4, 2.0)),
+            run("e100", "cycle-pt", 100, 2400, 2),
+            *(
+                run("e100", "harary-pt", 100, edges, k)
+                for k, edges in ((2, 700), (3, 2500), (4, 1400), (6, 2300), (8, 2600))
+            ),
+            run("e200", "gm", 200, 560),
+            run("e200", "gm2", 200, 940, 2),
+            run("e200", "cycle-pt", 200, 5600, 2),
+            run("fb", "gm2", 1000, 3000, 2),  # not a synthetic sweep: left out
+        ]
+    )
 
 
 def test_sweep_points_and_checks_follow_the_runs():
@@ -58,11 +73,20 @@ def test_sweep_points_and_checks_follow_the_runs():
 
 
 def test_resilience_summary_keeps_the_latest_seed_per_run_and_model():
-    rows = pd.DataFrame([
-        {S.RUN_ID: "e100.gm.None", S.MODEL: "random-nodes", S.SEED: seed, S.SHARE: 0.1, S.TRIAL: trial,
-         S.TCO_SUPPORT: support, S.CONNECTED_TOPIC_SHARE: connected}
-        for seed, trial, support, connected in ((1, 0, 0.5, 0.1), (2, 0, 0.9, 0.6), (2, 1, 0.7, 0.4))
-    ])
+    rows = pd.DataFrame(
+        [
+            {
+                S.RUN_ID: "e100.gm.None",
+                S.MODEL: "random-nodes",
+                S.SEED: seed,
+                S.SHARE: 0.1,
+                S.TRIAL: trial,
+                S.TCO_SUPPORT: support,
+                S.CONNECTED_TOPIC_SHARE: connected,
+            }
+            for seed, trial, support, connected in ((1, 0, 0.5, 0.1), (2, 0, 0.9, 0.6), (2, 1, 0.7, 0.4))
+        ]
+    )
     summary = resilience_summary(rows, quality())
     assert summary[["trials", S.TCO_SUPPORT, "tco_support_min", "connected_min", "connected_max"]].values.tolist() == [
         [2, pytest.approx(0.8), 0.7, 0.4, 0.6],

@@ -27,7 +27,9 @@ def test_every_scenario_matches_the_oracle(spark, model):
         (share, trial) for share in plan.shares for trial in range(trials)
     ]
     for outcome in outcomes:
-        expected = oracle.resilience(subscriptions, links, nodes, model, outcome.scenario.share, outcome.scenario.trial, 9)
+        expected = oracle.resilience(
+            subscriptions, links, nodes, model, outcome.scenario.share, outcome.scenario.trial, 9
+        )
         got = {name: getattr(outcome, name) for name in expected}
         assert got == expected, outcome.scenario
     intact = outcomes[0]

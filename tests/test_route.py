@@ -41,12 +41,21 @@ def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, r
     load = rows_of(lakehouse, S.ROUTING_LOAD, SCRIBE_RUN)
     assert run[S.STATUS] == S.COMPLETE and run[S.SUPERSTEPS] == metrics[S.SUPERSTEPS] > 0
     assert len(pubs) == 12 and len(load) == NODES
-    assert metrics[S.DELIVERIES] == len(deliveries) == sum(r[S.DELIVERED] for r in load) == sum(r[S.DELIVERIES] for r in pubs)
-    assert metrics[S.MESSAGES] == run[S.MESSAGES] == sum(r[S.RECEIVED] for r in load) == sum(r[S.RECEIVED] for r in pubs)
+    assert (
+        metrics[S.DELIVERIES]
+        == len(deliveries)
+        == sum(r[S.DELIVERED] for r in load)
+        == sum(r[S.DELIVERIES] for r in pubs)
+    )
+    assert (
+        metrics[S.MESSAGES] == run[S.MESSAGES] == sum(r[S.RECEIVED] for r in load) == sum(r[S.RECEIVED] for r in pubs)
+    )
     assert metrics[S.ROUTING_OVERHEAD] == sum(r[S.PURE_FORWARDS] for r in load)
     assert metrics[S.DELIVERY_RATIO] == 1.0 and metrics[S.DUPLICATE_DELIVERIES] == 0
     assert metrics[S.MAX_PATH_LENGTH] == max(r[S.HOPS] for r in deliveries)
-    subscribed = {(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "tiny").collect()}
+    subscribed = {
+        (r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "tiny").collect()
+    }
     assert all((r[S.PUBLISHER], r[S.TOPIC_ID]) in subscribed for r in pubs)
     again = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "scribe", 12, 1))
     assert again[S.STARTED_AT] == run[S.STARTED_AT]  # reused, not recomputed
@@ -80,8 +89,19 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
         return real(simulation, network, placed)
 
     monkeypatch.setattr(route, "summarise", losing_one)
-    argv = ["--lakehouse", lakehouse.root, "route", "--run-id", small_world[S.RUN_ID], "--protocol", "pa1",
-            "--publications", "10", "--routing-run-id", "lossy"]
+    argv = [
+        "--lakehouse",
+        lakehouse.root,
+        "route",
+        "--run-id",
+        small_world[S.RUN_ID],
+        "--protocol",
+        "pa1",
+        "--publications",
+        "10",
+        "--routing-run-id",
+        "lossy",
+    ]
     assert main(argv) == 1
     assert "not exactly once" in capsys.readouterr().err
     (run,) = rows_of(lakehouse, S.ROUTING_RUNS, "lossy")
@@ -107,25 +127,35 @@ def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
     stored = {}
     for engine in route.ENGINES:
         routing_run_id = f"engine-{engine}"
-        row = run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "iscribe", 9, 2, engine=engine), routing_run_id)
+        row = run_route(
+            spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "iscribe", 9, 2, engine=engine), routing_run_id
+        )
         assert row[S.STATUS] == S.COMPLETE
         (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, routing_run_id)
         skip = {S.ROUTING_RUN_ID, S.COMPUTED_AT}
         stored[engine] = (
-            row[S.PARAMS], row[S.SUPERSTEPS], row[S.MESSAGES],
+            row[S.PARAMS],
+            row[S.SUPERSTEPS],
+            row[S.MESSAGES],
             {k: v for k, v in metrics.asDict().items() if k not in skip},
-            sorted((r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS], r[S.LATENCY_MS]) for r in rows_of(lakehouse, S.ROUTING_DELIVERIES, routing_run_id)),
+            sorted(
+                (r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS], r[S.LATENCY_MS])
+                for r in rows_of(lakehouse, S.ROUTING_DELIVERIES, routing_run_id)
+            ),
             sorted(tuple(r)[1:] for r in rows_of(lakehouse, S.ROUTING_LOAD, routing_run_id)),
         )
     assert stored["compiled"] == stored["supersteps"]
     assert stored["compiled"][3][S.DELIVERIES] > 0
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--protocol", "flood", "--publications", "3"], "unknown protocol 'flood'"),
-    (["--protocol", "pie", "--publications", "3", "--routing-run-id", "bad id"], "is not allowed"),
-    (["--protocol", "pie", "--publications", "3", "--engine", "warp"], "unknown engine 'warp'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--protocol", "flood", "--publications", "3"], "unknown protocol 'flood'"),
+        (["--protocol", "pie", "--publications", "3", "--routing-run-id", "bad id"], "is not allowed"),
+        (["--protocol", "pie", "--publications", "3", "--engine", "warp"], "unknown engine 'warp'"),
+    ],
+)
 def test_bad_route_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert main(["--lakehouse", str(tmp_path / "none"), "route", "--run-id", "x", *argv]) == 2
     assert message in capsys.readouterr().err

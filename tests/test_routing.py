@@ -28,16 +28,19 @@ SUBSCRIPTION_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
 COORDINATE_SCHEMA = f"{S.NODE_ID} long, {S.X_MS} double, {S.Y_MS} double"
 
 
-@pytest.mark.parametrize("protocol,fingers,expected", [
-    pytest.param("po", [1, 2, 6, 8], [3, 6], id="fig2a-po"),  # node 1's fingers 2, 3, 7, 9; X = {4, 7}
-    pytest.param("po", [1, 2, 4, 8], [3], id="fig2b-po"),  # finger 5 instead of 7; X = {4}
-    pytest.param("pa1", [1, 2, 4, 8], [3, 8], id="fig2c-pa1"),  # pivot 9, a finger in the distant range [6, 11)
-    pytest.param("pie", [1, 2, 4, 8], [3, 8], id="fig2c-pie"),
-    # Our reading, not the paper's answer: the paper's Fig. 2(d) Pa1 pivots at node 8 (through the
-    # pure forwarders 5 and 8); we pivot at node 6, the distant range's first position.
-    pytest.param("pa1", [1, 2, 4, 12], [3, 5], id="fig2d-pa1-our-reading-paper-pivots-at-8"),
-    pytest.param("pie", [1, 2, 4, 12], [3], id="fig2d-pie"),  # ... and Pie goes without, as in the paper
-])
+@pytest.mark.parametrize(
+    "protocol,fingers,expected",
+    [
+        pytest.param("po", [1, 2, 6, 8], [3, 6], id="fig2a-po"),  # node 1's fingers 2, 3, 7, 9; X = {4, 7}
+        pytest.param("po", [1, 2, 4, 8], [3], id="fig2b-po"),  # finger 5 instead of 7; X = {4}
+        pytest.param("pa1", [1, 2, 4, 8], [3, 8], id="fig2c-pa1"),  # pivot 9, a finger in the distant range [6, 11)
+        pytest.param("pie", [1, 2, 4, 8], [3, 8], id="fig2c-pie"),
+        # Our reading, not the paper's answer: the paper's Fig. 2(d) Pa1 pivots at node 8 (through the
+        # pure forwarders 5 and 8); we pivot at node 6, the distant range's first position.
+        pytest.param("pa1", [1, 2, 4, 12], [3, 5], id="fig2d-pa1-our-reading-paper-pivots-at-8"),
+        pytest.param("pie", [1, 2, 4, 12], [3], id="fig2d-pie"),  # ... and Pie goes without, as in the paper
+    ],
+)
 def test_next_hops_on_the_papers_example_and_our_reading_of_fig2d(spark, protocol, fingers, expected):
     """BeaConvey Fig. 2: 16 nodes, V(t) = {1, 4, 7, 10, 12, 14}, node 1 holds msg [1, 11).
     (a)-(c) are the next hops the paper's text states. Fig. 2(d) is our reading: the text says
@@ -75,7 +78,9 @@ class Case:
 def coordinates_of(spark, n, seed):
     """The latency model's coordinates of nodes 0..n-1, as a dict and a frame."""
     xy = LatencyModel().coordinates(seed, list(range(n))).tolist()
-    return dict(enumerate(map(tuple, xy))), local_frame(spark, [(v, x, y) for v, (x, y) in enumerate(xy)], COORDINATE_SCHEMA)
+    return dict(enumerate(map(tuple, xy))), local_frame(
+        spark, [(v, x, y) for v, (x, y) in enumerate(xy)], COORDINATE_SCHEMA
+    )
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +97,16 @@ def small_overlays(spark):
         overlay = small_world_overlay(frame, n, short, long, seed=trial + 1)
         coordinates, coordinate_frame = coordinates_of(spark, n, seed=trial + 3)
         roots = {t: rng.randrange(n) for t in sorted({t for _, t in subscriptions})} if trial == 1 else None
-        root_frame = None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+        root_frame = (
+            None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+        )
         network = build_network(overlay.ring, overlay.fingers, frame, n, coordinate_frame, root_frame)
         workload = publications(frame, 12, seed=5) if roots is None else feed_publications(root_frame, 12)
-        placed = workload.join(
-            network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
-        ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
+        placed = (
+            workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
+            .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+            .localCheckpoint(eager=True)
+        )
         cases.append(Case(n, subscriptions, frame, overlay, network, placed, coordinates, roots))
     return cases
 
@@ -119,10 +128,18 @@ ENGINES = {"supersteps": simulate, "compiled": simulate_compiled}
 
 # Every protocol on both engines; the default run takes the supersteps engine on Po and Scribe (each
 # protocol's rule is shared by both engines, and the compiled one runs every protocol here).
-@pytest.mark.parametrize("protocol,engine", [
-    pytest.param(protocol, engine, marks=pytest.mark.ci if engine == "supersteps" and protocol in ("pa1", "pie", "iscribe") else ())
-    for protocol in ("po", "pa1", "pie", "scribe", "iscribe") for engine in ENGINES
-])
+@pytest.mark.parametrize(
+    "protocol,engine",
+    [
+        pytest.param(
+            protocol,
+            engine,
+            marks=pytest.mark.ci if engine == "supersteps" and protocol in ("pa1", "pie", "iscribe") else (),
+        )
+        for protocol in ("po", "pa1", "pie", "scribe", "iscribe")
+        for engine in ENGINES
+    ],
+)
 def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_overlays, protocol, engine):
     for case in small_overlays:
         n, network, placed = case.n, case.network, case.publications
@@ -131,7 +148,7 @@ def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_ov
         node_at = {p: node for node, p in position.items()}
         xy = {p: case.coordinates[node] for node, p in position.items()}
 
-        def link(u, v):
+        def link(u, v, xy=xy):
             return math.dist(xy[u], xy[v])
 
         per_publication = {r[S.PUB_ID]: r for r in outcome.per_publication.collect()}
@@ -154,8 +171,9 @@ def test_the_simulator_agrees_with_the_oracle_message_by_message(spark, small_ov
             assert got[S.PURE_FORWARDS] == routed.pure_forwards(topic_subs), (protocol, row)
         delivered = outcome.deliveries.collect()
         assert {(r[S.PUB_ID], r[S.NODE_ID], r[S.HOPS]) for r in delivered} == expected_deliveries
-        assert {(r[S.PUB_ID], r[S.NODE_ID]): pytest.approx((r[S.LATENCY_MS], r[S.DIRECT_MS]), rel=1e-12)
-                for r in delivered} == expected_latency
+        assert {
+            (r[S.PUB_ID], r[S.NODE_ID]): pytest.approx((r[S.LATENCY_MS], r[S.DIRECT_MS]), rel=1e-12) for r in delivered
+        } == expected_latency
         latencies = sorted(ms for ms, _ in expected_latency.values())
         assert outcome.metrics[S.LATENCY_MEDIAN] == pytest.approx(_percentile(latencies, 0.5), rel=1e-12)
         assert outcome.metrics[S.LATENCY_P95] == pytest.approx(_percentile(latencies, 0.95), rel=1e-12)
@@ -206,8 +224,12 @@ def test_greedy_unicast_on_chord_takes_half_log_n_hops(spark):
 
     n = 1024
     nodes = spark.range(n).select(F.col("id").alias(S.NODE_ID))
-    overlay = small_world_overlay(nodes.select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n, "random", "chord")
-    network = build_network(overlay.ring, overlay.fingers, nodes.limit(0).select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n)
+    overlay = small_world_overlay(
+        nodes.select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n, "random", "chord"
+    )
+    network = build_network(
+        overlay.ring, overlay.fingers, nodes.limit(0).select(S.NODE_ID, F.lit(0).cast("long").alias(S.TOPIC_ID)), n
+    )
     rng = random.Random(3)
     pairs = [(i, rng.randrange(n), rng.randrange(n)) for i in range(3000)]
     hops = unicast_hops(network, local_frame(spark, pairs, "pair long, source long, target long"))
@@ -245,12 +267,15 @@ def test_routing_on_a_cluster_whose_shuffle_partitions_are_auto(spark, small_ove
     assert summarise(routed, case.network, case.publications).counter_example is None
 
 
-@pytest.mark.parametrize("trial,n,short,long,rooted", [
-    (0, 48, "gswico", "gswico", False),
-    (1, 300, "random", "chord", False),
-    (2, 257, "random", "random", True),
-    (3, 64, "gswico", "random", True),
-])
+@pytest.mark.parametrize(
+    "trial,n,short,long,rooted",
+    [
+        (0, 48, "gswico", "gswico", False),
+        (1, 300, "random", "chord", False),
+        (2, 257, "random", "random", True),
+        (3, 64, "gswico", "random", True),
+    ],
+)
 def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n, short, long, rooted):
     """The compiled engine on larger rings than the DataFrame supersteps are checked on: every
     arrival (node, hops, addressed, latency, sender) of 150 publications a protocol, for all five
@@ -261,12 +286,16 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
     overlay = small_world_overlay(frame, n, short, long, seed=trial + 1)
     coordinates, coordinate_frame = coordinates_of(spark, n, seed=trial)
     roots = {t: rng.randrange(n) for t in sorted({t for _, t in subscriptions})} if rooted else None
-    root_frame = None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+    root_frame = (
+        None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+    )
     network = build_network(overlay.ring, overlay.fingers, frame, n, coordinate_frame, root_frame)
     workload = publications(frame, 150, seed=trial) if roots is None else feed_publications(root_frame, 150)
-    placed = workload.join(
-        network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER
-    ).select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)).localCheckpoint(eager=True)
+    placed = (
+        workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
+        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
+        .localCheckpoint(eager=True)
+    )
     position, fingers, subs = _python_network(overlay, subscriptions)
     xy = {p: coordinates[node] for node, p in position.items()}
 
@@ -283,7 +312,9 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
         expected = Counter()
         for row in pubs:
             rp = None if roots is None else position[roots[row[S.TOPIC_ID]]]
-            oracle_run = oracle.route_publication(protocol, fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n, link, rp)
+            oracle_run = oracle.route_publication(
+                protocol, fingers, subs, row[S.TOPIC_ID], row[S.PUBLISHER], n, link, rp
+            )
             for at, hops, target, ms, sender in oracle_run.arrivals:
                 expected[row[S.PUB_ID], at, hops, target, round(ms, 9), sender] += 1
         assert got == expected, protocol

@@ -41,21 +41,42 @@ def rows_of(lakehouse, table, key, value):
 def routing_run_on(spark, lakehouse, routing_run_id, run_id):
     """A routing run row and its metrics, written directly (a real `route` needs a small-world run)."""
     now = datetime(2026, 1, 1)
-    lakehouse.insert_run({
-        S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: run_id, S.INSTANCE: "r", S.PROTOCOL: "pie", S.PUBLICATIONS: 5,
-        S.SEED: 1, S.PARAMS: "{}", S.STATUS: S.COMPLETE, S.STARTED_AT: now,
-    }, table=S.ROUTING_RUNS, key=S.ROUTING_RUN_ID)
+    lakehouse.insert_run(
+        {
+            S.ROUTING_RUN_ID: routing_run_id,
+            S.RUN_ID: run_id,
+            S.INSTANCE: "r",
+            S.PROTOCOL: "pie",
+            S.PUBLICATIONS: 5,
+            S.SEED: 1,
+            S.PARAMS: "{}",
+            S.STATUS: S.COMPLETE,
+            S.STARTED_AT: now,
+        },
+        table=S.ROUTING_RUNS,
+        key=S.ROUTING_RUN_ID,
+    )
     metrics = {c: 0 for c in S.ROUTING_METRICS.columns}
-    metrics.update({S.ROUTING_RUN_ID: routing_run_id, S.RUN_ID: run_id, S.PROTOCOL: "pie", S.DELIVERY_RATIO: 1.0,
-                    S.AVG_PATH_LENGTH: 1.5, S.COMPUTED_AT: now})
+    metrics.update(
+        {
+            S.ROUTING_RUN_ID: routing_run_id,
+            S.RUN_ID: run_id,
+            S.PROTOCOL: "pie",
+            S.DELIVERY_RATIO: 1.0,
+            S.AVG_PATH_LENGTH: 1.5,
+            S.COMPUTED_AT: now,
+        }
+    )
     row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns)], S.ROUTING_METRICS.schema)
     lakehouse.write_run_rows(S.ROUTING_METRICS, routing_run_id, row, key=S.ROUTING_RUN_ID)
 
 
 def comparison(spark, lakehouse, comparison_id, routing_run_ids):
     now = datetime(2026, 1, 1)
-    rows = [(comparison_id, "r", f"system {i}", "swico", "pie", rid, None, 0, None, None, None, None, None, None, None, now)
-            for i, rid in enumerate(routing_run_ids)]
+    rows = [
+        (comparison_id, "r", f"system {i}", "swico", "pie", rid, None, 0, None, None, None, None, None, None, None, now)
+        for i, rid in enumerate(routing_run_ids)
+    ]
     frame = local_frame(spark, rows, S.ROUTING_COMPARISON.schema)
     lakehouse.write_run_rows(S.ROUTING_COMPARISON, comparison_id, frame, key=S.COMPARISON_ID)
 
@@ -149,7 +170,10 @@ def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, la
 
 @pytest.mark.ci  # about 25 s
 def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishes_it(
-    spark, lakehouse, instance, write_text,
+    spark,
+    lakehouse,
+    instance,
+    write_text,
 ):
     imported(spark, lakehouse, write_text, "halfway", [(1, 2)])
     overlays.run_evaluate(spark, lakehouse, "halfway", diameters=False)

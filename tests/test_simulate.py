@@ -2,15 +2,15 @@
 an overlay run like any design."""
 
 import pytest
-from pyspark.sql import functions as F
-
 from conftest import store_instance
 from feverfew_oracle import FeverfewOracle, healing_oracle, published_topics, push_pull_oracle
+from pyspark.sql import functions as F
+
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
+from overlay.errors import InputError
 from overlay.gossip.dissemination import Failures
 from overlay.gossip.healing import heal_and_disseminate
-from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
 from pipelines import simulate
 from pipelines.disseminate import DisseminateRequest, run_dissemination, summary_rows
@@ -40,8 +40,11 @@ def oracle_after(subs, request: SimulateRequest, cycles: int) -> tuple[FeverfewO
         for covered in oracle.covered.values():
             for t in covered:
                 per_topic[t] = per_topic.get(t, 0) + 1
-        coverage += [{"cycle": cycle, "topic": t, "subscribers": k, "covered": per_topic.get(t, 0)}
-                     for t, k in oracle.size.items() if k >= 2]
+        coverage += [
+            {"cycle": cycle, "topic": t, "subscribers": k, "covered": per_topic.get(t, 0)}
+            for t, k in oracle.size.items()
+            if k >= 2
+        ]
     return oracle, coverage
 
 
@@ -71,7 +74,9 @@ def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, goss
     assert sorted(r[0] for r in states.select(S.CYCLE).distinct().collect()) == [0, 5, 10, 12]
     last = {r[S.NODE_ID]: r.asDict() for r in states.filter(F.col(S.CYCLE) == 12).collect()}
     for v in range(NODES):
-        assert {k: list(last[v][k]) if isinstance(last[v][k], list) else last[v][k] for k in oracle.state(v)} == oracle.state(v)
+        assert {
+            k: list(last[v][k]) if isinstance(last[v][k], list) else last[v][k] for k in oracle.state(v)
+        } == oracle.state(v)
 
     got = sorted(
         (r[S.CYCLE], r[S.TOPIC_ID], r[S.SUBSCRIBERS], r[S.COVERED])
@@ -130,8 +135,12 @@ def test_a_simulation_stopped_mid_way_resumes_from_its_last_snapshot(spark, goss
     assert run[S.STATUS] == S.COMPLETE
     oracle, _ = oracle_after(subs, request, 9)
     last = {r[S.NODE_ID]: r for r in stored(lakehouse, S.GOSSIP_STATES, run_id).filter(F.col(S.CYCLE) == 9).collect()}
-    assert all(list(last[v]["lv"]) == oracle.lv[v] and list(last[v]["rv"]) == sorted(oracle.rv[v]) for v in range(NODES))
-    assert sorted(r[0] for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).select(S.CYCLE).collect()) == list(range(1, 10))
+    assert all(
+        list(last[v]["lv"]) == oracle.lv[v] and list(last[v]["rv"]) == sorted(oracle.rv[v]) for v in range(NODES)
+    )
+    assert sorted(r[0] for r in stored(lakehouse, S.GOSSIP_CYCLES, run_id).select(S.CYCLE).collect()) == list(
+        range(1, 10)
+    )
     links = {(r[S.U], r[S.V]) for r in stored(lakehouse, S.OVERLAY_EDGES, run_id).collect()}
     assert links == {(min(p, q), max(p, q)) for p in range(NODES) for q in oracle.lv[p]}
     views = stored(lakehouse, S.GOSSIP_VIEWS, run_id).first()
@@ -147,9 +156,14 @@ def test_a_simulation_request_is_checked_before_spark():
         SimulateRequest("x", "feverfew", pss="newscast").check()
 
 
-@pytest.mark.parametrize("failures", [
-    {"substitution": 0.05}, {"mass_share": 0.5, "mass_cycle": 2},
-], ids=["churn", "mass-failure"])
+@pytest.mark.parametrize(
+    "failures",
+    [
+        {"substitution": 0.05},
+        {"mass_share": 0.5, "mass_cycle": 2},
+    ],
+    ids=["churn", "mass-failure"],
+)
 @pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
 def test_dissemination_on_the_simulated_overlay_matches_the_oracle(spark, gossip_instance, simulated, failures):
     """Push-pull on the Feverfew run's topic subgraphs, cycle by cycle as the oracle walks it."""
@@ -193,7 +207,9 @@ def test_the_convergence_notebook_replays_a_simulation(gossip_instance, simulate
     monkeypatch.setenv("OVERLAY_LAB_RUN_ID", simulated[S.RUN_ID])
     monkeypatch.setenv("OVERLAY_LAB_NODE", "3")
     monkeypatch.setenv("OVERLAY_LAB_FIGURES", str(tmp_path))
-    runpy.run_path(str(Path(__file__).resolve().parent.parent / "notebooks" / "gossip_convergence.py"), run_name="__main__")
+    runpy.run_path(
+        str(Path(__file__).resolve().parent.parent / "notebooks" / "gossip_convergence.py"), run_name="__main__"
+    )
     out = capsys.readouterr().out
     assert f"Cycles of {simulated[S.RUN_ID]}" in out and "Node 3 in" in out and "figure saved" in out
     assert (tmp_path / "ln_covered_share_by_topic_size.png").is_file()
@@ -217,10 +233,21 @@ def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip
     lakehouse, subs = gossip_instance
     pubs, oracle, want = live_oracle(subs)
     state = stored(lakehouse, S.GOSSIP_STATES, simulated[S.RUN_ID]).filter(F.col(S.CYCLE) == 12)
-    csr = Subscriptions.collect(lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "gossip-60").select(S.NODE_ID, S.TOPIC_ID), NODES)
+    csr = Subscriptions.collect(
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "gossip-60").select(S.NODE_ID, S.TOPIC_ID), NODES
+    )
     rows, last = heal_and_disseminate(
-        spark, state.drop(S.RUN_ID, S.CYCLE), 12, csr.offsets, csr.topics, REQUEST.params(), pubs,
-        Failures(**LIVE_FAILURES), 8, 9, 2,
+        spark,
+        state.drop(S.RUN_ID, S.CYCLE),
+        12,
+        csr.offsets,
+        csr.topics,
+        REQUEST.params(),
+        pubs,
+        Failures(**LIVE_FAILURES),
+        8,
+        9,
+        2,
     )
     got: dict = {}
     for r in rows:
@@ -256,5 +283,7 @@ def test_live_dissemination_needs_a_feverfew_run():
 
     run = Row(**{S.RUN_ID: "fb.gpm", S.ALGORITHM: "gpm"})
     request = DisseminateRequest("fb.gpm", 2, cycles=3, live=True)
-    with pytest.raises(InputError, match="--live goes on with a Feverfew simulation's gossip; run 'fb.gpm' was made by gpm"):
+    with pytest.raises(
+        InputError, match="--live goes on with a Feverfew simulation's gossip; run 'fb.gpm' was made by gpm"
+    ):
         disseminate._live(None, None, run, None, request, None, None, progress=False)

@@ -47,8 +47,10 @@ def test_chord_and_random_fingers_keep_property_1(spark, n):
         (node, i, at[(positions[node] + (1 << i)) % n]) for node in range(n) for i in range(oracle.phase_count(n))
     ]
     assert_df_equality(
-        chord, local_frame(spark, expected, f"{S.NODE_ID} long, {S.PHASE} int, {S.FINGER} long"),
-        ignore_row_order=True, ignore_nullable=True,
+        chord,
+        local_frame(spark, expected, f"{S.NODE_ID} long, {S.PHASE} int, {S.FINGER} long"),
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
     assert property_1_violation(ring, chord, n) is None
     randoms = random_fingers(ring, n, seed=5)
@@ -89,9 +91,14 @@ def _random_subscriptions(rng, n, topics, per_node):
     return sorted({(node, rng.randrange(topics)) for node in range(n) for _ in range(rng.randint(0, per_node))})
 
 
-@pytest.mark.parametrize("trial,regime", [
-    (0, "memory"), pytest.param(0, "rounds", marks=pytest.mark.ci), pytest.param(1, "rounds", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "trial,regime",
+    [
+        (0, "memory"),
+        pytest.param(0, "rounds", marks=pytest.mark.ci),
+        pytest.param(1, "rounds", marks=pytest.mark.slow),
+    ],
+)
 def test_gswico_matches_the_oracle(spark, trial, regime):
     """Both regimes of the engine give the oracle's ring, fingers and links."""
     rng = random.Random(50 + trial)
@@ -111,10 +118,12 @@ def test_gswico_matches_the_oracle(spark, trial, regime):
     greedy = [(r[S.U], r[S.V], r[S.GAIN]) for r in links[: len(ring_links) + len(long_links)]]
     assert greedy == ring_links + long_links
     assert [r[S.ADDED_ORDER] for r in links] == list(range(1, len(links) + 1))
-    assert all(r[S.GAIN] in (0, None) for r in links[len(greedy):])
+    assert all(r[S.GAIN] in (0, None) for r in links[len(greedy) :])
     assert_df_equality(
-        overlay.links.select(S.U, S.V), undirected_links(overlay.fingers),
-        ignore_row_order=True, ignore_nullable=True,
+        overlay.links.select(S.U, S.V),
+        undirected_links(overlay.fingers),
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
 
 
@@ -132,11 +141,14 @@ def test_mixed_overlays_use_the_greedy_half_only(spark):
     ring = {r[S.NODE_ID]: r[S.POSITION] for r in long_only.ring.collect()}
     ring_links = [
         (min(node, other), max(node, other))
-        for node, p in ring.items() for other, q in ring.items() if (q - p) % n == 1
+        for node, p in ring.items()
+        for other, q in ring.items()
+        if (q - p) % n == 1
     ]
     slots, _ = oracle.gswico_fingers_oracle(subscriptions, n, ring, ring_links)
     fingers = {(r[S.NODE_ID], r[S.PHASE]): r[S.FINGER] for r in long_only.fingers.filter(F.col(S.PHASE) > 0).collect()}
     assert fingers == slots
-    assert [overlay_type(s, lo) for s, lo in [("gswico", "gswico"), ("gswico", "chord"), ("random", "gswico"), ("random", "random")]] == [
-        "SL", "S", "L", "-"
-    ]
+    assert [
+        overlay_type(s, lo)
+        for s, lo in [("gswico", "gswico"), ("gswico", "chord"), ("random", "gswico"), ("random", "random")]
+    ] == ["SL", "S", "L", "-"]

@@ -7,18 +7,17 @@ import random
 
 import pytest
 from pyspark.sql import functions as F
+from spidercast_m_oracle import spidercast_m_oracle, xxhash64
 
 from overlay import schema as S
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
-from spidercast_m_oracle import spidercast_m_oracle, xxhash64
 
 
 def random_subscriptions(rng: random.Random, nodes: int, topics: int, most: int) -> dict[int, set[int]]:
     """Skewed interests: low topic ids are popular, so scores tie and topics saturate."""
     weights = [1 / (t + 1) for t in range(topics)]
     return {
-        10 * p + 3: {100 + t for t in rng.choices(range(topics), weights, k=rng.randint(1, most))}
-        for p in range(nodes)
+        10 * p + 3: {100 + t for t in rng.choices(range(topics), weights, k=rng.randint(1, most))} for p in range(nodes)
     }
 
 
@@ -33,9 +32,11 @@ def spark_links(spark, subs: dict[int, set[int]], params: SpiderCastParams) -> l
 
 def test_the_oracles_hash_is_sparks(spark):
     cases = [(1, 1, 3, 103), (7, 12, 2**40 + 5, -9), (-3, 0, 0, 2**62)]
-    rows = spark.createDataFrame(cases, "s int, r int, a long, b long").select(
-        F.xxhash64("s", "r", "a", "b").alias("h")
-    ).collect()
+    rows = (
+        spark.createDataFrame(cases, "s int, r int, a long, b long")
+        .select(F.xxhash64("s", "r", "a", "b").alias("h"))
+        .collect()
+    )
     assert [r.h for r in rows] == [xxhash64(("int", s), ("int", r), ("long", a), ("long", b)) for s, r, a, b in cases]
 
 

@@ -51,8 +51,11 @@ def test_routing_ratios_are_against_scribe_on_the_oblivious_overlay_of_the_same_
         "seconds double, started_at timestamp",
     )
     metrics = spark.createDataFrame(
-        [("s", "base", "scribe", 10, 100, 10.0, 20, 1.0), ("p", "sw", "pie", 10, 25, 6.0, 9, 1.0),
-         ("q", "sw", "pie", 10, 30, 7.0, 9, 1.0)],
+        [
+            ("s", "base", "scribe", 10, 100, 10.0, 20, 1.0),
+            ("p", "sw", "pie", 10, 25, 6.0, 9, 1.0),
+            ("q", "sw", "pie", 10, 30, 7.0, 9, 1.0),
+        ],
         "routing_run_id string, run_id string, protocol string, publications long, routing_overhead long, "
         "avg_path_length double, max_path_length long, delivery_ratio double",
     )

@@ -87,8 +87,10 @@ def test_drawn_topics_follow_the_stated_popularity(spark, dist):
 @pytest.mark.parametrize("dist", ["unif", "zipf", "expo"])
 def test_sizes_and_distinct_topics(spark, dist):
     spec = SyntheticSpec(dist=dist, nodes=200, topics=100, min_subs=5, max_subs=9, seed=3)
-    per_node = synthetic_instance(spark, spec).subscriptions.groupBy(S.NODE_ID).agg(
-        F.count("*").alias("n"), F.countDistinct(S.TOPIC_ID).alias("d")
+    per_node = (
+        synthetic_instance(spark, spec)
+        .subscriptions.groupBy(S.NODE_ID)
+        .agg(F.count("*").alias("n"), F.countDistinct(S.TOPIC_ID).alias("d"))
     )
     stats = per_node.agg(F.min("n"), F.max("n"), F.count("*"), F.sum(F.col("n") - F.col("d"))).first()
     assert stats[0] >= 5 and stats[1] <= 9 and stats[2] == 200 and stats[3] == 0
@@ -138,7 +140,15 @@ def test_zipf_weights_are_the_documented_ones():
         ({"alpha": 0.0}, "--alpha must be a positive number"),
         ({"seed": -1}, "--seed must be zero or positive"),
     ],
-    ids=["zero-nodes", "negative-topics", "zero-min", "min-above-max", "max-above-topics", "zero-alpha", "negative-seed"],
+    ids=[
+        "zero-nodes",
+        "negative-topics",
+        "zero-min",
+        "min-above-max",
+        "max-above-topics",
+        "zero-alpha",
+        "negative-seed",
+    ],
 )
 def test_bad_sizes_are_clear_errors(spark, change, fragment):
     spec = SyntheticSpec(**{**dict(dist="zipf", nodes=10, topics=30, min_subs=2, max_subs=5, seed=1), **change})

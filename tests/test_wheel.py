@@ -17,7 +17,18 @@ from tests.conftest import python_env, run_cli
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
-BUILD_IGNORED = (".git", ".venv", ".jars", "lakehouse*", "build", "dist", "reports", "*.egg-info", "__pycache__", ".pytest_cache")
+BUILD_IGNORED = (
+    ".git",
+    ".venv",
+    ".jars",
+    "lakehouse*",
+    "build",
+    "dist",
+    "reports",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+)
 
 
 def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
@@ -29,7 +40,9 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
     wheels = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(source)],
-        check=True, capture_output=True, timeout=600,
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     (wheel,) = wheels.glob("overlay_lab-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -44,7 +57,9 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target), str(wheel)],
-        check=True, capture_output=True, timeout=600,
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     # An installed package looks for jars in `.jars/` next to it (here target/.jars) unless
     # $OVERLAY_LAB_JARS says where: here the checkout's, fetched by setup.
@@ -54,12 +69,19 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
 
     def lab(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "pipelines", *argv], check=False, capture_output=True, text=True, env=env, cwd=elsewhere,
+            [sys.executable, "-m", "pipelines", *argv],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=elsewhere,
             timeout=timeout,
         )
 
     probe = "import pipelines.resources as r; print(r.__file__, r.INSTALLED, r.CONF_DIR, sep=chr(10))"
-    where = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env, cwd=elsewhere)
+    where = subprocess.run(
+        [sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env, cwd=elsewhere
+    )
     module, installed, conf_dir = where.stdout.split()
     assert Path(module).is_relative_to(target) and not Path(module).is_relative_to(ROOT), where
     assert installed == "True" and conf_dir == str(target / "pipelines" / "conf"), where
@@ -87,8 +109,20 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
     # takes ~5 min; every step still runs: ingest from the packaged graph, designs, evaluate,
     # route, report).
     ran = lab(
-        "--lakehouse", str(tmp_path / "lh"), "--master", "local[2]", "--driver-memory", "1g", "main",
-        "--param", "instance=fb-100", "--param", "sample=100", "--param", "publications=20", timeout=1800,
+        "--lakehouse",
+        str(tmp_path / "lh"),
+        "--master",
+        "local[2]",
+        "--driver-memory",
+        "1g",
+        "main",
+        "--param",
+        "instance=fb-100",
+        "--param",
+        "sample=100",
+        "--param",
+        "publications=20",
+        timeout=1800,
     )
     assert ran.returncode == 0, (ran.stdout[-3000:], ran.stderr[-3000:])
     assert re.search(r"\[(\d+)/\1\] report: done", ran.stdout) and "fb-100.gpm.r0.2.local" in ran.stdout

@@ -87,7 +87,11 @@ def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
         ("instances_overview.py", {"INSTANCE": "tiny"}, ["tiny", "subscribers", "reason"]),
         ("overlay_quality.py", {}, ["Current overlay runs", "GPM (ratio 0.5)", "figure saved"]),
         ("routing_comparison.py", {"INSTANCE": "tiny"}, ["Routing runs", "Scribe on -", "figure saved"]),
-        ("table_history.py", {"RUN_ID": "tiny.gpm.r0.5.s1", "VERSIONS": "3"}, ["Commits of overlay_edges", "Rows by version"]),
+        (
+            "table_history.py",
+            {"RUN_ID": "tiny.gpm.r0.5.s1", "VERSIONS": "3"},
+            ["Commits of overlay_edges", "Rows by version"],
+        ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

@@ -20,26 +20,54 @@ from tests.test_bundle import WORKFLOWS
 
 
 def workflow(steps, parameters=None, **extra):
-    return parse_workflow({"name": "w", "description": "d", "parameters": parameters or {}, "steps": steps, **extra}, "w.yaml")
+    return parse_workflow(
+        {"name": "w", "description": "d", "parameters": parameters or {}, "steps": steps, **extra}, "w.yaml"
+    )
 
 
 def test_matrix_expands_names_arguments_and_dependencies():
     w = workflow(
         [
             {"name": "ingest", "run": ["ingest", "--instance", "${instance}"]},
-            {"name": "design_${algorithm}_${ratio}", "matrix": {"algorithm": ["gpm", "gpa"], "ratio": [0.1, 0.5]},
-             "after": ["ingest"], "run": ["design", "--algorithm", "${algorithm}", "--budget-ratio", "${ratio}"]},
-            {"name": "evaluate_${algorithm}", "matrix": {"algorithm": ["gpm"]},
-             "after": ["design_${algorithm}_0_1"], "run": ["evaluate", "--run-id", "r.${algorithm}"]},
-            {"name": "report", "after": ["design_${algorithm}_${ratio}", "evaluate_gpm"], "run": ["report", "--out", "o"]},
+            {
+                "name": "design_${algorithm}_${ratio}",
+                "matrix": {"algorithm": ["gpm", "gpa"], "ratio": [0.1, 0.5]},
+                "after": ["ingest"],
+                "run": ["design", "--algorithm", "${algorithm}", "--budget-ratio", "${ratio}"],
+            },
+            {
+                "name": "evaluate_${algorithm}",
+                "matrix": {"algorithm": ["gpm"]},
+                "after": ["design_${algorithm}_0_1"],
+                "run": ["evaluate", "--run-id", "r.${algorithm}"],
+            },
+            {
+                "name": "report",
+                "after": ["design_${algorithm}_${ratio}", "evaluate_gpm"],
+                "run": ["report", "--out", "o"],
+            },
         ],
         parameters={"instance": "fb-1k"},
     )
     names = [s.name for s in w.steps]
-    assert names == ["ingest", "design_gpm_0_1", "design_gpm_0_5", "design_gpa_0_1", "design_gpa_0_5", "evaluate_gpm", "report"]
+    assert names == [
+        "ingest",
+        "design_gpm_0_1",
+        "design_gpm_0_5",
+        "design_gpa_0_1",
+        "design_gpa_0_5",
+        "evaluate_gpm",
+        "report",
+    ]
     assert w.step("design_gpa_0_5").argv == ("design", "--algorithm", "gpa", "--budget-ratio", "0.5")
     assert w.step("evaluate_gpm").after == ("design_gpm_0_1",)
-    assert w.step("report").after == ("design_gpm_0_1", "design_gpm_0_5", "design_gpa_0_1", "design_gpa_0_5", "evaluate_gpm")
+    assert w.step("report").after == (
+        "design_gpm_0_1",
+        "design_gpm_0_5",
+        "design_gpa_0_1",
+        "design_gpa_0_5",
+        "evaluate_gpm",
+    )
     assert w.step("ingest").resolved(w.parameters) == ("ingest", "--instance", "fb-1k")
     assert w.with_parameters({"instance": "tw-1k"}).step("ingest").resolved({"instance": "tw-1k"})[-1] == "tw-1k"
 
@@ -66,10 +94,17 @@ def test_bad_workflows_are_clear_errors(steps, fragment):
 def test_grids_set_how_far_a_sweep_goes():
     grids = {"laptop": {"nodes": [1000, 2000], "seed": [1]}, "cluster": {"nodes": [1000, 5000, 10000], "seed": [1, 2]}}
     steps = [
-        {"name": "ingest_${nodes}_${seed}", "matrix": {"nodes": "grid", "seed": "grid"},
-         "run": ["ingest", "--nodes", "${nodes}", "--seed", "${seed}"]},
-        {"name": "design_${algorithm}_${nodes}", "matrix": {"algorithm": ["gpm"], "nodes": "grid"},
-         "after": ["ingest_${nodes}_1"], "run": ["design", "--nodes", "${nodes}"]},
+        {
+            "name": "ingest_${nodes}_${seed}",
+            "matrix": {"nodes": "grid", "seed": "grid"},
+            "run": ["ingest", "--nodes", "${nodes}", "--seed", "${seed}"],
+        },
+        {
+            "name": "design_${algorithm}_${nodes}",
+            "matrix": {"algorithm": ["gpm"], "nodes": "grid"},
+            "after": ["ingest_${nodes}_1"],
+            "run": ["design", "--nodes", "${nodes}"],
+        },
     ]
     laptop = workflow(steps, grids=grids)
     assert laptop.grid == "laptop" and laptop.grids == ("laptop", "cluster")
@@ -78,7 +113,12 @@ def test_grids_set_how_far_a_sweep_goes():
     assert cluster.grid == "laptop"  # the bundle's grid is chosen by whoever renders it
     cluster = parse_workflow({"name": "w", "description": "d", "grids": grids, "steps": steps}, "w.yaml", "cluster")
     assert [s.name for s in cluster.steps][:6] == [
-        "ingest_1000_1", "ingest_1000_2", "ingest_5000_1", "ingest_5000_2", "ingest_10000_1", "ingest_10000_2",
+        "ingest_1000_1",
+        "ingest_1000_2",
+        "ingest_5000_1",
+        "ingest_5000_2",
+        "ingest_10000_1",
+        "ingest_10000_2",
     ]
     assert cluster.step("design_gpm_10000").after == ("ingest_10000_1",)
     assert cluster.with_parameters({}).grid == "cluster"
@@ -93,11 +133,23 @@ def test_grids_set_how_far_a_sweep_goes():
         ({"grids": {"a": {"seed": [1]}}}, None, "takes 'nodes' from the grid, which does not give (it gives seed)"),
         ({"grids": {"a": {"nodes": []}}}, None, "grid 'a' gives 'nodes' no values"),
         ({"grids": {"a": {"nodes": [1]}}, "databricks": {"grid": "b"}}, None, "databricks.grid names b"),
-        ({"grids": {"a": {"nodes": [1], "seed": [1]}, "b": {"nodes": [1], "seed": [2]}}}, None,
-         "the grids give 'seed', which no step's matrix takes from the grid"),
+        (
+            {"grids": {"a": {"nodes": [1], "seed": [1]}, "b": {"nodes": [1], "seed": [2]}}},
+            None,
+            "the grids give 'seed', which no step's matrix takes from the grid",
+        ),
         ({"grids": {"a": {"nodes": [1]}, "b": {"nodes": [1, 1]}}}, None, "w.yaml (grid b): two steps are named 'i_1'"),
     ],
-    ids=["no-grids", "unknown-grid", "different-keys", "missing-key", "empty", "bundle-grid", "unused-key", "other-grid"],
+    ids=[
+        "no-grids",
+        "unknown-grid",
+        "different-keys",
+        "missing-key",
+        "empty",
+        "bundle-grid",
+        "unused-key",
+        "other-grid",
+    ],
 )
 def test_bad_grids_are_clear_errors(extra, grid, fragment):
     steps = [{"name": "i_${nodes}", "matrix": {"nodes": "grid"}, "run": ["report", "--out", "${nodes}"]}]
@@ -133,12 +185,14 @@ def test_shipped_workflows_plan(path):
 
 
 def test_runner_skips_complete_steps_and_stops_at_a_failure():
-    w = workflow([
-        {"name": "one", "run": ["report", "--out", "a"]},
-        {"name": "two", "after": ["one"], "run": ["report", "--out", "b"]},
-        {"name": "three", "after": ["two"], "run": ["report", "--out", "c"]},
-        {"name": "four", "after": ["three"], "run": ["report", "--out", "d"]},
-    ])
+    w = workflow(
+        [
+            {"name": "one", "run": ["report", "--out", "a"]},
+            {"name": "two", "after": ["one"], "run": ["report", "--out", "b"]},
+            {"name": "three", "after": ["two"], "run": ["report", "--out", "c"]},
+            {"name": "four", "after": ["three"], "run": ["report", "--out", "d"]},
+        ]
+    )
     ran, said = [], []
 
     def run(step):
@@ -154,23 +208,39 @@ def test_runner_skips_complete_steps_and_stops_at_a_failure():
     message = str(failure.value)
     assert "step 'three' failed (RuntimeError: disk full)" in message and "Not run: four" in message
     assert [(o.step, o.status) for o in failure.value.outcomes] == [
-        ("one", SKIPPED), ("two", RAN), ("three", FAILED), ("four", NOT_RUN)
+        ("one", SKIPPED),
+        ("two", RAN),
+        ("three", FAILED),
+        ("four", NOT_RUN),
     ]
     assert said[1] == "[1/4] one: skipped, done before" and said[2] == "[2/4] two: report --out b"
     assert any(line.startswith("[3/4] three: FAILED") for line in said)
     # A non-zero exit code is a failure too; --force runs complete steps again.
     ran.clear()
     with pytest.raises(WorkflowFailed, match="step 'one' failed \\(exit code 1\\)"):
-        run_workflow(w, StepActions(complete=lambda s: "done", run=lambda s: ran.append(s.name) or 1), force=True, say=said.append)
+        run_workflow(
+            w,
+            StepActions(complete=lambda s: "done", run=lambda s: ran.append(s.name) or 1),
+            force=True,
+            say=said.append,
+        )
     assert ran == ["one"]
 
 
 def test_a_matrix_of_mappings_sets_placeholders_together():
-    w = workflow([{
-        "name": "ingest_${low}_${seed}", "matrix": {"subs": [{"low": 10, "high": 90}, {"low": 50, "high": 130}], "seed": [1]},
-        "run": ["ingest", "--min-subs", "${low}", "--max-subs", "${high}"],
-    }])
-    assert [(s.name, s.argv[2], s.argv[4]) for s in w.steps] == [("ingest_10_1", "10", "90"), ("ingest_50_1", "50", "130")]
+    w = workflow(
+        [
+            {
+                "name": "ingest_${low}_${seed}",
+                "matrix": {"subs": [{"low": 10, "high": 90}, {"low": 50, "high": 130}], "seed": [1]},
+                "run": ["ingest", "--min-subs", "${low}", "--max-subs", "${high}"],
+            }
+        ]
+    )
+    assert [(s.name, s.argv[2], s.argv[4]) for s in w.steps] == [
+        ("ingest_10_1", "10", "90"),
+        ("ingest_50_1", "50", "130"),
+    ]
     with pytest.raises(ConfigError, match=r"its name does not use \$\{high\} or \$\{low\}"):
         workflow([{"name": "i", "matrix": {"subs": [{"low": 1, "high": 2}]}, "run": ["report"]}])
     for matrix, parameters, fragment in (
@@ -202,7 +272,10 @@ def test_a_shipped_graph_is_the_same_source_from_another_checkout(tmp_path):
     def spec(path):
         return {"path": path, "directed": False, "sample_bfs": 1000, "seed": 1, "feed_seeds": None}
 
-    here, there = "/work/a/pipelines/datasets/facebook_combined.txt.gz", "/opt/b/pipelines/datasets/facebook_combined.txt.gz"
+    here, there = (
+        "/work/a/pipelines/datasets/facebook_combined.txt.gz",
+        "/opt/b/pipelines/datasets/facebook_combined.txt.gz",
+    )
     assert _same_source(spec(here)) == _same_source(spec(there))
     assert _same_source(spec(here)) != _same_source({**spec(there), "seed": 2})
     assert _same_source(spec("/data/facebook_combined.txt.gz")) != _same_source(spec(there))

@@ -45,22 +45,25 @@ def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
         return local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ADDED_ORDER} long, {S.ROUND} int")
     draws = 2 * wanted + 64
     while True:
-        drawn = spark.range(draws).select(
-            F.col("id").alias("_draw"),
-            F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(0)), F.lit(k)).alias("_a"),
-            F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(1)), F.lit(k)).alias("_b"),
-        ).filter(F.col("_a") != F.col("_b"))
-        pairs = drawn.groupBy(
-            F.least("_a", "_b").alias("_lo"), F.greatest("_a", "_b").alias("_hi")
-        ).agg(F.min("_draw").alias("_draw"))
+        drawn = (
+            spark.range(draws)
+            .select(
+                F.col("id").alias("_draw"),
+                F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(0)), F.lit(k)).alias("_a"),
+                F.pmod(F.xxhash64(F.lit(seed), F.col("id"), F.lit(1)), F.lit(k)).alias("_b"),
+            )
+            .filter(F.col("_a") != F.col("_b"))
+        )
+        pairs = drawn.groupBy(F.least("_a", "_b").alias("_lo"), F.greatest("_a", "_b").alias("_hi")).agg(
+            F.min("_draw").alias("_draw")
+        )
         chosen = pairs.orderBy("_draw").limit(wanted).localCheckpoint()
         if chosen.count() == wanted:
             break
         draws *= 4
     ends = indexed.select(F.col(_IDX), F.col(S.NODE_ID))
-    named = (
-        chosen.join(ends.withColumnRenamed(_IDX, "_lo").withColumnRenamed(S.NODE_ID, "_x"), on="_lo")
-        .join(ends.withColumnRenamed(_IDX, "_hi").withColumnRenamed(S.NODE_ID, "_y"), on="_hi")
+    named = chosen.join(ends.withColumnRenamed(_IDX, "_lo").withColumnRenamed(S.NODE_ID, "_x"), on="_lo").join(
+        ends.withColumnRenamed(_IDX, "_hi").withColumnRenamed(S.NODE_ID, "_y"), on="_hi"
     )
     links = named.select(
         F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), "_draw", F.lit(1).alias(S.ROUND)
@@ -89,7 +92,9 @@ def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | Non
         )
         new = (
             first.join(second, on="_slot")
-            .select(F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), F.lit(round_no).alias(S.ROUND), "_h")
+            .select(
+                F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), F.lit(round_no).alias(S.ROUND), "_h"
+            )
             .join(edges.select(S.U, S.V), on=[S.U, S.V], how="left_anti")
             .localCheckpoint()
         )

@@ -91,13 +91,18 @@ def columns(batches: Iterator[pa.RecordBatch], names) -> list[np.ndarray]:
     """A partition's Arrow batches as one int64 array per column."""
     batches = list(batches)
     return [
-        np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)])
-        for name in names
+        np.concatenate([b.column(name).to_numpy() for b in batches] or [np.zeros(0, dtype=np.int64)]) for name in names
     ]
 
 
 def round_in_partition(
-    subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int, keep: bool,
+    subscriptions: Broadcast,
+    root: Broadcast,
+    row_filter: RowFilter,
+    nodes: int,
+    per_node: int,
+    top: int,
+    keep: bool,
 ):
     """The executor side of a round (a `mapInArrow` function)."""
 
@@ -117,7 +122,13 @@ def round_in_partition(
         rows = tail[with_tail]
         yield _batch(TAIL, with_tail, eu[rows], ev[rows], eg[rows])
         if first_left >= 0:
-            yield _batch(LEFT, None, eu[first_left:first_left + 1], ev[first_left:first_left + 1], eg[first_left:first_left + 1])
+            yield _batch(
+                LEFT,
+                None,
+                eu[first_left : first_left + 1],
+                ev[first_left : first_left + 1],
+                eg[first_left : first_left + 1],
+            )
         yield _batch(ALIVE, [int(alive.sum())], [-1], [-1], [len(us)])
         if keep:
             yield _batch(ROW, None, us[alive], vs[alive], gains[alive])
@@ -136,7 +147,18 @@ def lazy_parts(csr, root_value, row_filter: RowFilter, us, vs, bounds, nodes: in
     order = kernels.order_by_gain(bounds)  # stable: (u, v) order within a bound
     eligible = row_filter.eligible(us, vs)
     taken, tail_row, left, visited = lazy_sample(
-        csr.offsets, csr.topics, label, head, us, vs, bounds, order, eligible, nodes, per_node, top,
+        csr.offsets,
+        csr.topics,
+        label,
+        head,
+        us,
+        vs,
+        bounds,
+        order,
+        eligible,
+        nodes,
+        per_node,
+        top,
     )
     with_tail = np.flatnonzero(tail_row >= 0)
     rows = tail_row[with_tail]
@@ -159,7 +181,12 @@ def _keep_compact(state: RoundState, partition: int, us, vs, bounds, alive: int)
 
 
 def kept_round_in_partition(
-    state: RoundState, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int,
+    state: RoundState,
+    subscriptions: Broadcast,
+    root: Broadcast,
+    row_filter: RowFilter,
+    nodes: int,
+    per_node: int,
     top: int,
 ):
     """The executor side of a round over the rows its partition kept (`round_state`): the parts
@@ -171,7 +198,9 @@ def kept_round_in_partition(
             yield partition, None
             return
         us, vs, bounds = loaded
-        parts = lazy_parts(subscriptions.value, root.value, row_filter, us, vs, np.asarray(bounds), nodes, per_node, top)
+        parts = lazy_parts(
+            subscriptions.value, root.value, row_filter, us, vs, np.asarray(bounds), nodes, per_node, top
+        )
         _keep_compact(state, partition, us, vs, bounds, parts[ALIVE][0][0])
         yield partition, parts
 
@@ -179,7 +208,12 @@ def kept_round_in_partition(
 
 
 def keeping_round_in_partition(
-    state: RoundState, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int,
+    state: RoundState,
+    subscriptions: Broadcast,
+    root: Broadcast,
+    row_filter: RowFilter,
+    nodes: int,
+    per_node: int,
     top: int,
 ):
     """The executor side of a round that reads the table and keeps its partition's rows in
@@ -213,7 +247,10 @@ class CandidateTable:
     """The candidate pairs of a run, on the executors; `sample` runs a round's Spark job."""
 
     def __init__(
-        self, pairs: DataFrame, subset_min_rows: int = SUBSET_MIN_ROWS, task_slots: int | None = None,
+        self,
+        pairs: DataFrame,
+        subset_min_rows: int = SUBSET_MIN_ROWS,
+        task_slots: int | None = None,
         state: RoundState | None = None,
     ) -> None:
         """`pairs`: (u, v, bound), u < v, each pair once (`overlay.design.pairs` cuts them by
@@ -246,7 +283,13 @@ class CandidateTable:
         self.kept = False  # every partition wrote its files in the last pass over the table
 
     def sample(
-        self, subscriptions: Broadcast, root: Broadcast, row_filter: RowFilter, nodes: int, per_node: int, top: int,
+        self,
+        subscriptions: Broadcast,
+        root: Broadcast,
+        row_filter: RowFilter,
+        nodes: int,
+        per_node: int,
+        top: int,
         open_nodes: np.ndarray | None = None,
     ) -> Sample:
         """One round's job: refreshed gains, the sample and the bounds of the rest. With
@@ -319,7 +362,7 @@ class CandidateTable:
         try:
             context = self.table.sparkSession.sparkContext
             context.parallelize(range(self.partitions), self.partitions).foreach(state.drop)
-        except Exception as error:  # noqa: BLE001 - a clean-up must not hide why the rounds ended
+        except Exception as error:
             log.warning("rounds: the kept rows of %s were not removed from the executors: %s", state.token, error)
         finally:
             state.drop()
@@ -377,8 +420,13 @@ def parts_sample(parts: dict, nodes: int, per_node: int, top: int) -> Sample:
     _, tail_us, tail_vs, tail_gains = parts[TAIL]
     _, left_us, left_vs, left_gains = parts[LEFT]
     return global_sample(
-        np.concatenate([us, tail_us]), np.concatenate([vs, tail_vs]), np.concatenate([gains, tail_gains]),
-        (left_us, left_vs, left_gains), nodes, per_node, top,
+        np.concatenate([us, tail_us]),
+        np.concatenate([vs, tail_vs]),
+        np.concatenate([gains, tail_gains]),
+        (left_us, left_vs, left_gains),
+        nodes,
+        per_node,
+        top,
     )
 
 

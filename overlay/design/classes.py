@@ -50,7 +50,7 @@ class Subscriptions:
         return np.unique(self.topics, return_counts=True)[1]
 
     @classmethod
-    def from_pairs(cls, nodes: int, pairs: np.ndarray) -> "Subscriptions":
+    def from_pairs(cls, nodes: int, pairs: np.ndarray) -> Subscriptions:
         """From (node, topic) rows, any order, without duplicates."""
         order = np.lexsort((pairs[:, 1], pairs[:, 0]))
         ordered = pairs[order]
@@ -59,9 +59,13 @@ class Subscriptions:
 
     @classmethod
     def collect(
-        cls, subscriptions: DataFrame, nodes: int | None = None, max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
-        holder: str = "the greedy engine", rows: int | None = None,
-    ) -> "Subscriptions":
+        cls,
+        subscriptions: DataFrame,
+        nodes: int | None = None,
+        max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
+        holder: str = "the greedy engine",
+        rows: int | None = None,
+    ) -> Subscriptions:
         """The deliberate, capped driver copy of an instance's (node_id, topic_id) rows; node ids
         lie in [0, nodes) (default: up to the largest). `holder` names the algorithm in the error.
         `rows`: how many there are, when the caller knows (an instance row says): one Spark job
@@ -76,10 +80,16 @@ class Subscriptions:
                 f"{rows:,} (the cap is {max_rows:,}); raise the cap with more driver memory "
                 f"(16 bytes per subscription)"
             )
-        pairs = np.column_stack([
-            table.column(S.NODE_ID).to_numpy().astype(np.int64),
-            table.column(S.TOPIC_ID).to_numpy().astype(np.int64),
-        ]) if rows else np.zeros((0, 2), dtype=np.int64)
+        pairs = (
+            np.column_stack(
+                [
+                    table.column(S.NODE_ID).to_numpy().astype(np.int64),
+                    table.column(S.TOPIC_ID).to_numpy().astype(np.int64),
+                ]
+            )
+            if rows
+            else np.zeros((0, 2), dtype=np.int64)
+        )
         if nodes is None:
             nodes = int(pairs[:, 0].max()) + 1 if rows else 0
         return cls.from_pairs(nodes, pairs)
@@ -166,8 +176,16 @@ class BlockClasses:
     def _forest(self) -> tuple:
         s = self.subscriptions
         return (
-            s.offsets, s.topics, self.pblock, self.bparent, self.bhead, self.comp, self.comp_size,
-            self.vmark, self.bmark, self.state,
+            s.offsets,
+            s.topics,
+            self.pblock,
+            self.bparent,
+            self.bhead,
+            self.comp,
+            self.comp_size,
+            self.vmark,
+            self.bmark,
+            self.state,
         )
 
     def gain(self, u: int, v: int) -> int:

@@ -159,7 +159,7 @@ class InstanceSize:
         return 1.0 if span == 0 else (self.tcc_empty - tcc) / span
 
     @classmethod
-    def of(cls, subscriptions: Subscriptions) -> "InstanceSize":
+    def of(cls, subscriptions: Subscriptions) -> InstanceSize:
         return cls(nodes=subscriptions.nodes, tcc_empty=subscriptions.rows, tcc_complete=len(subscriptions.topic_sizes))
 
 
@@ -240,8 +240,12 @@ class GreedyEngine:
         self.pair_bound = pairs
         fits = needed <= self.memory_budget
         log.info(
-            "%s: at most %d candidate pairs, %s of state against a budget of %s: the %s regime", self.name, pairs,
-            memory.human_bytes(needed), memory.human_bytes(self.memory_budget), "memory" if fits else "rounds",
+            "%s: at most %d candidate pairs, %s of state against a budget of %s: the %s regime",
+            self.name,
+            pairs,
+            memory.human_bytes(needed),
+            memory.human_bytes(self.memory_budget),
+            "memory" if fits else "rounds",
         )
         return "memory" if fits else "rounds"
 
@@ -276,9 +280,13 @@ class GreedyEngine:
         slots = None if self.partitions is not None else self.parallelism or spark.sparkContext.defaultParallelism
         state = RoundState() if self.keep_rows else None
         self.table = table = CandidateTable(
-            counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)), task_slots=slots, state=state,
+            counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)),
+            task_slots=slots,
+            state=state,
         )
-        log.info("%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock)
+        log.info(
+            "%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock
+        )
         static = spark.sparkContext.broadcast(self.subscriptions)
         try:
             while True:
@@ -293,7 +301,12 @@ class GreedyEngine:
         """The memory regime: each call of the compiled sweep is a round."""
         clock = time.monotonic()
         state = memory.MemorySweep(
-            self.subscriptions, self.rule, self.classes, self.max_edges, self.edges_total, self.round_links,
+            self.subscriptions,
+            self.rule,
+            self.classes,
+            self.max_edges,
+            self.edges_total,
+            self.round_links,
             self.pair_bound,
         )
         log.info("%s: %d candidate pairs in memory, in %.1fs", self.name, state.pairs, time.monotonic() - clock)
@@ -305,10 +318,21 @@ class GreedyEngine:
             self.finished = bool(state.state[memory.sweep.FINISHED])
             tcc = self.classes.components
             yield GreedyRound(
-                round=self.round_no, phase=phase if phased else 0, edges=links, first_order=first_order,
-                candidates=state.alive, reevaluations=refreshes, edges_total=self.edges_total, tcc=tcc,
-                tco_support=self.size.tco_support(tcc), next_phase=self.rule.phase, finished=self.finished,
-                seconds=seconds, candidate_rows=state.pairs, rows_read=visits, regime="memory",
+                round=self.round_no,
+                phase=phase if phased else 0,
+                edges=links,
+                first_order=first_order,
+                candidates=state.alive,
+                reevaluations=refreshes,
+                edges_total=self.edges_total,
+                tcc=tcc,
+                tco_support=self.size.tco_support(tcc),
+                next_phase=self.rule.phase,
+                finished=self.finished,
+                seconds=seconds,
+                candidate_rows=state.pairs,
+                rows_read=visits,
+                regime="memory",
             )
 
     def _round(self, spark, table: CandidateTable, static) -> GreedyRound:
@@ -329,7 +353,9 @@ class GreedyEngine:
         if open_nodes is not None and (share <= 0 or len(open_nodes) > share * self.size.nodes):
             open_nodes = None  # most rows would pass: the semi-joins would not pay
         try:
-            sample = table.sample(static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, open_nodes)
+            sample = table.sample(
+                static, root, rule.row_filter(self.lookahead), self.size.nodes, per_node, top, open_nodes
+            )
         finally:
             root.unpersist()
         spark_seconds = time.monotonic() - clock
@@ -353,10 +379,18 @@ class GreedyEngine:
         log.debug(
             "%s round %d (phase %d, %d rows read%s, %d received): +%d links (%d in all), %d sampled, %d re-evaluated, "
             "%.2fs (Spark %.2fs)",
-            self.name, self.round_no, phase, table.last_read,
-            "" if open_nodes is None else f" between {len(open_nodes)} open nodes", table.last_received,
+            self.name,
+            self.round_no,
+            phase,
+            table.last_read,
+            "" if open_nodes is None else f" between {len(open_nodes)} open nodes",
+            table.last_received,
             len(settled.accepted),
-            self.edges_total, len(sample), settled.reevaluations, seconds, spark_seconds,
+            self.edges_total,
+            len(sample),
+            settled.reevaluations,
+            seconds,
+            spark_seconds,
         )
         return GreedyRound(
             round=self.round_no,
@@ -424,12 +458,25 @@ class GreedyDesign:
             rule = Unlimited()
         classes = BlockClasses(subscriptions) if params.algorithm == "gm2" else ComponentClasses(subscriptions)
         return GreedyEngine(
-            self.frame.sparkSession, subscriptions, rule, classes=classes,
-            initial_links=links, shared_counts=self.shared_counts, max_edges=params.max_edges,
-            batch_size=params.batch_size, per_node=params.per_node, mode=params.mode, epsilon=params.epsilon,
-            partitions=params.partitions, parallelism=params.parallelism, open_read_share=params.open_read_share,
-            first_round=start.rounds_done + 1, edges_total=len(links),
-            name=params.algorithm, regime=params.regime, memory_budget=params.memory_budget,
+            self.frame.sparkSession,
+            subscriptions,
+            rule,
+            classes=classes,
+            initial_links=links,
+            shared_counts=self.shared_counts,
+            max_edges=params.max_edges,
+            batch_size=params.batch_size,
+            per_node=params.per_node,
+            mode=params.mode,
+            epsilon=params.epsilon,
+            partitions=params.partitions,
+            parallelism=params.parallelism,
+            open_read_share=params.open_read_share,
+            first_round=start.rounds_done + 1,
+            edges_total=len(links),
+            name=params.algorithm,
+            regime=params.regime,
+            memory_budget=params.memory_budget,
             keep_rows=params.keep_rows,
         )
 

@@ -60,8 +60,16 @@ def supported(rule: Eligibility, classes: Classes) -> bool:
 class MemorySweep:
     """The state of one in-memory greedy: candidate levels, relation and rule; `calls()` runs it."""
 
-    def __init__(self, subscriptions: Subscriptions, rule: Eligibility, classes: Classes, max_edges: int | None,
-                 edges_total: int, round_links: int = ROUND_LINKS, bound: int | None = None) -> None:
+    def __init__(
+        self,
+        subscriptions: Subscriptions,
+        rule: Eligibility,
+        classes: Classes,
+        max_edges: int | None,
+        edges_total: int,
+        round_links: int = ROUND_LINKS,
+        bound: int | None = None,
+    ) -> None:
         """`bound`: `pair_bound` of the subscriptions, when the caller computed it already."""
         self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
         self.max_edges, self.round_links = max_edges, round_links
@@ -69,14 +77,23 @@ class MemorySweep:
         top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
         # Stamps need a bound on the links before the pairs are counted: the pair bound serves.
         self.stamp_bits = sweep.stamp_bits_for(
-            subscriptions.nodes, (pair_bound(subscriptions, topic_offsets) if bound is None else bound) + edges_total,
+            subscriptions.nodes,
+            (pair_bound(subscriptions, topic_offsets) if bound is None else bound) + edges_total,
         )
         self.levels, self.sizes = sweep.build_levels(
-            subscriptions.offsets, subscriptions.topics, topic_offsets, topic_nodes, max(top, 1), self.stamp_bits,
+            subscriptions.offsets,
+            subscriptions.topics,
+            topic_offsets,
+            topic_nodes,
+            max(top, 1),
+            self.stamp_bits,
         )
         self.pairs = int(self.sizes[1:].sum())
-        self.topics = subscriptions.topics.astype(np.int32) if subscriptions.topics.max(initial=0) < 1 << 31 \
+        self.topics = (
+            subscriptions.topics.astype(np.int32)
+            if subscriptions.topics.max(initial=0) < 1 << 31
             else subscriptions.topics
+        )
         self.ordered = self.sizes.copy()  # built in (u, v) order
         self.state = np.zeros(sweep.STATE_SLOTS, dtype=np.int64)
         self.state[sweep.PHASE] = max(rule.phase, 1)
@@ -88,11 +105,38 @@ class MemorySweep:
         classes = self.classes
         if isinstance(classes, ComponentClasses):
             label, following, class_size = sweep.labels_of(classes.parent)
-            return (sweep.COMPONENTS_RELATION, label, following, class_size, NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY,
-                    NO_ARRAY, NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.topics, 0)
-        return (sweep.BLOCKS_RELATION, NO_ARRAY, NO_ARRAY, NO_ARRAY, classes.state, classes.pblock, classes.bparent,
-                classes.bhead, classes.comp, classes.comp_size, classes.vmark, classes.bmark, classes.topics,
-                classes.shared_topics)
+            return (
+                sweep.COMPONENTS_RELATION,
+                label,
+                following,
+                class_size,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                NO_ARRAY,
+                classes.topics,
+                0,
+            )
+        return (
+            sweep.BLOCKS_RELATION,
+            NO_ARRAY,
+            NO_ARRAY,
+            NO_ARRAY,
+            classes.state,
+            classes.pblock,
+            classes.bparent,
+            classes.bhead,
+            classes.comp,
+            classes.comp_size,
+            classes.vmark,
+            classes.bmark,
+            classes.topics,
+            classes.shared_topics,
+        )
 
     @property
     def alive(self) -> int:
@@ -112,9 +156,25 @@ class MemorySweep:
             if self.max_edges is not None:
                 budget = max(1, min(budget, self.max_edges - int(state[sweep.EDGES])))
             us, vs, gains, owners, phases = sweep.sweep(
-                self.levels, self.sizes, self.ordered, state, s.nodes, s.offsets, self.topics, *relation,
-                rule.kind, rule.degrees, rule.max_degree, rule.fragment, rule.neighbours, rule.position, rule.mask,
-                rule.state, self.max_edges or 0, budget, self.stamp_bits,
+                self.levels,
+                self.sizes,
+                self.ordered,
+                state,
+                s.nodes,
+                s.offsets,
+                self.topics,
+                *relation,
+                rule.kind,
+                rule.degrees,
+                rule.max_degree,
+                rule.fragment,
+                rule.neighbours,
+                rule.position,
+                rule.mask,
+                rule.state,
+                self.max_edges or 0,
+                budget,
+                self.stamp_bits,
             )
             if isinstance(self.classes, ComponentClasses):  # the classes as the rounds regime holds them
                 sweep.parent_of(relation[1], self.classes.parent)
@@ -123,8 +183,13 @@ class MemorySweep:
                 self.rule.phase = int(state[sweep.PHASE])
             links = list(zip(us.tolist(), vs.tolist(), gains.tolist()))
             self.rule.absorb(rule, links, owners.tolist(), phases.tolist())
-            yield (phase, links, int(state[sweep.REFRESHES]) - refreshes, int(state[sweep.VISITS]) - visits,
-                   time.monotonic() - clock)
+            yield (
+                phase,
+                links,
+                int(state[sweep.REFRESHES]) - refreshes,
+                int(state[sweep.VISITS]) - visits,
+                time.monotonic() - clock,
+            )
 
 
 def estimate(subscriptions: Subscriptions) -> tuple[int, int]:

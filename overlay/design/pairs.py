@@ -39,7 +39,9 @@ def by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(topics, np.arange(span + 1)).astype(np.int64), owners[order]
 
 
-def node_ranges(subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: int | None, parallelism: int) -> np.ndarray:
+def node_ranges(
+    subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: int | None, parallelism: int
+) -> np.ndarray:
     """Boundaries [b0 = 0, b1, ..., bP = nodes] of node ranges of about equal counting work."""
     sizes = np.diff(topic_offsets)
     running = np.concatenate([[0], np.cumsum(sizes[subscriptions.topics])])
@@ -54,7 +56,10 @@ def node_ranges(subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: 
 
 
 def shared_topic_counts(
-    spark: SparkSession, subscriptions: Subscriptions, partitions: int | None = None, parallelism: int | None = None,
+    spark: SparkSession,
+    subscriptions: Subscriptions,
+    partitions: int | None = None,
+    parallelism: int | None = None,
 ) -> DataFrame:
     """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0, one partition per node range.
 
@@ -73,6 +78,8 @@ def shared_topic_counts(
                 us, vs, counts = kernels.shared_counts_of_range(
                     csr.offsets, csr.topics, by_topic, members, cuts[part], cuts[part + 1]
                 )
-                yield pa.RecordBatch.from_arrays([pa.array(us), pa.array(vs), pa.array(counts)], names=[S.U, S.V, SHARED])
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(us), pa.array(vs), pa.array(counts)], names=[S.U, S.V, SHARED]
+                )
 
     return spark.range(parts, numPartitions=parts).mapInArrow(count, f"{S.U} long, {S.V} long, {SHARED} long")

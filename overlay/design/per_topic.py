@@ -92,7 +92,8 @@ def _partition_links(k: int, order: str, seed: int):
         starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1], True]).astype(np.int64)
         a, b = harary_links(starts, nodes, k)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(np.minimum(a, b)), pa.array(np.maximum(a, b))], names=[S.U, S.V],
+            [pa.array(np.minimum(a, b)), pa.array(np.maximum(a, b))],
+            names=[S.U, S.V],
         )
 
     return links
@@ -108,7 +109,11 @@ def _per_topic_links(subscriptions: DataFrame, k: int, order: str, seed: int, pa
 
 
 def harary_pt(
-    subscriptions: DataFrame, k: int, node_order: str = "ids", seed: int = 1, partitions: int | None = None,
+    subscriptions: DataFrame,
+    k: int,
+    node_order: str = "ids",
+    seed: int = 1,
+    partitions: int | None = None,
 ) -> DataFrame:
     """HararyPT's links (u, v, added_order, round), u < v, numbered in (u, v) order: a kTCO.
     `node_order`: the global order, node ids or a random order drawn from `seed`."""

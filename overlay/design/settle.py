@@ -56,7 +56,7 @@ class Sample:
     first_left: Key | None
 
     @classmethod
-    def build(cls, us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left) -> "Sample":
+    def build(cls, us, vs, gains, tail_nodes, tail_gains, tail_us, tail_vs, first_left) -> Sample:
         """From arrays; `tail_nodes` distinct, with their tails' keys in the other arrays."""
         by_key = np.lexsort((tail_vs, tail_us, -tail_gains))
         keys = list(zip(tail_gains[by_key].tolist(), tail_us[by_key].tolist(), tail_vs[by_key].tolist()))
@@ -91,8 +91,9 @@ def _sift_down(heap, size, at, gains, us, vs):
         if child >= size:
             break
         right = child + 1
-        if right < size and _before(gains[heap[right]], us[heap[right]], vs[heap[right]],
-                                    gains[heap[child]], us[heap[child]], vs[heap[child]]):
+        if right < size and _before(
+            gains[heap[right]], us[heap[right]], vs[heap[right]], gains[heap[child]], us[heap[child]], vs[heap[child]]
+        ):
             child = right
         if not _before(gains[heap[child]], us[heap[child]], vs[heap[child]], gains[item], us[item], vs[item]):
             break
@@ -129,8 +130,10 @@ def _allows(rule, u, v, phase, degrees, max_degree, fragment, position, mask, ru
             return True
         return rule_state[sweep.RING_EDGES] == rule_state[sweep.RING_NODES] - 1 and rule_state[sweep.RING_NODES] >= 3
     if rule == sweep.SLOT_RULE:
-        return sweep._eligibility(rule, u, v, phase, degrees, max_degree, fragment, position, mask,
-                                  rule_state) == sweep.ELIGIBLE
+        return (
+            sweep._eligibility(rule, u, v, phase, degrees, max_degree, fragment, position, mask, rule_state)
+            == sweep.ELIGIBLE
+        )
     return True
 
 
@@ -158,16 +161,16 @@ def outside_key(tail_nodes, tails, has_first_left, first_left, rule, phase, degr
 
 
 @nb.njit(cache=True, nogil=True)
-def _gain(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state,
-          u, v):
+def _gain(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v):
     if relation == sweep.COMPONENTS_RELATION:
         return kernels.pair_gain(offsets, topics, parent, u, v)
     return blocks.pair_gain(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
 
 
 @nb.njit(cache=True, nogil=True)
-def _merge(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state,
-           u, v):
+def _merge(
+    relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v
+):
     if relation == sweep.COMPONENTS_RELATION:
         return kernels.merge_pair(offsets, topics, parent, u, v)
     return blocks.merge_pair(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
@@ -175,10 +178,38 @@ def _merge(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp
 
 @nb.njit(cache=True, nogil=True)
 def settle_sample(
-    us, vs, sampled_gains, tail_nodes, tails, has_first_left, first_left,
-    relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state,
-    rule, degrees, max_degree, fragment, neighbours, position, mask, rule_state, phase, last_phase,
-    edges_left, epsilon, info,
+    us,
+    vs,
+    sampled_gains,
+    tail_nodes,
+    tails,
+    has_first_left,
+    first_left,
+    relation,
+    offsets,
+    topics,
+    parent,
+    pblock,
+    bparent,
+    bhead,
+    comp,
+    comp_size,
+    vmark,
+    bmark,
+    forest_state,
+    rule,
+    degrees,
+    max_degree,
+    fragment,
+    neighbours,
+    position,
+    mask,
+    rule_state,
+    phase,
+    last_phase,
+    edges_left,
+    epsilon,
+    info,
 ):
     """The lazy greedy over one sample (module docstring); the links (u, v, gain) in order, with
     the slot rule's finger (owner, phase) of each. `edges_left` < 0: no budget; `epsilon` < 0:
@@ -216,8 +247,22 @@ def settle_sample(
                 continue
             if seen[top] != added:
                 reevaluations += 1
-                gain = _gain(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark,
-                             forest_state, u, v)
+                gain = _gain(
+                    relation,
+                    offsets,
+                    topics,
+                    parent,
+                    pblock,
+                    bparent,
+                    bhead,
+                    comp,
+                    comp_size,
+                    vmark,
+                    bmark,
+                    forest_state,
+                    u,
+                    v,
+                )
                 if gain == 0:
                     size -= 1
                     heap[0] = heap[size]
@@ -226,8 +271,9 @@ def settle_sample(
                 _sift_down(heap, size, 0, gains, us, vs)
                 continue
             gain = gains[top]
-            bg, bu, bv = outside_key(tail_nodes, tails, has_first_left, first_left, rule, phase, degrees, rule_state,
-                                     cursor)
+            bg, bu, bv = outside_key(
+                tail_nodes, tails, has_first_left, first_left, rule, phase, degrees, rule_state, cursor
+            )
             if bg >= 0:
                 beats = _before(gain, u, v, bg, bu, bv) if epsilon < 0 else gain * (1.0 + epsilon) >= bg
                 if not beats:
@@ -236,20 +282,37 @@ def settle_sample(
             size -= 1
             heap[0] = heap[size]
             _sift_down(heap, size, 0, gains, us, vs)
-            joined = _merge(relation, offsets, topics, parent, pblock, bparent, bhead, comp, comp_size, vmark, bmark,
-                            forest_state, u, v)
+            joined = _merge(
+                relation,
+                offsets,
+                topics,
+                parent,
+                pblock,
+                bparent,
+                bhead,
+                comp,
+                comp_size,
+                vmark,
+                bmark,
+                forest_state,
+                u,
+                v,
+            )
             if joined != gain:
                 raise AssertionError("a link joined a different number of classes than its gain")
             joined_all += joined
-            out_owner[added], out_phase[added] = sweep._accept(rule, u, v, degrees, fragment, neighbours, position,
-                                                               mask, rule_state)
+            out_owner[added], out_phase[added] = sweep._accept(
+                rule, u, v, degrees, fragment, neighbours, position, mask, rule_state
+            )
             out_u[added], out_v[added], out_g[added] = u, v, gain
             added += 1
         budget_spent = edges_left >= 0 and added >= edges_left
         dry = False
         if size == 0 and not budget_spent:
-            dry = outside_key(tail_nodes, tails, has_first_left, first_left, rule, phase, degrees, rule_state,
-                              cursor)[0] < 0
+            dry = (
+                outside_key(tail_nodes, tails, has_first_left, first_left, rule, phase, degrees, rule_state, cursor)[0]
+                < 0
+            )
         if dry and rule == sweep.DEGREE_RULE and phase < last_phase:
             phase += 1  # the sample holds every candidate eligible up to last_phase: open the next phase
             heap[:waited] = waiting[:waited]
@@ -267,8 +330,20 @@ def _relation(classes: Classes) -> tuple:
     if isinstance(classes, ComponentClasses):
         return (sweep.COMPONENTS_RELATION, s.offsets, s.topics, classes.parent) + (NO_ARRAY,) * 8
     if isinstance(classes, BlockClasses):
-        return (sweep.BLOCKS_RELATION, s.offsets, s.topics, NO_ARRAY, classes.pblock, classes.bparent, classes.bhead,
-                classes.comp, classes.comp_size, classes.vmark, classes.bmark, classes.state)
+        return (
+            sweep.BLOCKS_RELATION,
+            s.offsets,
+            s.topics,
+            NO_ARRAY,
+            classes.pblock,
+            classes.bparent,
+            classes.bhead,
+            classes.comp,
+            classes.comp_size,
+            classes.vmark,
+            classes.bmark,
+            classes.state,
+        )
     raise TypeError(f"no compiled form of the relation {type(classes).__name__}")
 
 
@@ -283,9 +358,17 @@ def outside_bound(sample: Sample, rule: Eligibility) -> Key | None:
     """The outside bound of `sample` under the rule as it stands (None: nothing bounds)."""
     compiled = _compiled(rule)
     first_left = np.array(sample.first_left or (0, 0, 0), dtype=np.int64)
-    key = outside_key(sample.tail_nodes.astype(np.int64), sample.tail_arrays(), sample.first_left is not None,
-                      first_left, compiled.kind, max(rule.phase, 1), compiled.degrees, compiled.state,
-                      np.array([0, 1], dtype=np.int64))
+    key = outside_key(
+        sample.tail_nodes.astype(np.int64),
+        sample.tail_arrays(),
+        sample.first_left is not None,
+        first_left,
+        compiled.kind,
+        max(rule.phase, 1),
+        compiled.degrees,
+        compiled.state,
+        np.array([0, 1], dtype=np.int64),
+    )
     return None if key[0] < 0 else tuple(int(x) for x in key)
 
 
@@ -307,12 +390,27 @@ def settle(
     first_left = np.array(sample.first_left or (0, 0, 0), dtype=np.int64)
     info = np.zeros(6, dtype=np.int64)
     us, vs, gains, owners, phases = settle_sample(
-        sample.us.astype(np.int64), sample.vs.astype(np.int64), sample.gains.astype(np.int64),
-        sample.tail_nodes.astype(np.int64), sample.tail_arrays(), sample.first_left is not None, first_left,
+        sample.us.astype(np.int64),
+        sample.vs.astype(np.int64),
+        sample.gains.astype(np.int64),
+        sample.tail_nodes.astype(np.int64),
+        sample.tail_arrays(),
+        sample.first_left is not None,
+        first_left,
         *_relation(classes),
-        compiled.kind, compiled.degrees, compiled.max_degree, compiled.fragment, compiled.neighbours,
-        compiled.position, compiled.mask, compiled.state, phase, max(phase, last_phase or phase),
-        -1 if edges_left is None else edges_left, -1.0 if epsilon is None else float(epsilon), info,
+        compiled.kind,
+        compiled.degrees,
+        compiled.max_degree,
+        compiled.fragment,
+        compiled.neighbours,
+        compiled.position,
+        compiled.mask,
+        compiled.state,
+        phase,
+        max(phase, last_phase or phase),
+        -1 if edges_left is None else edges_left,
+        -1.0 if epsilon is None else float(epsilon),
+        info,
     )
     if isinstance(classes, ComponentClasses):
         classes.components -= int(info[JOINED])

@@ -88,14 +88,20 @@ class _Links:
     def frame(self, spark: SparkSession) -> DataFrame:
         """(u, v, added_order, round): each round's links are already in (priority, u, v) order."""
         us, vs, rounds = (np.concatenate(parts) for parts in zip(*self.rounds))
-        table = pa.table({
-            S.U: pa.array(us, pa.int64()), S.V: pa.array(vs, pa.int64()),
-            S.ADDED_ORDER: pa.array(np.arange(1, len(us) + 1, dtype=np.int64)), S.ROUND: pa.array(rounds, pa.int32()),
-        })
+        table = pa.table(
+            {
+                S.U: pa.array(us, pa.int64()),
+                S.V: pa.array(vs, pa.int64()),
+                S.ADDED_ORDER: pa.array(np.arange(1, len(us) + 1, dtype=np.int64)),
+                S.ROUND: pa.array(rounds, pa.int32()),
+            }
+        )
         return spark.createDataFrame(table)
 
 
-def _proposals(spark: SparkSession, static, state, parts: int, params: SpiderCastParams, round_no: int) -> tuple[np.ndarray, np.ndarray]:
+def _proposals(
+    spark: SparkSession, static, state, parts: int, params: SpiderCastParams, round_no: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(p, q) of every open node's proposal: one Spark job, at most one row per node."""
     d, kg, kr, seed = params.max_degree, params.greedy_coverage, params.random_coverage, params.seed
 
@@ -105,8 +111,19 @@ def _proposals(spark: SparkSession, static, state, parts: int, params: SpiderCas
         for batch in batches:
             for part in batch.column("id").to_pylist():
                 ps, qs = kernels.propose_range(
-                    offsets, topics, topic_offsets, topic_nodes, neighbours, degree, d, kg, kr, seed, round_no,
-                    cuts[part], cuts[part + 1],
+                    offsets,
+                    topics,
+                    topic_offsets,
+                    topic_nodes,
+                    neighbours,
+                    degree,
+                    d,
+                    kg,
+                    kr,
+                    seed,
+                    round_no,
+                    cuts[part],
+                    cuts[part + 1],
                 )
                 yield pa.RecordBatch.from_arrays([pa.array(ps), pa.array(qs)], names=["_p", "_q"])
 
@@ -144,9 +161,15 @@ def spidercast_m(subscriptions: DataFrame, params: SpiderCastParams) -> DataFram
             added = links.add_round(us[order], vs[order], round_no, d)
             log.info(
                 "SpiderCastM round %d: %d proposals, %d links, %.1fs (elapsed %.0fs)",
-                round_no, len(us), added, time.monotonic() - clock, time.monotonic() - started,
+                round_no,
+                len(us),
+                added,
+                time.monotonic() - clock,
+                time.monotonic() - started,
             )
     finally:
         static.unpersist()
-    log.info("SpiderCastM: %d rounds, %d links, %.0fs", round_no, int(links.degree.sum()) // 2, time.monotonic() - started)
+    log.info(
+        "SpiderCastM: %d rounds, %d links, %.0fs", round_no, int(links.degree.sum()) // 2, time.monotonic() - started
+    )
     return links.frame(spark)

@@ -91,8 +91,21 @@ def _coverage(offsets, topics, neighbours, degree, p, cov):
 
 
 @nb.njit(cache=True, nogil=True)
-def propose_range(offsets, topics, topic_offsets, topic_nodes, neighbours, degree, max_degree,
-                  greedy_coverage, random_coverage, seed, round_no, lo, hi):
+def propose_range(
+    offsets,
+    topics,
+    topic_offsets,
+    topic_nodes,
+    neighbours,
+    degree,
+    max_degree,
+    greedy_coverage,
+    random_coverage,
+    seed,
+    round_no,
+    lo,
+    hi,
+):
     """(p, q) of the proposal of every open node p in [lo, hi) that has one (module doc of
     `overlay.design.spidercast` for the rules)."""
     nodes = len(offsets) - 1

@@ -196,16 +196,48 @@ def parent_of(label, parent):
 
 
 @nb.njit(cache=True, nogil=True)
-def _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent, bhead, comp, comp_size,
-          vmark, bmark, u, v):
+def _gain(
+    relation,
+    offsets,
+    topics,
+    row_of_topic,
+    label,
+    forest_state,
+    pblock,
+    bparent,
+    bhead,
+    comp,
+    comp_size,
+    vmark,
+    bmark,
+    u,
+    v,
+):
     if relation == COMPONENTS_RELATION:
         return _label_gain(offsets, topics, row_of_topic, label, v)
     return blocks.pair_gain(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
 
 
 @nb.njit(cache=True, nogil=True)
-def _merge(relation, offsets, topics, row_of_topic, label, following, class_size, forest_state, pblock, bparent,
-           bhead, comp, comp_size, vmark, bmark, u, v):
+def _merge(
+    relation,
+    offsets,
+    topics,
+    row_of_topic,
+    label,
+    following,
+    class_size,
+    forest_state,
+    pblock,
+    bparent,
+    bhead,
+    comp,
+    comp_size,
+    vmark,
+    bmark,
+    u,
+    v,
+):
     if relation == COMPONENTS_RELATION:
         return _label_merge(offsets, topics, row_of_topic, label, following, class_size, v)
     return blocks.merge_pair(offsets, topics, pblock, bparent, bhead, comp, comp_size, vmark, bmark, forest_state, u, v)
@@ -289,10 +321,38 @@ def top_level(sizes):
 
 @nb.njit(cache=True, nogil=True)
 def sweep(
-    levels, sizes, ordered, state, nodes, offsets, topics,
-    relation, label, following, class_size, forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark,
-    topics_count, shared_topics,
-    rule, degrees, max_degree, fragment, neighbours, position, mask, rule_state, max_edges, link_budget, stamp_bits,
+    levels,
+    sizes,
+    ordered,
+    state,
+    nodes,
+    offsets,
+    topics,
+    relation,
+    label,
+    following,
+    class_size,
+    forest_state,
+    pblock,
+    bparent,
+    bhead,
+    comp,
+    comp_size,
+    vmark,
+    bmark,
+    topics_count,
+    shared_topics,
+    rule,
+    degrees,
+    max_degree,
+    fragment,
+    neighbours,
+    position,
+    mask,
+    rule_state,
+    max_edges,
+    link_budget,
+    stamp_bits,
 ):
     """Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
     finished (`ordered[g]`: how many of level g's first codes are in order); the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
@@ -354,23 +414,66 @@ def sweep(
             if stamp_bits > 0 and code & stamp_mask == stamp:
                 gain = g  # computed since the last link: exact
             else:
-                gain = _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent, bhead,
-                             comp, comp_size, vmark, bmark, u, v)
+                gain = _gain(
+                    relation,
+                    offsets,
+                    topics,
+                    row_of_topic,
+                    label,
+                    forest_state,
+                    pblock,
+                    bparent,
+                    bhead,
+                    comp,
+                    comp_size,
+                    vmark,
+                    bmark,
+                    u,
+                    v,
+                )
                 state[REFRESHES] += 1
             if gain == g:
-                joined = _merge(relation, offsets, topics, row_of_topic, label, following, class_size, forest_state,
-                                pblock, bparent, bhead, comp, comp_size, vmark, bmark, u, v)
+                joined = _merge(
+                    relation,
+                    offsets,
+                    topics,
+                    row_of_topic,
+                    label,
+                    following,
+                    class_size,
+                    forest_state,
+                    pblock,
+                    bparent,
+                    bhead,
+                    comp,
+                    comp_size,
+                    vmark,
+                    bmark,
+                    u,
+                    v,
+                )
                 if joined != gain:
                     raise AssertionError("a link joined a different number of classes than its gain")
                 state[COMPONENTS] -= joined
                 out_owner[added], out_phase[added] = _accept(
-                    rule, u, v, degrees, fragment, neighbours, position, mask, rule_state,
+                    rule,
+                    u,
+                    v,
+                    degrees,
+                    fragment,
+                    neighbours,
+                    position,
+                    mask,
+                    rule_state,
                 )
                 out_u[added], out_v[added], out_g[added] = u, v, gain
                 added += 1
                 state[EDGES] += 1
-                if rule == RING_RULE and rule_state[RING_EDGES] == rule_state[RING_NODES] - 1 and \
-                        rule_state[RING_NODES] >= 3:
+                if (
+                    rule == RING_RULE
+                    and rule_state[RING_EDGES] == rule_state[RING_NODES] - 1
+                    and rule_state[RING_NODES] >= 3
+                ):
                     # A Hamiltonian path: the one pair left closes the circle, when it gains.
                     a = b = -1
                     for x in range(len(degrees)):
@@ -382,11 +485,43 @@ def sweep(
                     if relation == COMPONENTS_RELATION:
                         _mark(offsets, topics, row_of_topic, marked, a)
                         marked = a
-                    closing = _gain(relation, offsets, topics, row_of_topic, label, forest_state, pblock, bparent,
-                                    bhead, comp, comp_size, vmark, bmark, a, b)
+                    closing = _gain(
+                        relation,
+                        offsets,
+                        topics,
+                        row_of_topic,
+                        label,
+                        forest_state,
+                        pblock,
+                        bparent,
+                        bhead,
+                        comp,
+                        comp_size,
+                        vmark,
+                        bmark,
+                        a,
+                        b,
+                    )
                     if closing > 0:
-                        joined = _merge(relation, offsets, topics, row_of_topic, label, following, class_size,
-                                        forest_state, pblock, bparent, bhead, comp, comp_size, vmark, bmark, a, b)
+                        joined = _merge(
+                            relation,
+                            offsets,
+                            topics,
+                            row_of_topic,
+                            label,
+                            following,
+                            class_size,
+                            forest_state,
+                            pblock,
+                            bparent,
+                            bhead,
+                            comp,
+                            comp_size,
+                            vmark,
+                            bmark,
+                            a,
+                            b,
+                        )
                         state[COMPONENTS] -= joined
                         _accept(rule, a, b, degrees, fragment, neighbours, position, mask, rule_state)
                         out_u[added], out_v[added], out_g[added] = a, b, closing
@@ -395,9 +530,11 @@ def sweep(
                         state[EDGES] += 1
                     state[FINISHED] = 1
                     return out_u[:added], out_v[:added], out_g[:added], out_owner[:added], out_phase[:added]
-                done = _complete(relation, state, forest_state, topics_count, shared_topics) or (
-                    max_edges > 0 and state[EDGES] >= max_edges
-                ) or (rule == RING_RULE and _ring_complete(rule_state))
+                done = (
+                    _complete(relation, state, forest_state, topics_count, shared_topics)
+                    or (max_edges > 0 and state[EDGES] >= max_edges)
+                    or (rule == RING_RULE and _ring_complete(rule_state))
+                )
                 if done or added == link_budget:
                     state[READ], state[KEEP], state[FINISHED] = read, keep, 1 if done else 0
                     if not done and read == size:  # the level is through: close it

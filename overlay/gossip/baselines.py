@@ -55,12 +55,12 @@ class Knowledge:
         """sub(node), as a set (kept once asked for)."""
         found = self._subs.get(node)
         if found is None:
-            found = self._subs[node] = frozenset(self.topics[self.offsets[node]:self.offsets[node + 1]].tolist())
+            found = self._subs[node] = frozenset(self.topics[self.offsets[node] : self.offsets[node + 1]].tolist())
         return found
 
     def subscribers(self, topic: int) -> np.ndarray:
         """The topic's subscribers, ascending."""
-        return self.members[self.by_topic[topic]:self.by_topic[topic + 1]]
+        return self.members[self.by_topic[topic] : self.by_topic[topic + 1]]
 
     def sizes_of(self, nodes: np.ndarray) -> np.ndarray:
         """|sub(q)| of each node."""
@@ -68,7 +68,7 @@ class Knowledge:
 
     def sharing(self, node: int) -> np.ndarray:
         """Every other node sharing a topic with `node`, ascending."""
-        mine = self.topics[self.offsets[node]:self.offsets[node + 1]]
+        mine = self.topics[self.offsets[node] : self.offsets[node + 1]]
         parts = [self.subscribers(t) for t in mine.tolist()]
         if not parts:
             return np.zeros(0, dtype=np.int64)
@@ -80,7 +80,7 @@ class Knowledge:
 
     def matrix(self, p: int, known: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(candidates ascending without p, member [candidates x p's topics], p's topics)."""
-        mine = self.topics[self.offsets[p]:self.offsets[p + 1]]
+        mine = self.topics[self.offsets[p] : self.offsets[p + 1]]
         candidates = np.unique(np.asarray(list(known), dtype=np.int64))
         candidates = candidates[candidates != p]
         member = np.zeros((len(candidates), len(mine)), dtype=bool)
@@ -93,8 +93,14 @@ class Knowledge:
         return candidates, member, mine
 
 
-def spidercast_choices(p: int, known: Iterable[int], knowledge: Knowledge, seed: int,
-                       greedy: int = GREEDY_COVERAGE, random: int = RANDOM_COVERAGE) -> list[int]:
+def spidercast_choices(
+    p: int,
+    known: Iterable[int],
+    knowledge: Knowledge,
+    seed: int,
+    greedy: int = GREEDY_COVERAGE,
+    random: int = RANDOM_COVERAGE,
+) -> list[int]:
     """The SpiderCast rule at node p (module doc): its chosen neighbours, in the order chosen."""
     candidates, member, mine = knowledge.matrix(p, known)
     sizes = knowledge.sizes[mine]
@@ -119,14 +125,19 @@ def spidercast_choices(p: int, known: Iterable[int], knowledge: Knowledge, seed:
         if not len(options):
             continue
         t = int(mine[j])
-        pick = min(options.tolist(), key=lambda i: (draw_int(seed, SPIDERCAST_RANDOM, p, t, int(candidates[i])), int(candidates[i])))
+        pick = min(
+            options.tolist(),
+            key=lambda i: (draw_int(seed, SPIDERCAST_RANDOM, p, t, int(candidates[i])), int(candidates[i])),
+        )
         left[pick] = False
         chosen.append(int(candidates[pick]))
         random_cover += member[pick]
     return chosen
 
 
-def choose(rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: int) -> tuple[list[int], list[int], int]:
+def choose(
+    rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: int
+) -> tuple[list[int], list[int], int]:
     """p's choices by `rule` over `known`: (chosen, p's ln-covered topics by them, p's topics
     with two or more subscribers)."""
     candidates, member, mine = knowledge.matrix(p, known)
@@ -144,8 +155,15 @@ def choose(rule: str, p: int, known: Iterable[int], knowledge: Knowledge, seed: 
 VIEW_SCHEMA = f"{S.NODE_ID} long, lv array<long>, covered array<long>, needy int"
 
 
-def chosen_views(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, rule: str, seed: int,
-                 known: DataFrame | None, partitions: int) -> DataFrame:
+def chosen_views(
+    spark: SparkSession,
+    offsets: np.ndarray,
+    topics: np.ndarray,
+    rule: str,
+    seed: int,
+    known: DataFrame | None,
+    partitions: int,
+) -> DataFrame:
     """Every node's choices by `rule` as view rows (node_id, lv, covered, needy): the shape of the
     simulator's final state, so the same measures and links apply (`overlay.gossip.measures`).
     `known`: rows (node_id, candidates array<bigint>), or None for full knowledge (every node
@@ -172,12 +190,18 @@ def chosen_views(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, r
                 covered.append(cov)
                 needy.append(n)
             yield pa.RecordBatch.from_arrays(
-                [pa.array(nodes, pa.int64()), pa.array(chosen, pa.list_(pa.int64())),
-                 pa.array(covered, pa.list_(pa.int64())), pa.array(needy, pa.int32())],
+                [
+                    pa.array(nodes, pa.int64()),
+                    pa.array(chosen, pa.list_(pa.int64())),
+                    pa.array(covered, pa.list_(pa.int64())),
+                    pa.array(needy, pa.int32()),
+                ],
                 names=[S.NODE_ID, "lv", "covered", "needy"],
             )
 
-    nodes = known if known is not None else spark.range(len(offsets) - 1, numPartitions=partitions).select(
-        F.col("id").alias(S.NODE_ID)
+    nodes = (
+        known
+        if known is not None
+        else spark.range(len(offsets) - 1, numPartitions=partitions).select(F.col("id").alias(S.NODE_ID))
     )
     return nodes.mapInArrow(views, VIEW_SCHEMA)

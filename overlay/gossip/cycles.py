@@ -34,8 +34,13 @@ from overlay.progress import OnStep, report
 
 BATCH_ROWS = 4096
 _ARROW = {
-    "bigint": pa.int64(), "int": pa.int32(), "double": pa.float64(), "boolean": pa.bool_(),
-    "array<bigint>": pa.list_(pa.int64()), "array<int>": pa.list_(pa.int32()), "binary": pa.binary(),
+    "bigint": pa.int64(),
+    "int": pa.int32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "array<bigint>": pa.list_(pa.int64()),
+    "array<int>": pa.list_(pa.int32()),
+    "binary": pa.binary(),
 }
 
 
@@ -147,8 +152,12 @@ class CycleEngine:
         return self._sorted(served).mapInArrow(finish, ddl(self.result_columns))
 
     def run(
-        self, state: DataFrame, first: int, last: int,
-        on_cycle: Callable[[int, DataFrame, float], dict | None] | None = None, on_step: OnStep | None = None,
+        self,
+        state: DataFrame,
+        first: int,
+        last: int,
+        on_cycle: Callable[[int, DataFrame, float], dict | None] | None = None,
+        on_step: OnStep | None = None,
     ) -> DataFrame:
         """Cycles first..last from `state`; each cycle's state is checkpointed (one Spark job)
         and handed to `on_cycle(cycle, state, seconds)` before the next one starts; the figures
@@ -158,6 +167,12 @@ class CycleEngine:
             state = self.cycle(state, cycle).localCheckpoint(eager=True)
             seconds = time.monotonic() - clock
             figures = (on_cycle(cycle, state, seconds) if on_cycle is not None else None) or {}
-            report(on_step, "cycle", cycle - first + 1, total=last - first + 1, seconds=seconds,
-                   figures={"cycle": cycle, **figures})
+            report(
+                on_step,
+                "cycle",
+                cycle - first + 1,
+                total=last - first + 1,
+                seconds=seconds,
+                figures={"cycle": cycle, **figures},
+            )
         return state

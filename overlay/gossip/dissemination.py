@@ -81,12 +81,14 @@ class Failures:
                 gone = np.ones(len(nodes), dtype=bool)
             else:
                 gone = draw(seed, CHURN, 0, nodes) < np.uint64(int(self.mass_share * _TWO_64))
-            down[self.mass_cycle:] |= gone
+            down[self.mass_cycle :] |= gone
         down[:, spared] = False
         return ~down
 
 
-def choose_topics(subscriptions: DataFrame, seed: int, count: int | None = None, sizes: tuple[int, ...] = ()) -> DataFrame:
+def choose_topics(
+    subscriptions: DataFrame, seed: int, count: int | None = None, sizes: tuple[int, ...] = ()
+) -> DataFrame:
     """(pub_id, topic_id, subscribers): the published topics (see the module doc)."""
     spark = subscriptions.sparkSession
     candidates = topic_sizes(subscriptions)
@@ -97,19 +99,27 @@ def choose_topics(subscriptions: DataFrame, seed: int, count: int | None = None,
         for batch in batches:
             topics = batch.column(S.TOPIC_ID).to_numpy()
             ranks = (draw(seed, PUBLISHER, -1, topics) ^ np.uint64(1 << 63)).view(np.int64)
-            yield pa.RecordBatch.from_arrays([batch.column(S.TOPIC_ID), batch.column(S.SUBSCRIBERS), pa.array(ranks)],
-                                             names=[S.TOPIC_ID, S.SUBSCRIBERS, _RANK])
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(S.TOPIC_ID), batch.column(S.SUBSCRIBERS), pa.array(ranks)],
+                names=[S.TOPIC_ID, S.SUBSCRIBERS, _RANK],
+            )
 
     ranked = candidates.mapInArrow(rank, f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {_RANK} long")
     rows = ranked.orderBy(_RANK, S.TOPIC_ID).limit(count).collect()  # the `count` publications asked for
     return local_frame(
-        spark, [(k, r[S.TOPIC_ID], r[S.SUBSCRIBERS]) for k, r in enumerate(rows)],
+        spark,
+        [(k, r[S.TOPIC_ID], r[S.SUBSCRIBERS]) for k, r in enumerate(rows)],
         f"{S.PUB_ID} long, {S.TOPIC_ID} long, {S.SUBSCRIBERS} long",
     )
 
 
 def disseminate(
-    subscriptions: DataFrame, links: DataFrame, topics: DataFrame, failures: Failures, cycles: int, seed: int,
+    subscriptions: DataFrame,
+    links: DataFrame,
+    topics: DataFrame,
+    failures: Failures,
+    cycles: int,
+    seed: int,
 ) -> DataFrame:
     """Completion of every publication of `topics` (`choose_topics`) at cycles 0..`cycles` on the
     overlay `links` (u, v): one row per publication and cycle (`COMPLETION_COLUMNS`)."""
@@ -119,18 +129,22 @@ def disseminate(
     b = members.select(S.PUB_ID, F.col(S.NODE_ID).alias(S.V))
     inside = links.select(S.U, S.V).join(a, S.U).join(b, [S.PUB_ID, S.V])
     grouped = (
-        members.groupBy(S.PUB_ID, S.TOPIC_ID).agg(F.sort_array(F.collect_list(S.NODE_ID)).alias(_MEMBERS))
-        .join(inside.groupBy(S.PUB_ID).agg(F.collect_list(S.U).alias(_US), F.collect_list(S.V).alias(_VS)),
-              S.PUB_ID, "left")
+        members.groupBy(S.PUB_ID, S.TOPIC_ID)
+        .agg(F.sort_array(F.collect_list(S.NODE_ID)).alias(_MEMBERS))
+        .join(
+            inside.groupBy(S.PUB_ID).agg(F.collect_list(S.U).alias(_US), F.collect_list(S.V).alias(_VS)),
+            S.PUB_ID,
+            "left",
+        )
     )
 
     def spread(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             rows = [_one_publication(row, failures, cycles, seed) for row in batch.to_pylist()]
             if rows:
-                yield pa.RecordBatch.from_pydict({
-                    name: np.concatenate([r[name] for r in rows]) for name in COMPLETION_COLUMNS
-                })
+                yield pa.RecordBatch.from_pydict(
+                    {name: np.concatenate([r[name] for r in rows]) for name in COMPLETION_COLUMNS}
+                )
 
     return grouped.mapInArrow(spread, COMPLETION_SCHEMA)
 
@@ -150,7 +164,12 @@ def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> d
     up, informed = push_pull_counts(indptr, indices, publisher, alive, draws, age_limit(n))
     steps = cycles + 1
     return {
-        S.PUB_ID: np.full(steps, pub, np.int64), S.TOPIC_ID: np.full(steps, topic, np.int64),
-        S.PUBLISHER: np.full(steps, int(nodes[publisher]), np.int64), S.SUBSCRIBERS: np.full(steps, n, np.int64),
-        S.CYCLE: np.arange(steps, dtype=np.int32), S.ALIVE: up, S.INFORMED: informed, S.COMPLETION: completion(up, informed),
+        S.PUB_ID: np.full(steps, pub, np.int64),
+        S.TOPIC_ID: np.full(steps, topic, np.int64),
+        S.PUBLISHER: np.full(steps, int(nodes[publisher]), np.int64),
+        S.SUBSCRIBERS: np.full(steps, n, np.int64),
+        S.CYCLE: np.arange(steps, dtype=np.int32),
+        S.ALIVE: up,
+        S.INFORMED: informed,
+        S.COMPLETION: completion(up, informed),
     }

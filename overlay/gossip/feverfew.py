@@ -50,10 +50,9 @@ import numpy as np
 from pyspark.sql.types import LongType
 
 from overlay import schema as S
+from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
 from overlay.gossip.baselines import Knowledge
 from overlay.gossip.cycles import CycleEngine
-
-from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
 from overlay.gossip.select import jaccard, rest_sub, select_ln_covered
 from overlay.gossip.theory import need, ttl0
 
@@ -62,8 +61,18 @@ NONE = -1
 
 # Message kinds, in the order a node handles them (the engine sorts by dst, kind, src, seq); the
 # push-pull exchanges are those of a dissemination inside the gossip (`overlay.gossip.healing`).
-(SELF, CYCLON_REQUEST, GOSSIP_REQUEST, COPY, MATCH_ORIGIN, MATCH_PEER, CYCLON_ANSWERED, GOSSIP_ANSWERED,
- PUSH_PULL_REQUEST, PUSH_PULL_ANSWERED) = range(10)
+(
+    SELF,
+    CYCLON_REQUEST,
+    GOSSIP_REQUEST,
+    COPY,
+    MATCH_ORIGIN,
+    MATCH_PEER,
+    CYCLON_ANSWERED,
+    GOSSIP_ANSWERED,
+    PUSH_PULL_REQUEST,
+    PUSH_PULL_ANSWERED,
+) = range(10)
 
 
 @dataclass(frozen=True)
@@ -146,12 +155,22 @@ def message_columns(state_columns) -> tuple:
     """Message rows: the payload columns, then the state (on SELF rows) and the working columns a
     node carries from one step of the cycle to the next."""
     return (
-        ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("topic", "bigint"), ("ttl", "int"),
-        ("other", "bigint"), ("ids", "array<bigint>"), ("ages", "array<int>"),
-        *state_columns[1:], ("target", "bigint"), ("peer", "bigint"), ("sent_ids", "array<bigint>"),
-        ("pool", "array<bigint>"), ("sent", "array<int>"),
+        ("dst", "bigint"),
+        ("kind", "int"),
+        ("src", "bigint"),
+        ("seq", "int"),
+        ("topic", "bigint"),
+        ("ttl", "int"),
+        ("other", "bigint"),
+        ("ids", "array<bigint>"),
+        ("ages", "array<int>"),
+        *state_columns[1:],
+        ("target", "bigint"),
+        ("peer", "bigint"),
+        ("sent_ids", "array<bigint>"),
+        ("pool", "array<bigint>"),
+        ("sent", "array<int>"),
     )
-
 
 
 def to_row(n: Node) -> dict:
@@ -159,13 +178,26 @@ def to_row(n: Node) -> dict:
     reported = sorted(n.reported)
     own = sorted(n.own)
     return {
-        "node_id": n.node, "rv": rv, "rv_age": [n.rv[q] for q in rv], "sv": list(n.sv), "lv": list(n.lv),
-        "mb": sorted(n.mb), "av_origin": [o for o, _ in n.av], "av_topic": [t for _, t in n.av],
-        "reported_origin": [o for o, _ in reported], "reported_other": [r for _, r in reported],
-        "held_origin": [h[0] for h in n.held], "held_topic": [h[1] for h in n.held], "held_ttl": [h[2] for h in n.held],
-        "own_topic": own, "own_started": [n.own[t][0] for t in own], "own_ttl": [n.own[t][1] for t in own],
-        "own_first_match": [n.own[t][2] for t in own], "own_matches": [n.own[t][3] for t in own],
-        "informed_pub": sorted(n.informed), "informed_at": [n.informed[j] for j in sorted(n.informed)],
+        "node_id": n.node,
+        "rv": rv,
+        "rv_age": [n.rv[q] for q in rv],
+        "sv": list(n.sv),
+        "lv": list(n.lv),
+        "mb": sorted(n.mb),
+        "av_origin": [o for o, _ in n.av],
+        "av_topic": [t for _, t in n.av],
+        "reported_origin": [o for o, _ in reported],
+        "reported_other": [r for _, r in reported],
+        "held_origin": [h[0] for h in n.held],
+        "held_topic": [h[1] for h in n.held],
+        "held_ttl": [h[2] for h in n.held],
+        "own_topic": own,
+        "own_started": [n.own[t][0] for t in own],
+        "own_ttl": [n.own[t][1] for t in own],
+        "own_first_match": [n.own[t][2] for t in own],
+        "own_matches": [n.own[t][3] for t in own],
+        "informed_pub": sorted(n.informed),
+        "informed_at": [n.informed[j] for j in sorted(n.informed)],
     }
 
 
@@ -173,18 +205,25 @@ def from_row(row: dict, node_key: str = "node_id") -> Node:
     return Node(
         node=row[node_key],
         rv=dict(zip(row["rv"], row["rv_age"])),
-        sv=list(row["sv"]), lv=list(row["lv"]), mb=set(row["mb"]),
+        sv=list(row["sv"]),
+        lv=list(row["lv"]),
+        mb=set(row["mb"]),
         av=list(zip(row["av_origin"], row["av_topic"])),
         reported=set(zip(row["reported_origin"], row["reported_other"])),
         held=list(zip(row["held_origin"], row["held_topic"], row["held_ttl"])),
-        own={t: [s, l, f, m] for t, s, l, f, m in zip(
-            row["own_topic"], row["own_started"], row["own_ttl"], row["own_first_match"], row["own_matches"])},
+        own={
+            t: [s, ttl, f, m]
+            for t, s, ttl, f, m in zip(
+                row["own_topic"], row["own_started"], row["own_ttl"], row["own_first_match"], row["own_matches"]
+            )
+        },
         informed=dict(zip(row.get("informed_pub") or (), row.get("informed_at") or ())),
     )
 
 
-def distinct_draws(seed: int, purpose: int, key: tuple, count: int, network: int, skip: int,
-                   allowed: np.ndarray | None = None) -> list[int]:
+def distinct_draws(
+    seed: int, purpose: int, key: tuple, count: int, network: int, skip: int, allowed: np.ndarray | None = None
+) -> list[int]:
     """`count` distinct nodes other than `skip` (and, given `allowed`, a bool per node, only those
     allowed): draw(purpose, *key, k) mod N for k = 0, 1, ... (fewer when there are fewer)."""
     others = network if allowed is None else int(allowed.sum()) + (0 if allowed[skip] else 1)
@@ -201,7 +240,10 @@ def distinct_draws(seed: int, purpose: int, key: tuple, count: int, network: int
 
 def bootstrap(node: int, network: int, params: FeverfewParams) -> Node:
     """The cycle 0 state of a node."""
-    return Node(node, rv={q: 0 for q in distinct_draws(params.seed, GOSSIP_BOOTSTRAP, (node,), params.random_view, network, node)})
+    return Node(
+        node,
+        rv={q: 0 for q in distinct_draws(params.seed, GOSSIP_BOOTSTRAP, (node,), params.random_view, network, node)},
+    )
 
 
 def smallest_draws(ids: Iterable[int], count: int, seed: int, purpose: int, *key: int) -> list[int]:
@@ -209,7 +251,9 @@ def smallest_draws(ids: Iterable[int], count: int, seed: int, purpose: int, *key
     return sorted(ids, key=lambda q: (draw_int(seed, purpose, *key, q), q))[:count]
 
 
-def merge_entries(view: dict[int, int], incoming: list[tuple[int, int]], replaceable: list[int], me: int, size: int) -> None:
+def merge_entries(
+    view: dict[int, int], incoming: list[tuple[int, int]], replaceable: list[int], me: int, size: int
+) -> None:
     """Cyclon's merge, in place: skip entries for `me` and entries held; fill empty slots first,
     then replace the first entry of `replaceable` still held; otherwise drop the entry."""
     spare = [q for q in replaceable]
@@ -280,8 +324,18 @@ class Feverfew:
             if self.healing is not None:
                 n = self.healing.enter(n, cycle)
                 if not self.healing.up(me, cycle):  # down this cycle: no state, no message
-                    yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "target": NONE, "peer": NONE,
-                           "sent_ids": [], "pool": [], "sent": sent}
+                    yield {
+                        **to_row(n),
+                        "dst": me,
+                        "kind": SELF,
+                        "src": me,
+                        "seq": 0,
+                        "target": NONE,
+                        "peer": NONE,
+                        "sent_ids": [],
+                        "pool": [],
+                        "sent": sent,
+                    }
                     continue
             if p.pss == "uniform":
                 fresh = distinct_draws(p.seed, UNIFORM_SAMPLE, (cycle, me), p.shuffle, w.network, me)
@@ -294,8 +348,14 @@ class Feverfew:
                     others = [q for q in n.rv if q != target]
                     sent_ids = smallest_draws(others, p.shuffle - 1, p.seed, CYCLON_SEND, cycle, me)
                     entries = [(me, 0)] + [(q, n.rv[q]) for q in sent_ids]
-                    yield {"dst": target, "kind": CYCLON_REQUEST, "src": me, "seq": 0,
-                           "ids": [q for q, _ in entries], "ages": [a for _, a in entries]}
+                    yield {
+                        "dst": target,
+                        "kind": CYCLON_REQUEST,
+                        "src": me,
+                        "seq": 0,
+                        "ids": [q for q, _ in entries],
+                        "ages": [a for _, a in entries],
+                    }
                     sent[0] += 1
             pool = sorted(n.sv) or sorted(n.lv) or sorted(n.rv)
             peer = pool[draw_int(p.seed, GOSSIP_PEER, cycle, me) % len(pool)] if pool else NONE
@@ -315,8 +375,15 @@ class Feverfew:
                 kept = []
                 for origin, t, ttl in n.held:
                     if target != NONE:
-                        yield {"dst": target, "kind": COPY, "src": me, "seq": seq, "other": origin, "topic": t,
-                               "ttl": ttl - 1}
+                        yield {
+                            "dst": target,
+                            "kind": COPY,
+                            "src": me,
+                            "seq": seq,
+                            "other": origin,
+                            "topic": t,
+                            "ttl": ttl - 1,
+                        }
                         seq += 1
                         sent[2] += 1
                     if ttl - 1 > 0:
@@ -332,8 +399,18 @@ class Feverfew:
                             sent[3] += 2
             if self.healing is not None:
                 yield from self.healing.requests(n, cycle, w)
-            yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "target": target, "peer": peer,
-                   "sent_ids": sent_ids, "pool": buffer, "sent": sent}
+            yield {
+                **to_row(n),
+                "dst": me,
+                "kind": SELF,
+                "src": me,
+                "seq": 0,
+                "target": target,
+                "peer": peer,
+                "sent_ids": sent_ids,
+                "pool": buffer,
+                "sent": sent,
+            }
 
     # -- step 2 ---------------------------------------------------------------------------------
     def serve(self, node: int, rows: list[dict], cycle: int) -> Iterator[dict]:
@@ -349,8 +426,14 @@ class Feverfew:
             kind = m["kind"]
             if kind == CYCLON_REQUEST:
                 answer = smallest_draws(start_rv, p.shuffle, p.seed, CYCLON_ANSWER, cycle, node, m["src"])
-                yield {"dst": m["src"], "kind": CYCLON_ANSWERED, "src": node, "seq": 0,
-                       "ids": answer, "ages": [start_rv[q] for q in answer]}
+                yield {
+                    "dst": m["src"],
+                    "kind": CYCLON_ANSWERED,
+                    "src": node,
+                    "seq": 0,
+                    "ids": answer,
+                    "ages": [start_rv[q] for q in answer],
+                }
                 sent[0] += 1
                 merge_entries(n.rv, list(zip(m["ids"], m["ages"])), answer, node, p.random_view)
             elif kind == GOSSIP_REQUEST:
@@ -374,8 +457,18 @@ class Feverfew:
                         diffusion[2] = cycle
             elif kind == PUSH_PULL_REQUEST:
                 yield self.healing.answer(n, m, cycle)
-        yield {**to_row(n), "dst": node, "kind": SELF, "src": node, "seq": 0, "target": own["target"],
-               "peer": own["peer"], "sent_ids": own["sent_ids"], "pool": sorted(pool), "sent": sent}
+        yield {
+            **to_row(n),
+            "dst": node,
+            "kind": SELF,
+            "src": node,
+            "seq": 0,
+            "target": own["target"],
+            "peer": own["peer"],
+            "sent_ids": own["sent_ids"],
+            "pool": sorted(pool),
+            "sent": sent,
+        }
 
     # -- step 3 ---------------------------------------------------------------------------------
     def finish(self, node: int, rows: list[dict], cycle: int) -> dict:

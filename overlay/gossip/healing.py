@@ -83,7 +83,9 @@ class Healing:
     """What `Feverfew` does besides its gossip in a healing run (see the module doc): `alive` is
     bool [cycles + 1, N] over dissemination cycles; gossip cycle c is dissemination cycle c - base."""
 
-    def __init__(self, base: int, alive: np.ndarray, publications: list[Publication], seed: int, random_view: int) -> None:
+    def __init__(
+        self, base: int, alive: np.ndarray, publications: list[Publication], seed: int, random_view: int
+    ) -> None:
         self.base, self.alive, self.seed, self.random_view = base, alive, seed, random_view
         self.publications = sorted(publications, key=lambda pub: pub.pub_id)
         self.by_id = {pub.pub_id: pub for pub in self.publications}
@@ -124,8 +126,14 @@ class Healing:
             options = sorted(q for q in n.lv if pub.topic_id in interests.subs(q))
             if options:
                 v = options[draw_int(self.seed, PUSH_PULL, pub.pub_id, k, me) % len(options)]
-                yield {"dst": v, "kind": PUSH_PULL_REQUEST, "src": me, "seq": index, "other": pub.pub_id,
-                       "ttl": self.state_code(n, pub, k)}
+                yield {
+                    "dst": v,
+                    "kind": PUSH_PULL_REQUEST,
+                    "src": me,
+                    "seq": index,
+                    "other": pub.pub_id,
+                    "ttl": self.state_code(n, pub, k),
+                }
 
     def answer(self, n: Node, request: dict, cycle: int) -> dict:
         """The contacted side: its own start-of-cycle code back; informed if pushed to."""
@@ -133,8 +141,14 @@ class Healing:
         code = self.state_code(n, pub, k)
         if request["ttl"] == PASSING and code == UNINFORMED:
             n.informed[pub.pub_id] = k
-        return {"dst": request["src"], "kind": PUSH_PULL_ANSWERED, "src": n.node, "seq": request["seq"],
-                "other": pub.pub_id, "ttl": code}
+        return {
+            "dst": request["src"],
+            "kind": PUSH_PULL_ANSWERED,
+            "src": n.node,
+            "seq": request["seq"],
+            "other": pub.pub_id,
+            "ttl": code,
+        }
 
     def pull(self, n: Node, answer: dict, cycle: int) -> None:
         """The contacting side: informed if its partner could pass the publication on."""
@@ -159,8 +173,17 @@ def publish(state: DataFrame, pubs: list[Publication]) -> DataFrame:
 
 
 def heal_and_disseminate(
-    spark, state: DataFrame, base: int, offsets: np.ndarray, topics: np.ndarray, params: FeverfewParams,
-    chosen: list[tuple[int, int]], failures: Failures, cycles: int, seed: int, partitions: int,
+    spark,
+    state: DataFrame,
+    base: int,
+    offsets: np.ndarray,
+    topics: np.ndarray,
+    params: FeverfewParams,
+    chosen: list[tuple[int, int]],
+    failures: Failures,
+    cycles: int,
+    seed: int,
+    partitions: int,
     on_step: OnStep | None = None,
 ) -> tuple[list[dict], DataFrame]:
     """Completion rows (`COMPLETION_COLUMNS`) of the `chosen` (pub_id, topic_id) at cycles
@@ -171,18 +194,22 @@ def heal_and_disseminate(
     failures.check()
     nodes = len(offsets) - 1
     pubs = publications(Interests(offsets, topics, nodes, params.shuffle), chosen, seed)
-    alive = failures.alive(seed, np.arange(nodes, dtype=np.int64), cycles,
-                           np.asarray([pub.publisher for pub in pubs], dtype=np.int64))
+    alive = failures.alive(
+        seed, np.arange(nodes, dtype=np.int64), cycles, np.asarray([pub.publisher for pub in pubs], dtype=np.int64)
+    )
     healing = Healing(base, alive, pubs, seed, params.random_view)
     engine = CycleEngine(spark, Feverfew, (params, offsets, topics, healing), partitions)
     informed = {0: {pub.pub_id: 1 for pub in pubs}}
 
     def on_cycle(cycle: int, cycle_state: DataFrame, seconds: float) -> dict:
         k = cycle - base
-        summary = view_summary(cycle_state, *(
-            F.sum(F.array_contains("informed_pub", F.lit(pub.pub_id)).cast("int")).alias(f"informed_{pub.pub_id}")
-            for pub in pubs
-        ))
+        summary = view_summary(
+            cycle_state,
+            *(
+                F.sum(F.array_contains("informed_pub", F.lit(pub.pub_id)).cast("int")).alias(f"informed_{pub.pub_id}")
+                for pub in pubs
+            ),
+        )
         informed[k] = {pub.pub_id: summary[f"informed_{pub.pub_id}"] for pub in pubs}
         share = summary[S.COVERED_SHARE]
         done = [informed[k].get(pub.pub_id, 0) / max(1, int(alive[k, pub.members].sum())) for pub in pubs]
@@ -194,8 +221,21 @@ def heal_and_disseminate(
         up = alive[:, pub.members].sum(axis=1).astype(np.int64)
         told = np.asarray([informed[k].get(pub.pub_id, 0) for k in range(cycles + 1)], dtype=np.int64)
         for k, ratio in enumerate(completion(up, told)):
-            rows.append(dict(zip(COMPLETION_COLUMNS, (
-                pub.pub_id, pub.topic_id, pub.publisher, len(pub.members), k, int(up[k]), int(told[k]),
-                float(ratio),
-            ))))
+            rows.append(
+                dict(
+                    zip(
+                        COMPLETION_COLUMNS,
+                        (
+                            pub.pub_id,
+                            pub.topic_id,
+                            pub.publisher,
+                            len(pub.members),
+                            k,
+                            int(up[k]),
+                            int(told[k]),
+                            float(ratio),
+                        ),
+                    )
+                )
+            )
     return rows, last

@@ -27,11 +27,18 @@ def view_summary(views: DataFrame, *more: F.Column) -> dict:
     their mean (the paper's "average node degree"), the ln-coverage the choices give, and the
     sums `more` names."""
     covered = F.size("covered")
-    row = views.agg(
-        F.count(F.lit(1)).alias(S.NODES), F.sum(F.size("lv")).alias(S.CHOICES),
-        F.sum("needy").alias(S.SUBSCRIPTIONS), F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
-        F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES), *more,
-    ).first().asDict()
+    row = (
+        views.agg(
+            F.count(F.lit(1)).alias(S.NODES),
+            F.sum(F.size("lv")).alias(S.CHOICES),
+            F.sum("needy").alias(S.SUBSCRIPTIONS),
+            F.sum(covered).alias(S.COVERED_SUBSCRIPTIONS),
+            F.sum(F.when(covered == F.col("needy"), 1).otherwise(0)).alias(S.COVERED_NODES),
+            *more,
+        )
+        .first()
+        .asDict()
+    )
     summary = {name: int(value or 0) for name, value in row.items()}
     summary[S.VIEW_AVG] = summary[S.CHOICES] / summary[S.NODES] if summary[S.NODES] else 0.0
     subscriptions = summary[S.SUBSCRIPTIONS]
@@ -43,8 +50,7 @@ def topic_sizes(subscriptions: DataFrame) -> DataFrame:
     """(topic_id, subscribers) of the topics with two or more subscribers: the ones that need
     neighbours (a topic of one is left out of every coverage measure)."""
     return (
-        subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.SUBSCRIBERS))
-        .filter(F.col(S.SUBSCRIBERS) >= 2)
+        subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.SUBSCRIBERS)).filter(F.col(S.SUBSCRIBERS) >= 2)
     )
 
 
@@ -52,7 +58,9 @@ def nearest_topics(counted: DataFrame, sizes: tuple[int, ...], index: str = "pic
     """(index, topic_id, subscribers): for the k-th size, the topic of `counted` (topic_id,
     subscribers) whose size is nearest (ties: the smaller id)."""
     picks = [
-        counted.orderBy(F.abs(F.col(S.SUBSCRIBERS) - size), S.TOPIC_ID).limit(1).withColumn(index, F.lit(k).cast("long"))
+        counted.orderBy(F.abs(F.col(S.SUBSCRIBERS) - size), S.TOPIC_ID)
+        .limit(1)
+        .withColumn(index, F.lit(k).cast("long"))
         for k, size in enumerate(sizes)
     ]
     chosen = picks[0]
@@ -63,11 +71,13 @@ def nearest_topics(counted: DataFrame, sizes: tuple[int, ...], index: str = "pic
 
 def topic_coverage(state: DataFrame, sizes: DataFrame, cycle: int) -> DataFrame:
     """(cycle, topic_id, subscribers, covered) for every topic of `sizes`."""
-    covered = state.select(F.explode("covered").alias(S.TOPIC_ID)).groupBy(S.TOPIC_ID).agg(
-        F.count(F.lit(1)).alias(S.COVERED)
+    covered = (
+        state.select(F.explode("covered").alias(S.TOPIC_ID)).groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.COVERED))
     )
     return sizes.join(covered, S.TOPIC_ID, "left").select(
-        F.lit(cycle).cast("int").alias(S.CYCLE), S.TOPIC_ID, S.SUBSCRIBERS,
+        F.lit(cycle).cast("int").alias(S.CYCLE),
+        S.TOPIC_ID,
+        S.SUBSCRIBERS,
         F.coalesce(F.col(S.COVERED), F.lit(0)).cast("long").alias(S.COVERED),
     )
 
@@ -80,16 +90,23 @@ def diffusion_events(state: DataFrame, cycle: int) -> DataFrame:
     )
     started, ttl, first = F.col("d.own_started"), F.col("d.own_ttl"), F.col("d.own_first_match")
     return own.filter((started == cycle) | (first == cycle) | (started + ttl - 1 == cycle)).select(
-        F.lit(cycle).cast("int").alias(S.CYCLE), S.NODE_ID, F.col("d.own_topic").alias(S.TOPIC_ID),
-        started.alias(S.STARTED_CYCLE), ttl.alias(S.TTL),
-        F.when(first >= 0, first).alias(S.FIRST_MATCH_CYCLE), F.col("d.own_matches").cast("long").alias(S.MATCHES),
+        F.lit(cycle).cast("int").alias(S.CYCLE),
+        S.NODE_ID,
+        F.col("d.own_topic").alias(S.TOPIC_ID),
+        started.alias(S.STARTED_CYCLE),
+        ttl.alias(S.TTL),
+        F.when(first >= 0, first).alias(S.FIRST_MATCH_CYCLE),
+        F.col("d.own_matches").cast("long").alias(S.MATCHES),
     )
 
 
 def view_links(state: DataFrame, last_cycle: int) -> DataFrame:
     """The overlay of the ln-covered views: {p, q} for q in LV(p), undirected, as overlay_edges
     rows (u < v, numbered 1, 2, ... in (u, v) order; the round is the last cycle)."""
-    pairs = state.select(F.col(S.NODE_ID).alias("p"), F.explode("lv").alias("q")).select(
-        F.least("p", "q").alias(S.U), F.greatest("p", "q").alias(S.V)
-    ).distinct().withColumn(S.ROUND, F.lit(last_cycle))
+    pairs = (
+        state.select(F.col(S.NODE_ID).alias("p"), F.explode("lv").alias("q"))
+        .select(F.least("p", "q").alias(S.U), F.greatest("p", "q").alias(S.V))
+        .distinct()
+        .withColumn(S.ROUND, F.lit(last_cycle))
+    )
     return numbered_links(pairs, [S.U, S.V])

@@ -17,7 +17,12 @@ NEVER = -1
 
 
 def push_pull(
-    indptr: np.ndarray, indices: np.ndarray, publisher: int, alive: np.ndarray, draws: np.ndarray, age_limit: int,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    publisher: int,
+    alive: np.ndarray,
+    draws: np.ndarray,
+    age_limit: int,
 ) -> np.ndarray:
     """Completion per cycle 0..C: informed alive subscribers over alive subscribers (NaN when none
     is alive). `indptr`/`indices`: the topic subgraph in CSR over local indices 0..n-1 (each
@@ -33,7 +38,12 @@ def completion(up: np.ndarray, informed: np.ndarray) -> np.ndarray:
 
 
 def push_pull_counts(
-    indptr: np.ndarray, indices: np.ndarray, publisher: int, alive: np.ndarray, draws: np.ndarray, age_limit: int,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    publisher: int,
+    alive: np.ndarray,
+    draws: np.ndarray,
+    age_limit: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`push_pull`'s counts per cycle 0..C: alive subscribers, and informed alive subscribers."""
     cycles, n = alive.shape
@@ -48,7 +58,7 @@ def push_pull_counts(
         passing = (informed_at != NEVER) & (c - informed_at <= age_limit)
         newly = np.zeros(n, dtype=bool)
         for u in np.flatnonzero(up):
-            neighbours = indices[indptr[u]:indptr[u + 1]]
+            neighbours = indices[indptr[u] : indptr[u + 1]]
             neighbours = neighbours[up[neighbours]]
             if neighbours.size == 0:
                 continue

@@ -29,8 +29,9 @@ def u2(rest_p: frozenset, subs_q: frozenset) -> float:
     return jaccard(rest_p, subs_q)
 
 
-def rest_sub(subs_p: frozenset, view: Iterable[int], subs_of: Mapping[int, frozenset],
-             need_of: Callable[[int], int]) -> frozenset:
+def rest_sub(
+    subs_p: frozenset, view: Iterable[int], subs_of: Mapping[int, frozenset], need_of: Callable[[int], int]
+) -> frozenset:
     """restSub(p): p's topics with fewer than need(t) subscribers of t in its view."""
     covered = dict.fromkeys(subs_p, 0)
     for q in view:
@@ -39,8 +40,9 @@ def rest_sub(subs_p: frozenset, view: Iterable[int], subs_of: Mapping[int, froze
     return frozenset(t for t, n in covered.items() if n < need_of(t))
 
 
-def select_ln_covered(p: int, subs_of: Mapping[int, frozenset], buffer: Iterable[int],
-                      need_of: Callable[[int], int]) -> list[int]:
+def select_ln_covered(
+    p: int, subs_of: Mapping[int, frozenset], buffer: Iterable[int], need_of: Callable[[int], int]
+) -> list[int]:
     """Alg. 3: the ln-covered view rebuilt from scratch out of `buffer` (SV ∪ LV ∪ MB, p and dead
     nodes already left out or dropped here), in the order chosen. Greedy: take the q of largest
     u2(p, q); ties by more of restSub covered, then the smaller id; stop when u2 is 0, the buffer

@@ -29,7 +29,7 @@ def structure(members: list[int], links: list[tuple[int, int]]) -> tuple[bool, i
         near[u].add(v)
         near[v].add(u)
     total = 0.0
-    for v, around in near.items():
+    for around in near.values():
         k = len(around)
         if k >= 2:
             closed = sum(1 for a in around for b in near[a] if b in around) // 2
@@ -58,25 +58,37 @@ def topic_structure(subscriptions: DataFrame, links: DataFrame, topics: DataFram
     a = members.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.U))
     b = members.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.V))
     inside = links.select(S.U, S.V).join(a, S.U).join(b, [S.TOPIC_ID, S.V])
-    grouped = members.groupBy(S.TOPIC_ID).agg(F.collect_list(S.NODE_ID).alias(_MEMBERS)).join(
-        inside.groupBy(S.TOPIC_ID).agg(F.collect_list(S.U).alias(_US), F.collect_list(S.V).alias(_VS)),
-        S.TOPIC_ID, "left",
+    grouped = (
+        members.groupBy(S.TOPIC_ID)
+        .agg(F.collect_list(S.NODE_ID).alias(_MEMBERS))
+        .join(
+            inside.groupBy(S.TOPIC_ID).agg(F.collect_list(S.U).alias(_US), F.collect_list(S.V).alias(_VS)),
+            S.TOPIC_ID,
+            "left",
+        )
     )
 
     def measure(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             out = {S.TOPIC_ID: [], S.SUBSCRIBERS: [], CONNECTED: [], DIAMETER: [], CLUSTERING: []}
             for row in batch.to_pylist():
-                connected, diameter, clustering = structure(
-                    row[_MEMBERS], list(zip(row[_US] or [], row[_VS] or []))
-                )
+                connected, diameter, clustering = structure(row[_MEMBERS], list(zip(row[_US] or [], row[_VS] or [])))
                 for name, value in zip(out, (row[S.TOPIC_ID], len(row[_MEMBERS]), connected, diameter, clustering)):
                     out[name].append(value)
-            yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
-                (S.TOPIC_ID, pa.int64()), (S.SUBSCRIBERS, pa.int64()), (CONNECTED, pa.bool_()),
-                (DIAMETER, pa.int32()), (CLUSTERING, pa.float64()),
-            ]))
+            yield pa.RecordBatch.from_pydict(
+                out,
+                schema=pa.schema(
+                    [
+                        (S.TOPIC_ID, pa.int64()),
+                        (S.SUBSCRIBERS, pa.int64()),
+                        (CONNECTED, pa.bool_()),
+                        (DIAMETER, pa.int32()),
+                        (CLUSTERING, pa.float64()),
+                    ]
+                ),
+            )
 
     return grouped.mapInArrow(
-        measure, f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {CONNECTED} boolean, {DIAMETER} int, {CLUSTERING} double",
+        measure,
+        f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {CONNECTED} boolean, {DIAMETER} int, {CLUSTERING} double",
     )

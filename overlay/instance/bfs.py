@@ -28,7 +28,13 @@ _RANK = "_rank"
 
 
 def bfs_sample(
-    edges: DataFrame, a_col: str, b_col: str, size: int, seed: int, seed_count: int, on_step: OnStep | None = None,
+    edges: DataFrame,
+    a_col: str,
+    b_col: str,
+    size: int,
+    seed: int,
+    seed_count: int,
+    on_step: OnStep | None = None,
 ) -> DataFrame:
     """Nodes (node: long, level: int) of the BFS sample of the undirected view of `edges`.
     `on_step` hears of every level (stage `BFS level`: nodes visited of the sample size, counted
@@ -74,9 +80,7 @@ def bfs_sample(
             reached = reached.orderBy(_RANK, NODE).limit(size - count)
             found = size - count
         level += 1
-        visited = visited.union(
-            reached.select(NODE, F.lit(level).alias(S.LEVEL))
-        ).localCheckpoint(eager=True)
+        visited = visited.union(reached.select(NODE, F.lit(level).alias(S.LEVEL))).localCheckpoint(eager=True)
         count += found
         log.debug("BFS level %d: %d nodes visited of %d", level, count, size)
         report(on_step, "BFS level", level, figures={"visited": count, "sample size": size})

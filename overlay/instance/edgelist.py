@@ -51,9 +51,7 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
     """(source_file, line, text) -> adds kind, a_key, b_key, reason."""
     stripped = F.regexp_replace(F.col(TEXT), r"^\s+|\s+$", "")
     is_comment = stripped.startswith("#") | stripped.startswith("%")
-    frame = lines.withColumn("_s", stripped).withColumn(
-        "_fields", F.split(F.col("_s"), r"[\s,;]+")
-    )
+    frame = lines.withColumn("_s", stripped).withColumn("_fields", F.split(F.col("_s"), r"[\s,;]+"))
     content = ~is_comment & (F.col("_s") != "")
     banner = (F.col(S.LINE) == 1) & F.lower(F.col("_s")).rlike("^%{1,2}matrixmarket")
     mtx_name = F.lower(F.col(S.SOURCE_FILE)).rlike(r"\.mtx(\.[a-z0-9]+)?$")
@@ -81,9 +79,7 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
     reason = (
         F.when(
             (field_count < 2) | (field_count > max_fields),
-            F.format_string(
-                "malformed line: expected 2 fields (source target), found %d", field_count
-            ),
+            F.format_string("malformed line: expected 2 fields (source target), found %d", field_count),
         )
         .when(~a_num, F.format_string("non-numeric node id '%s'", a_raw))
         .when(~b_num, F.format_string("non-numeric node id '%s'", b_raw))
@@ -91,9 +87,7 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
         .when(b_key.isNull(), F.format_string("node id '%s' is out of the 64-bit range", b_raw))
         .when(a_key == b_key, F.format_string("self-loop on node %s", a_key))
     )
-    frame = frame.withColumn(KIND, kind).withColumn(
-        S.REASON, F.when(F.col(KIND).isNull(), reason)
-    )
+    frame = frame.withColumn(KIND, kind).withColumn(S.REASON, F.when(F.col(KIND).isNull(), reason))
     frame = frame.withColumn(
         KIND,
         F.coalesce(F.col(KIND), F.when(F.col(S.REASON).isNotNull(), F.lit(REJECTED)), F.lit(EDGE)),

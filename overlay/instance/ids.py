@@ -19,9 +19,11 @@ _POS = "_pos"
 
 def _number_runs(rows: DataFrame, run_cols: list[str], group_cols: list[str], out_col: str) -> DataFrame:
     """Number rows 0.. within each group; runs in `run_cols` order, rows within a run by `_pos`."""
-    runs = rows.groupBy(*group_cols, *run_cols).agg(
-        F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size")
-    ).localCheckpoint(eager=True)
+    runs = (
+        rows.groupBy(*group_cols, *run_cols)
+        .agg(F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size"))
+        .localCheckpoint(eager=True)
+    )
     # Offset of a run = rows in earlier runs of its group: a self-join of the (tiny) run table.
     earlier = runs.select(
         *[F.col(c).alias(f"_e{c}") for c in group_cols],
@@ -68,17 +70,23 @@ def file_path_column() -> Column:
 
 def read_lines_numbered(spark, path: str, line_col: str, file_col: str, text_col: str) -> DataFrame:
     """Read text files (plain or compressed) as (file, 1-based line number, text)."""
-    lines = spark.read.text(path).select(
-        F.col("value").alias(text_col),
-        file_path_column().alias(file_col),
-        F.col("_metadata.file_block_start").alias(_RUN),
-        F.monotonically_increasing_id().alias(_POS),
-    ).localCheckpoint(eager=True)  # read (and decompress) the files once
+    lines = (
+        spark.read.text(path)
+        .select(
+            F.col("value").alias(text_col),
+            file_path_column().alias(file_col),
+            F.col("_metadata.file_block_start").alias(_RUN),
+            F.monotonically_increasing_id().alias(_POS),
+        )
+        .localCheckpoint(eager=True)
+    )  # read (and decompress) the files once
     numbered = _number_runs(lines, [_RUN], [file_col], line_col).drop(_RUN)
     return numbered.withColumn(line_col, F.col(line_col) + 1)
 
 
-def pairs_to_ids(pairs: DataFrame, node_col: str, topic_col: str, node_ids: DataFrame, topic_ids: DataFrame, key_col: str) -> DataFrame:
+def pairs_to_ids(
+    pairs: DataFrame, node_col: str, topic_col: str, node_ids: DataFrame, topic_ids: DataFrame, key_col: str
+) -> DataFrame:
     """(node key, topic key) pairs -> (node_id, topic_id), through two (key_col, id) tables."""
     nodes = node_ids.select(F.col(key_col).alias(node_col), F.col(S.ID).alias(S.NODE_ID))
     topics = topic_ids.select(F.col(key_col).alias(topic_col), F.col(S.ID).alias(S.TOPIC_ID))

@@ -35,10 +35,7 @@ class SubscriptionsFileSpec:
 def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec) -> InstanceFrames:
     spec.validate()
     raw = read_key_pairs(spark, spec.path, COLUMNS, "one subscription per row")
-    rows = (
-        raw.withColumn(S.REASON, key_pair_problem(COLUMNS))
-        .localCheckpoint(eager=True)
-    )
+    rows = raw.withColumn(S.REASON, key_pair_problem(COLUMNS)).localCheckpoint(eager=True)
     row_counts = rows.agg(
         F.count(F.lit(1)).alias("read"),
         F.coalesce(F.sum(F.when(F.col(S.REASON).isNotNull(), 1).otherwise(0)), F.lit(0)).alias("rejected"),
@@ -46,9 +43,7 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
     read, rejected_count = int(row_counts["read"]), int(row_counts["rejected"])
     if read == 0:
         raise InputError(f"{spec.path}: no data rows (the file has a header but nothing under it)")
-    rejected = rows.filter(F.col(S.REASON).isNotNull()).select(
-        S.RECORD, S.REASON, S.SOURCE_FILE, S.LINE
-    )
+    rejected = rows.filter(F.col(S.REASON).isNotNull()).select(S.RECORD, S.REASON, S.SOURCE_FILE, S.LINE)
     first_seen = Window.partitionBy(_NODE, _TOPIC).orderBy(S.SOURCE_FILE, S.LINE)
     valid = (
         rows.filter(F.col(S.REASON).isNull())

@@ -84,9 +84,7 @@ def _mark_unsampled(edges: DataFrame, sample: DataFrame) -> DataFrame:
     inside = sample.select(F.col(NODE).alias("_node")).localCheckpoint(eager=True)
     flagged = edges
     for end, flag in ((SUBSCRIBER, "_sub_in"), (PUBLISHER, "_pub_in")):
-        flagged = flagged.join(
-            inside.select(F.col("_node").alias(end), F.lit(True).alias(flag)), on=end, how="left"
-        )
+        flagged = flagged.join(inside.select(F.col("_node").alias(end), F.lit(True).alias(flag)), on=end, how="left")
     outside = F.col("_sub_in").isNull() | F.col("_pub_in").isNull()
     status = F.when((F.col(STATUS) == ACCEPTED) & outside, UNSAMPLED).otherwise(F.col(STATUS))
     return flagged.withColumn(STATUS, status).drop("_sub_in", "_pub_in")
@@ -106,20 +104,24 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     )
     if spec.sample_bfs is not None:
         unique = edges.filter(F.col(STATUS) == ACCEPTED)
-        sample = bfs_sample(
-            unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step
-        )
+        sample = bfs_sample(unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step)
         edges = _mark_unsampled(edges, sample)
     kept = None
     if spec.feed_sampled:
         follows = edges.filter(F.col(STATUS) == ACCEPTED).select(SUBSCRIBER, PUBLISHER)
         if not spec.directed:  # a friendship: each follows the other
-            follows = follows.union(follows.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER)))
+            follows = follows.union(
+                follows.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER))
+            )
         kept = feed_sample(follows, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed)
         kept = kept.localCheckpoint(eager=True)
-        lines = kept if spec.directed else kept.select(
-            F.least(SUBSCRIBER, PUBLISHER).alias(SUBSCRIBER), F.greatest(SUBSCRIBER, PUBLISHER).alias(PUBLISHER)
-        ).distinct()
+        lines = (
+            kept
+            if spec.directed
+            else kept.select(
+                F.least(SUBSCRIBER, PUBLISHER).alias(SUBSCRIBER), F.greatest(SUBSCRIBER, PUBLISHER).alias(PUBLISHER)
+            ).distinct()
+        )
         flagged = edges.join(lines.withColumn("_kept", F.lit(True)), on=[SUBSCRIBER, PUBLISHER], how="left")
         status = F.when((F.col(STATUS) == ACCEPTED) & F.col("_kept").isNull(), UNSAMPLED).otherwise(F.col(STATUS))
         edges = flagged.withColumn(STATUS, status).drop("_kept")
@@ -145,9 +147,9 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
         )
 
     accepted = edges.filter(F.col(STATUS) == ACCEPTED)
-    users = accepted.select(F.col(SUBSCRIBER).alias(NODE)).union(
-        accepted.select(F.col(PUBLISHER).alias(NODE))
-    ).distinct()
+    users = (
+        accepted.select(F.col(SUBSCRIBER).alias(NODE)).union(accepted.select(F.col(PUBLISHER).alias(NODE))).distinct()
+    )
     ids = with_dense_id(users, [NODE], S.ID)
     keys = ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
     topic_ids, topic_keys = ids, keys

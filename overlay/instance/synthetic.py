@@ -108,9 +108,7 @@ def _generate(spec: SyntheticSpec):
                 node_ids.append(np.full(len(chosen), node, dtype=np.int64))
                 topic_ids.append(chosen.astype(np.int64))
             if node_ids:
-                yield pd.DataFrame(
-                    {S.NODE_ID: np.concatenate(node_ids), S.TOPIC_ID: np.concatenate(topic_ids)}
-                )
+                yield pd.DataFrame({S.NODE_ID: np.concatenate(node_ids), S.TOPIC_ID: np.concatenate(topic_ids)})
 
     return generate
 
@@ -124,9 +122,7 @@ def synthetic_instance(spark: SparkSession, spec: SyntheticSpec) -> InstanceFram
         .localCheckpoint(eager=True)
     )
     total = subscriptions.count()
-    node_keys = spark.range(spec.nodes).select(
-        F.concat(F.lit("n"), F.col("id")).alias(S.KEY), F.col("id").alias(S.ID)
-    )
+    node_keys = spark.range(spec.nodes).select(F.concat(F.lit("n"), F.col("id")).alias(S.KEY), F.col("id").alias(S.ID))
     topic_keys = spark.range(spec.topics).select(
         F.concat(F.lit("t"), F.col("id")).alias(S.KEY), F.col("id").alias(S.ID)
     )
@@ -140,4 +136,3 @@ def synthetic_instance(spark: SparkSession, spec: SyntheticSpec) -> InstanceFram
         rejected=rejected,
         tally=RowTally(read=total, accepted=total, rejected=0, duplicates=0),
     )
-

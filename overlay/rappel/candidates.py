@@ -27,8 +27,9 @@ class Candidate:
     heard: int  # the round last heard of
 
 
-def hear(candidates: dict[int, Candidate], heard_of: Iterable[int], me: int, friends: Iterable[int], now: int,
-         limit: int) -> None:
+def hear(
+    candidates: dict[int, Candidate], heard_of: Iterable[int], me: int, friends: Iterable[int], now: int, limit: int
+) -> None:
     """Votes for every id heard of (in place), then the LRU eviction down to `limit`."""
     skip = set(friends) | {me}
     for q in heard_of:
@@ -41,7 +42,7 @@ def hear(candidates: dict[int, Candidate], heard_of: Iterable[int], me: int, fri
             known.votes += 1
             known.heard = now
     if len(candidates) > limit:
-        for q in sorted(candidates, key=lambda q: (candidates[q].heard, q))[:len(candidates) - limit]:
+        for q in sorted(candidates, key=lambda q: (candidates[q].heard, q))[: len(candidates) - limit]:
             del candidates[q]
 
 

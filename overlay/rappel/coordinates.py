@@ -55,10 +55,17 @@ class LatencyModel:
         continent = np.repeat(np.arange(len(self.regions)), self.regions)
         turn = 2.0 * np.pi * _uniform(draw(seed, COORDINATES, np.int64(-1), np.int64(0)))
         angles = turn + 2.0 * np.pi * continent / len(self.regions)
-        dx, dy = _gaussians(draw(seed, COORDINATES, np.int64(-2), ids, np.int64(0)),
-                            draw(seed, COORDINATES, np.int64(-2), ids, np.int64(1)))
-        return np.stack([self.continent_radius * np.cos(angles) + self.region_spread * dx,
-                         self.continent_radius * np.sin(angles) + self.region_spread * dy], axis=1)
+        dx, dy = _gaussians(
+            draw(seed, COORDINATES, np.int64(-2), ids, np.int64(0)),
+            draw(seed, COORDINATES, np.int64(-2), ids, np.int64(1)),
+        )
+        return np.stack(
+            [
+                self.continent_radius * np.cos(angles) + self.region_spread * dx,
+                self.continent_radius * np.sin(angles) + self.region_spread * dy,
+            ],
+            axis=1,
+        )
 
     def coordinates(self, seed: int, nodes: np.ndarray) -> np.ndarray:
         """float [len(nodes), 2]: each node's position in ms."""

@@ -176,7 +176,12 @@ class Feeds:
 
     def __init__(self, interests, publishers: np.ndarray, presence, seed: int, beta: int = BETA) -> None:
         self.interests, self.publishers, self.presence, self.seed, self.beta = (
-            interests, publishers, presence, seed, beta)
+            interests,
+            publishers,
+            presence,
+            seed,
+            beta,
+        )
         self._place: dict[tuple[int, int], int] = {}
 
     # -- static facts ----------------------------------------------------------------------
@@ -385,8 +390,16 @@ class _Round:
                 return NONE
             m = self.m[i]
             children = [c for c in m.children if c != j]
-            answer = receive_join(i, j, True, m.parent if m.parent != NONE else None, children, self.key,
-                                  lambda a, b: self.f.latency(a, b), self.f.beta)
+            answer = receive_join(
+                i,
+                j,
+                True,
+                m.parent if m.parent != NONE else None,
+                children,
+                self.key,
+                lambda a, b: self.f.latency(a, b),
+                self.f.beta,
+            )
             if answer.kind == FORWARD:
                 sender, i = i, answer.to
                 continue

@@ -75,16 +75,29 @@ class RappelParams:
 
 
 STATE_COLUMNS = (
-    ("node_id", "bigint"), ("friends", "array<bigint>"), ("fans", "array<bigint>"), ("fan_seen", "array<int>"),
-    ("cand", "array<bigint>"), ("cand_votes", "array<int>"), ("cand_audited", "array<int>"),
-    ("cand_heard", "array<int>"), ("met", "array<bigint>"),
+    ("node_id", "bigint"),
+    ("friends", "array<bigint>"),
+    ("fans", "array<bigint>"),
+    ("fan_seen", "array<int>"),
+    ("cand", "array<bigint>"),
+    ("cand_votes", "array<int>"),
+    ("cand_audited", "array<int>"),
+    ("cand_heard", "array<int>"),
+    ("met", "array<bigint>"),
 )
 # What `finish` adds: the node's feeds some friend subscribes to, its feeds, messages sent, and
 # whether it was online in the round.
 MEASURE_COLUMNS = (("covered", "int"), ("feeds", "int"), ("sent", "array<int>"), ("online", "boolean"))
 MESSAGE_COLUMNS = (
-    ("dst", "bigint"), ("kind", "int"), ("src", "bigint"), ("seq", "int"), ("ids", "array<bigint>"),
-    ("accepted", "boolean"), *STATE_COLUMNS[1:], ("asked", "array<bigint>"), ("victims", "array<bigint>"),
+    ("dst", "bigint"),
+    ("kind", "int"),
+    ("src", "bigint"),
+    ("seq", "int"),
+    ("ids", "array<bigint>"),
+    ("accepted", "boolean"),
+    *STATE_COLUMNS[1:],
+    ("asked", "array<bigint>"),
+    ("victims", "array<bigint>"),
     ("sent", "array<int>"),
 )
 
@@ -104,18 +117,27 @@ def to_row(n: Friend) -> dict:
     cand = sorted(n.candidates)
     fans = sorted(n.fans)
     return {
-        "node_id": n.node, "friends": sorted(n.friends), "fans": fans, "fan_seen": [n.fans[f] for f in fans],
-        "cand": cand, "cand_votes": [n.candidates[q].votes for q in cand],
-        "cand_audited": [int(n.candidates[q].audited) for q in cand], "cand_heard": [n.candidates[q].heard for q in cand],
+        "node_id": n.node,
+        "friends": sorted(n.friends),
+        "fans": fans,
+        "fan_seen": [n.fans[f] for f in fans],
+        "cand": cand,
+        "cand_votes": [n.candidates[q].votes for q in cand],
+        "cand_audited": [int(n.candidates[q].audited) for q in cand],
+        "cand_heard": [n.candidates[q].heard for q in cand],
         "met": list(n.met),
     }
 
 
 def from_row(row: dict, node_key: str = "node_id") -> Friend:
     return Friend(
-        node=row[node_key], friends=list(row["friends"]), fans=dict(zip(row["fans"], row["fan_seen"])),
-        candidates={q: Candidate(v, bool(a), h) for q, v, a, h in zip(
-            row["cand"], row["cand_votes"], row["cand_audited"], row["cand_heard"])},
+        node=row[node_key],
+        friends=list(row["friends"]),
+        fans=dict(zip(row["fans"], row["fan_seen"])),
+        candidates={
+            q: Candidate(v, bool(a), h)
+            for q, v, a, h in zip(row["cand"], row["cand_votes"], row["cand_audited"], row["cand_heard"])
+        },
         met=list(row["met"]),
     )
 
@@ -152,8 +174,15 @@ class Friendship:
     message_columns = MESSAGE_COLUMNS
     measure_columns = MEASURE_COLUMNS
 
-    def __init__(self, params: RappelParams, offsets: np.ndarray, topics: np.ndarray, coordinates: np.ndarray,
-                 introductions: tuple[np.ndarray, np.ndarray] | None = None, presence: Presence | None = None) -> None:
+    def __init__(
+        self,
+        params: RappelParams,
+        offsets: np.ndarray,
+        topics: np.ndarray,
+        coordinates: np.ndarray,
+        introductions: tuple[np.ndarray, np.ndarray] | None = None,
+        presence: Presence | None = None,
+    ) -> None:
         params.check()
         self.params = params
         self.interests = Interests(offsets, topics, coordinates, params.mode)
@@ -165,7 +194,7 @@ class Friendship:
         met = []
         if self.introductions is not None:
             offsets, ids = self.introductions
-            met = ids[offsets[node]:offsets[node + 1]].tolist()
+            met = ids[offsets[node] : offsets[node + 1]].tolist()
         return to_row(Friend(node, [], {}, {}, met))
 
     def known(self, me: int, q: int) -> tuple[int, float]:
@@ -206,8 +235,16 @@ class Friendship:
                 for c in asked:
                     yield {"dst": c, "kind": FRIEND_REQUEST, "src": me, "seq": 0}
                     sent[2] += 1
-            yield {**to_row(n), "dst": me, "kind": SELF, "src": me, "seq": 0, "asked": asked, "victims": victims,
-                   "sent": sent}
+            yield {
+                **to_row(n),
+                "dst": me,
+                "kind": SELF,
+                "src": me,
+                "seq": 0,
+                "asked": asked,
+                "victims": victims,
+                "sent": sent,
+            }
 
     # -- step 2 ---------------------------------------------------------------------------------
     def serve(self, node: int, rows: list[dict], cycle: int) -> Iterator[dict]:
@@ -236,8 +273,16 @@ class Friendship:
                     n.fans[i] = cycle
                 yield {"dst": i, "kind": FRIEND_ANSWER, "src": node, "seq": 0, "ids": mine, "accepted": accepted}
                 sent[3] += 1
-        yield {**to_row(n), "dst": node, "kind": SELF, "src": node, "seq": 0, "asked": own["asked"],
-               "victims": own["victims"], "sent": sent}
+        yield {
+            **to_row(n),
+            "dst": node,
+            "kind": SELF,
+            "src": node,
+            "seq": 0,
+            "asked": own["asked"],
+            "victims": own["victims"],
+            "sent": sent,
+        }
 
     # -- step 3 ---------------------------------------------------------------------------------
     def finish(self, node: int, rows: list[dict], cycle: int) -> dict:
@@ -272,16 +317,30 @@ class Friendship:
             n.fans = {f: seen for f, seen in n.fans.items() if seen >= cycle - 1}
         feeds = self.interests.feeds(node)
         held = set().union(*(self.interests.feeds(j) for j in n.friends)) if n.friends else set()
-        return {**to_row(n), "covered": len(feeds & held), "feeds": len(feeds), "sent": list(own["sent"]),
-                "online": self.up(node, cycle)}
+        return {
+            **to_row(n),
+            "covered": len(feeds & held),
+            "feeds": len(feeds),
+            "sent": list(own["sent"]),
+            "online": self.up(node, cycle),
+        }
 
 
 def friendship_engine(
-    spark, subscriptions, coordinates: np.ndarray, params: RappelParams, partitions: int,
-    introductions: tuple[np.ndarray, np.ndarray] | None = None, presence: Presence | None = None,
+    spark,
+    subscriptions,
+    coordinates: np.ndarray,
+    params: RappelParams,
+    partitions: int,
+    introductions: tuple[np.ndarray, np.ndarray] | None = None,
+    presence: Presence | None = None,
 ) -> CycleEngine:
     """The cycle engine running the friendship overlay on `subscriptions`
     (`overlay.design.classes.Subscriptions`: every executor looks up any node's filter, as every
     Rappel node can fetch any other's) and `coordinates` (float [nodes, 2], ms)."""
-    return CycleEngine(spark, Friendship, (params, subscriptions.offsets, subscriptions.topics, coordinates,
-                                           introductions, presence), partitions)
+    return CycleEngine(
+        spark,
+        Friendship,
+        (params, subscriptions.offsets, subscriptions.topics, coordinates, introductions, presence),
+        partitions,
+    )

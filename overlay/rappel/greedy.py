@@ -39,7 +39,8 @@ def sampled_nodes(subscriptions: DataFrame, min_feeds: int, sample: int, seed: i
     """(id): `sample` nodes of at least `min_feeds` feeds, those of least `xxhash64(seed, node)`
     (Fig. 1: 1,000 LiveJournal users with at least 5 feeds)."""
     return (
-        subscriptions.groupBy(S.NODE_ID).agg(F.count(F.lit(1)).alias("_feeds"))
+        subscriptions.groupBy(S.NODE_ID)
+        .agg(F.count(F.lit(1)).alias("_feeds"))
         .filter(F.col("_feeds") >= min_feeds)
         .orderBy(F.xxhash64(F.lit(seed), F.lit("fig1-sample"), F.col(S.NODE_ID)), S.NODE_ID)
         .limit(sample)
@@ -47,8 +48,14 @@ def sampled_nodes(subscriptions: DataFrame, min_feeds: int, sample: int, seed: i
     )
 
 
-def best_friend_coverage(spark: SparkSession, offsets: np.ndarray, topics: np.ndarray, k: int,
-                         partitions: int, nodes: DataFrame | None = None) -> DataFrame:
+def best_friend_coverage(
+    spark: SparkSession,
+    offsets: np.ndarray,
+    topics: np.ndarray,
+    k: int,
+    partitions: int,
+    nodes: DataFrame | None = None,
+) -> DataFrame:
     """The feeds, greedy best friends (at most k) and the feeds covered after each pick of every
     node, or of `nodes` (id) (one `mapInArrow` over the nodes; the subscriptions reach the
     executors as a broadcast)."""
@@ -60,9 +67,12 @@ def best_friend_coverage(spark: SparkSession, offsets: np.ndarray, topics: np.nd
             nodes = batch.column("id").to_pylist()
             picks = [best_friends(p, knowledge, k) for p in nodes]
             yield pa.RecordBatch.from_arrays(
-                [pa.array(nodes, pa.int64()), pa.array(knowledge.sizes_of(np.asarray(nodes, dtype=np.int64)), pa.int64()),
-                 pa.array([c for c, _ in picks], pa.list_(pa.int64())),
-                 pa.array([a for _, a in picks], pa.list_(pa.int32()))],
+                [
+                    pa.array(nodes, pa.int64()),
+                    pa.array(knowledge.sizes_of(np.asarray(nodes, dtype=np.int64)), pa.int64()),
+                    pa.array([c for c, _ in picks], pa.list_(pa.int64())),
+                    pa.array([a for _, a in picks], pa.list_(pa.int32())),
+                ],
                 names=[S.NODE_ID, S.FEEDS, S.FRIENDS, "covered_after"],
             )
 
@@ -78,12 +88,16 @@ def full_coverage_by_friends(rows: DataFrame, keys: list[str]) -> DataFrame:
     nodes, and the share whose first j greedy picks cover all their feeds (a node whose picks
     stopped early keeps its last coverage). Columns: *keys, friends, nodes, full_coverage_nodes,
     full_coverage_share."""
-    covered = F.coalesce(F.try_element_at(S.COVERED_AFTER, F.col("friends")),
-                         F.try_element_at(S.COVERED_AFTER, F.lit(-1)), F.lit(0))
+    covered = F.coalesce(
+        F.try_element_at(S.COVERED_AFTER, F.col("friends")), F.try_element_at(S.COVERED_AFTER, F.lit(-1)), F.lit(0)
+    )
     full = (covered == F.col(S.FEEDS)).cast("long")
     return (
         rows.select(*keys, S.FEEDS, S.COVERED_AFTER, F.explode(F.sequence(F.lit(1), F.col(S.K))).alias("friends"))
         .groupBy(*keys, "friends")
-        .agg(F.count(F.lit(1)).alias("nodes"), F.sum(full).alias("full_coverage_nodes"),
-             F.avg(full.cast("double")).alias("full_coverage_share"))
+        .agg(
+            F.count(F.lit(1)).alias("nodes"),
+            F.sum(full).alias("full_coverage_nodes"),
+            F.avg(full.cast("double")).alias("full_coverage_share"),
+        )
     )

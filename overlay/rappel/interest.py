@@ -89,8 +89,12 @@ def set_utility(mine: int, friends: Mapping[int, tuple[int, float]]) -> float:
 
 
 def audit(
-    mine: int, friends: Mapping[int, tuple[int, float]], candidate: int, known: tuple[int, float],
-    alpha: int, delta: float = DELTA,
+    mine: int,
+    friends: Mapping[int, tuple[int, float]],
+    candidate: int,
+    known: tuple[int, float],
+    alpha: int,
+    delta: float = DELTA,
 ) -> int | None:
     """Alg. 1 (its loop over CANDIDATES read as over FRIENDS): None if `candidate` is not viable;
     else the friend it replaces, or -1 when the set has room. Ties between replacements: the

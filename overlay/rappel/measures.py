@@ -30,8 +30,15 @@ def deliveries(steps: list[tuple[int, DataFrame]]) -> DataFrame:
     """The rounds' deliveries as `rappel_deliveries` rows (without run_id)."""
     rows = _tagged(steps).where(F.col("kind") == DELIVERY)
     return rows.select(
-        S.ROUND, F.col("feed").alias(S.TOPIC_ID), S.UPDATE_ID, S.NODE_ID, S.PUBLISHED_MS, S.ARRIVAL_MS,
-        (F.col(S.ARRIVAL_MS) - F.col(S.PUBLISHED_MS)).alias(S.LATENCY_MS), S.HOPS, S.DIRECT_MS,
+        S.ROUND,
+        F.col("feed").alias(S.TOPIC_ID),
+        S.UPDATE_ID,
+        S.NODE_ID,
+        S.PUBLISHED_MS,
+        S.ARRIVAL_MS,
+        (F.col(S.ARRIVAL_MS) - F.col(S.PUBLISHED_MS)).alias(S.LATENCY_MS),
+        S.HOPS,
+        S.DIRECT_MS,
     )
 
 
@@ -41,12 +48,19 @@ def traffic(friendships: list[tuple[int, DataFrame]], steps: list[tuple[int, Dat
     trees = counts.groupBy(S.ROUND, S.NODE_ID).agg(
         *(F.sum(F.col("counts")[i]).cast("long").alias(name) for i, name in enumerate(TRAFFIC_KINDS))
     )
-    friends = _tagged(friendships).where(F.col("online")).select(
-        S.ROUND, S.NODE_ID, F.aggregate(_SENT, F.lit(0).cast("long"), lambda total, x: total + x).alias(S.FRIENDSHIP_MESSAGES),
+    friends = (
+        _tagged(friendships)
+        .where(F.col("online"))
+        .select(
+            S.ROUND,
+            S.NODE_ID,
+            F.aggregate(_SENT, F.lit(0).cast("long"), lambda total, x: total + x).alias(S.FRIENDSHIP_MESSAGES),
+        )
     )
     both = trees.join(friends, [S.ROUND, S.NODE_ID], "full")
     return both.select(
-        S.ROUND, S.NODE_ID,
+        S.ROUND,
+        S.NODE_ID,
         F.coalesce("data", F.lit(0)).cast("long").alias(S.DATA_MESSAGES),
         F.coalesce("join", F.lit(0)).cast("long").alias(S.JOINS),
         F.coalesce("joins_in", F.lit(0)).cast("long").alias(S.JOINS_IN),
@@ -56,26 +70,38 @@ def traffic(friendships: list[tuple[int, DataFrame]], steps: list[tuple[int, Dat
     )
 
 
-def round_summary(friendships: list[tuple[int, DataFrame]], delivered: DataFrame, moved: DataFrame,
-                  subscriptions: DataFrame) -> list[dict]:
+def round_summary(
+    friendships: list[tuple[int, DataFrame]], delivered: DataFrame, moved: DataFrame, subscriptions: DataFrame
+) -> list[dict]:
     """One dict per round (the `rappel_rounds` columns but run_id, seconds, computed_at), from
     the rounds' friendship results, their `deliveries` and `traffic` rows and the instance's
     subscriptions (node_id, topic_id: noise is a delivery to a node not among them). Three
     aggregates, each one job."""
-    nodes = _tagged(friendships).where(F.col("online")).groupBy(S.ROUND).agg(
-        F.count(F.lit(1)).alias(S.NODES_UP),
-        F.avg(F.size("friends")).alias(S.FRIENDS_AVG),
-        F.sum("feeds").cast("long").alias(S.FEEDS),
-        F.sum("covered").cast("long").alias(S.COVERED),
-        F.sum(((F.col("covered") == F.col("feeds")) & (F.col("feeds") > 0)).cast("long")).alias(S.FULL_COVERAGE_NODES),
+    nodes = (
+        _tagged(friendships)
+        .where(F.col("online"))
+        .groupBy(S.ROUND)
+        .agg(
+            F.count(F.lit(1)).alias(S.NODES_UP),
+            F.avg(F.size("friends")).alias(S.FRIENDS_AVG),
+            F.sum("feeds").cast("long").alias(S.FEEDS),
+            F.sum("covered").cast("long").alias(S.COVERED),
+            F.sum(((F.col("covered") == F.col("feeds")) & (F.col("feeds") > 0)).cast("long")).alias(
+                S.FULL_COVERAGE_NODES
+            ),
+        )
     )
     subscribed = subscriptions.select(S.NODE_ID, S.TOPIC_ID, F.lit(True).alias("subscribed"))
-    arrivals = delivered.join(subscribed, [S.NODE_ID, S.TOPIC_ID], "left").groupBy(S.ROUND).agg(
-        F.count(F.lit(1)).alias(S.DELIVERIES),
-        F.percentile(S.LATENCY_MS, F.lit(0.5)).alias(S.LATENCY_MEDIAN),
-        F.percentile(S.LATENCY_MS, F.lit(0.95)).alias(S.LATENCY_P95),
-        F.percentile(F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS), F.lit(0.5)).alias(S.STRETCH_MEDIAN),
-        F.sum(F.col("subscribed").isNull().cast("long")).alias(S.NOISE),
+    arrivals = (
+        delivered.join(subscribed, [S.NODE_ID, S.TOPIC_ID], "left")
+        .groupBy(S.ROUND)
+        .agg(
+            F.count(F.lit(1)).alias(S.DELIVERIES),
+            F.percentile(S.LATENCY_MS, F.lit(0.5)).alias(S.LATENCY_MEDIAN),
+            F.percentile(S.LATENCY_MS, F.lit(0.95)).alias(S.LATENCY_P95),
+            F.percentile(F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS), F.lit(0.5)).alias(S.STRETCH_MEDIAN),
+            F.sum(F.col("subscribed").isNull().cast("long")).alias(S.NOISE),
+        )
     )
     messages = moved.groupBy(S.ROUND).agg(
         F.sum(S.DATA_MESSAGES).alias(S.DATA_MESSAGES),
@@ -89,39 +115,62 @@ def round_summary(friendships: list[tuple[int, DataFrame]], delivered: DataFrame
     for r, _ in friendships:
         row = by_round.get(r, {S.ROUND: r})
         feeds = row.get(S.FEEDS) or 0
-        out.append({
-            S.ROUND: r, S.NODES_UP: row.get(S.NODES_UP, 0), S.FRIENDS_AVG: row.get(S.FRIENDS_AVG), S.FEEDS: feeds,
-            S.COVERED: row.get(S.COVERED) or 0, S.COVERED_SHARE: (row.get(S.COVERED) or 0) / feeds if feeds else None,
-            S.FULL_COVERAGE_NODES: row.get(S.FULL_COVERAGE_NODES) or 0, S.DELIVERIES: row.get(S.DELIVERIES, 0),
-            S.LATENCY_MEDIAN: row.get(S.LATENCY_MEDIAN), S.LATENCY_P95: row.get(S.LATENCY_P95),
-            S.STRETCH_MEDIAN: row.get(S.STRETCH_MEDIAN), S.NOISE: row.get(S.NOISE) or 0,
-            S.DATA_MESSAGES: int(row.get(S.DATA_MESSAGES) or 0), S.CONTROL_MESSAGES: int(row.get(S.CONTROL_MESSAGES) or 0),
-        })
+        out.append(
+            {
+                S.ROUND: r,
+                S.NODES_UP: row.get(S.NODES_UP, 0),
+                S.FRIENDS_AVG: row.get(S.FRIENDS_AVG),
+                S.FEEDS: feeds,
+                S.COVERED: row.get(S.COVERED) or 0,
+                S.COVERED_SHARE: (row.get(S.COVERED) or 0) / feeds if feeds else None,
+                S.FULL_COVERAGE_NODES: row.get(S.FULL_COVERAGE_NODES) or 0,
+                S.DELIVERIES: row.get(S.DELIVERIES, 0),
+                S.LATENCY_MEDIAN: row.get(S.LATENCY_MEDIAN),
+                S.LATENCY_P95: row.get(S.LATENCY_P95),
+                S.STRETCH_MEDIAN: row.get(S.STRETCH_MEDIAN),
+                S.NOISE: row.get(S.NOISE) or 0,
+                S.DATA_MESSAGES: int(row.get(S.DATA_MESSAGES) or 0),
+                S.CONTROL_MESSAGES: int(row.get(S.CONTROL_MESSAGES) or 0),
+            }
+        )
     return out
 
 
-_LAYOUT_SCHEMA = pa.schema([(S.TOPIC_ID, pa.int64()), (S.NODE_ID, pa.int64()), (S.PARENT, pa.int64()),
-                            (S.DEPTH, pa.int32())])
+_LAYOUT_SCHEMA = pa.schema(
+    [(S.TOPIC_ID, pa.int64()), (S.NODE_ID, pa.int64()), (S.PARENT, pa.int64()), (S.DEPTH, pa.int32())]
+)
 
 
 def tree_layout(step: DataFrame, round_: int) -> DataFrame:
     """Each feed's online members after `round_` with parent and depth (nulls for none):
     `feed_trees` rows without run_id."""
+
     def members(batches):
         for batch in batches:
-            rows = [(tree.feed, x, parent, depth) for blob in batch.column("tree").to_pylist()
-                    for tree in (pickle.loads(blob),) for x, parent, depth in layout(tree)]
+            rows = [
+                (tree.feed, x, parent, depth)
+                for blob in batch.column("tree").to_pylist()
+                for tree in (pickle.loads(blob),)
+                for x, parent, depth in layout(tree)
+            ]
             yield pa.RecordBatch.from_arrays(
-                [pa.array([r[0] for r in rows], pa.int64()), pa.array([r[1] for r in rows], pa.int64()),
-                 pa.array([None if r[2] == NONE else r[2] for r in rows], pa.int64()),
-                 pa.array([None if r[3] == NONE else r[3] for r in rows], pa.int32())],
+                [
+                    pa.array([r[0] for r in rows], pa.int64()),
+                    pa.array([r[1] for r in rows], pa.int64()),
+                    pa.array([None if r[2] == NONE else r[2] for r in rows], pa.int64()),
+                    pa.array([None if r[3] == NONE else r[3] for r in rows], pa.int32()),
+                ],
                 schema=_LAYOUT_SCHEMA,
             )
 
     ddl = f"{S.TOPIC_ID} bigint, {S.NODE_ID} bigint, {S.PARENT} bigint, {S.DEPTH} int"
     trees = step.where(F.col("kind") == TREE).select("tree").mapInArrow(members, ddl)
     return trees.select(
-        F.lit(round_).cast("int").alias(S.ROUND), S.TOPIC_ID, S.NODE_ID, S.PARENT, S.DEPTH,
+        F.lit(round_).cast("int").alias(S.ROUND),
+        S.TOPIC_ID,
+        S.NODE_ID,
+        S.PARENT,
+        S.DEPTH,
         F.lit(round_ * TICKS_PER_ROUND).cast("int").alias(S.TICK),
     )
 
@@ -137,14 +186,20 @@ def node_summary(friendship: DataFrame, trees: DataFrame) -> DataFrame:
         .unionByName(links.select(F.col(S.PARENT).alias(S.NODE_ID), F.col(S.NODE_ID).alias("other")))
     )
     overlap = roles.groupBy(S.NODE_ID).agg(
-        F.count(F.lit(1)).alias(S.OVERLAP_ROLES), F.countDistinct("other").alias(S.OVERLAP_NEIGHBOURS),
+        F.count(F.lit(1)).alias(S.OVERLAP_ROLES),
+        F.countDistinct("other").alias(S.OVERLAP_NEIGHBOURS),
     )
     nodes = friendship.select(
-        S.NODE_ID, F.col("feeds").cast("long").alias(S.FEEDS), F.col("covered").cast("long").alias(S.COVERED),
+        S.NODE_ID,
+        F.col("feeds").cast("long").alias(S.FEEDS),
+        F.col("covered").cast("long").alias(S.COVERED),
         F.size("friends").cast("long").alias(S.FRIENDS),
     )
     return nodes.join(overlap, S.NODE_ID, "left").select(
-        S.NODE_ID, S.FEEDS, S.COVERED, S.FRIENDS,
+        S.NODE_ID,
+        S.FEEDS,
+        S.COVERED,
+        S.FRIENDS,
         F.coalesce(S.OVERLAP_ROLES, F.lit(0)).cast("long").alias(S.OVERLAP_ROLES),
         F.coalesce(S.OVERLAP_NEIGHBOURS, F.lit(0)).cast("long").alias(S.OVERLAP_NEIGHBOURS),
         (F.col(S.OVERLAP_ROLES) / F.col(S.OVERLAP_NEIGHBOURS)).alias(S.OVERLAP_RATIO),

@@ -73,8 +73,11 @@ class Presence:
         return next(k for k, end in enumerate(ends) if round_ < end) % 2 == 0
 
     def _mass_failed(self, node: int, round_: int) -> bool:
-        return (self.fail_round <= round_ and (self.return_round is None or round_ < self.return_round)
-                and self.failing(node))
+        return (
+            self.fail_round <= round_
+            and (self.return_round is None or round_ < self.return_round)
+            and self.failing(node)
+        )
 
     def up(self, node: int, round_: int) -> bool:
         if round_ < self.arrival(node):
@@ -88,8 +91,11 @@ class Presence:
     def leaves_properly(self, node: int, round_: int) -> bool:
         """Whether node, online in round_ - 1 and offline in round_, left properly (see the
         module doc); meaningless for a node that did not go offline then."""
-        return (self.proper_leaves > 0.0 and not self._mass_failed(node, round_)
-                and draw_int(self.seed, RAPPEL_LEAVE, node, round_) / _SPAN < self.proper_leaves)
+        return (
+            self.proper_leaves > 0.0
+            and not self._mass_failed(node, round_)
+            and draw_int(self.seed, RAPPEL_LEAVE, node, round_) / _SPAN < self.proper_leaves
+        )
 
     def down(self, nodes: Iterable[int], round_: int) -> set[int]:
         return {v for v in nodes if not self.up(v, round_)}

@@ -41,9 +41,17 @@ from overlay.rappel.presence import Presence
 # Row kinds of the trees' step, in the order a feed's rows arrive (inputs first).
 TREE, FRIENDS, DELIVERY, TRAFFIC, MET = range(5)
 STEP_COLUMNS = (
-    ("kind", "int"), ("feed", "bigint"), ("node_id", "bigint"), ("tree", "binary"), ("ids", "array<bigint>"),
-    ("update_id", "bigint"), ("published_ms", "bigint"), ("arrival_ms", "double"), ("hops", "int"),
-    ("direct_ms", "double"), ("counts", "array<int>"),
+    ("kind", "int"),
+    ("feed", "bigint"),
+    ("node_id", "bigint"),
+    ("tree", "binary"),
+    ("ids", "array<bigint>"),
+    ("update_id", "bigint"),
+    ("published_ms", "bigint"),
+    ("arrival_ms", "double"),
+    ("hops", "int"),
+    ("direct_ms", "double"),
+    ("counts", "array<int>"),
 )
 _STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
 _BLANK = {name: None for name, _ in STEP_COLUMNS}
@@ -62,16 +70,26 @@ def readable(blob: bytes) -> bool:
     def names(cls) -> set[str]:
         return {f.name for f in fields(cls)}
 
-    return (isinstance(tree, FeedTree) and set(vars(tree)) == names(FeedTree)
-            and all(isinstance(m, Member) and set(vars(m)) == names(Member) for m in tree.members.values()))
+    return (
+        isinstance(tree, FeedTree)
+        and set(vars(tree)) == names(FeedTree)
+        and all(isinstance(m, Member) and set(vars(m)) == names(Member) for m in tree.members.values())
+    )
 
 
 class RappelTrees:
     """What every executor knows for the trees' step: subscriptions, coordinates, publishers and
     presence (the friends come as rows)."""
 
-    def __init__(self, params: RappelParams, offsets: np.ndarray, topics: np.ndarray, coordinates: np.ndarray,
-                 publishers: np.ndarray, presence: Presence) -> None:
+    def __init__(
+        self,
+        params: RappelParams,
+        offsets: np.ndarray,
+        topics: np.ndarray,
+        coordinates: np.ndarray,
+        publishers: np.ndarray,
+        presence: Presence,
+    ) -> None:
         self.interests = Interests(offsets, topics, coordinates, params.mode)
         self.feeds = Feeds(self.interests, publishers, presence, params.seed, params.beta)
 
@@ -91,9 +109,17 @@ class RappelTrees:
         feed = tree.feed
         yield {**_BLANK, "kind": TREE, "feed": feed, "tree": pickle.dumps(tree, protocol=5)}
         for d in out.deliveries:
-            yield {**_BLANK, "kind": DELIVERY, "feed": feed, "node_id": d.node, "update_id": d.update,
-                   "published_ms": d.published, "arrival_ms": float(d.arrival), "hops": d.hops,
-                   "direct_ms": self.feeds.latency(d.node, tree.publisher)}
+            yield {
+                **_BLANK,
+                "kind": DELIVERY,
+                "feed": feed,
+                "node_id": d.node,
+                "update_id": d.update,
+                "published_ms": d.published,
+                "arrival_ms": float(d.arrival),
+                "hops": d.hops,
+                "direct_ms": self.feeds.latency(d.node, tree.publisher),
+            }
         for node in sorted(out.traffic):
             yield {**_BLANK, "kind": TRAFFIC, "feed": feed, "node_id": node, "counts": out.traffic[node]}
         for node in sorted(out.met):
@@ -116,8 +142,16 @@ class RappelSimulation:
     0..len(publishers) - 1), `coordinates` (float [nodes, 2], ms) and `publishers` (node per
     feed); `partitions`: of every shuffle."""
 
-    def __init__(self, spark, subscriptions, coordinates: np.ndarray, publishers: np.ndarray, params: RappelParams,
-                 presence: Presence, partitions: int) -> None:
+    def __init__(
+        self,
+        spark,
+        subscriptions,
+        coordinates: np.ndarray,
+        publishers: np.ndarray,
+        params: RappelParams,
+        presence: Presence,
+        partitions: int,
+    ) -> None:
         self.spark, self.partitions = spark, partitions
         self.nodes, self.feeds = len(subscriptions.offsets) - 1, len(publishers)
         args = (params, subscriptions.offsets, subscriptions.topics, coordinates)
@@ -131,8 +165,10 @@ class RappelSimulation:
         def start(batches):
             trees = built(shared)
             feeds = (f for batch in batches for f in batch.column("id").to_pylist())
-            yield from to_batches(({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)}
-                                   for f in feeds), _STEP_SCHEMA)
+            yield from to_batches(
+                ({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)} for f in feeds),
+                _STEP_SCHEMA,
+            )
 
         friendship = self.engine.start(self.spark, self.nodes).localCheckpoint(eager=True)
         trees = self.spark.range(self.feeds, numPartitions=self.partitions).mapInArrow(start, ddl(STEP_COLUMNS))
@@ -144,8 +180,10 @@ class RappelSimulation:
 
         def expand(batches):
             built_trees = built(shared)
-            yield from to_batches((r for row in rows_of(batches) for r in built_trees.friend_rows(row["node_id"], row["friends"])),
-                                  _STEP_SCHEMA)
+            yield from to_batches(
+                (r for row in rows_of(batches) for r in built_trees.friend_rows(row["node_id"], row["friends"])),
+                _STEP_SCHEMA,
+            )
 
         def run(batches):
             built_trees = built(shared)
@@ -160,11 +198,19 @@ class RappelSimulation:
     def heard(self, friendship: DataFrame, step: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
         """The friendship state for the next round: each node's `met`, the nodes its walks met
         (and the columns `keep` of `friendship`)."""
-        met = (step.where(F.col("kind") == MET).select("node_id", F.explode("ids").alias("q"))
-               .groupBy("node_id").agg(F.sort_array(F.collect_list("q")).alias("met")))
+        met = (
+            step.where(F.col("kind") == MET)
+            .select("node_id", F.explode("ids").alias("q"))
+            .groupBy("node_id")
+            .agg(F.sort_array(F.collect_list("q")).alias("met"))
+        )
         names = [name for name, _ in STATE_COLUMNS]
-        return (friendship.select(*[n for n in names if n != "met"], *keep).join(met, "node_id", "left")
-                .withColumn("met", F.coalesce("met", F.array().cast("array<bigint>"))).select(*names, *keep))
+        return (
+            friendship.select(*[n for n in names if n != "met"], *keep)
+            .join(met, "node_id", "left")
+            .withColumn("met", F.coalesce("met", F.array().cast("array<bigint>")))
+            .select(*names, *keep)
+        )
 
     def snapshot(self, result: RoundResult) -> tuple[DataFrame, DataFrame]:
         """Round r's snapshot (lazy): the next round's friendship state with the round's
@@ -178,16 +224,25 @@ class RappelSimulation:
         the friendship results a run ending at the snapshot's round would have returned (only
         the columns the run's final tables read: `STATE_COLUMNS` and `SNAPSHOT_MEASURES`)."""
         names = [name for name, _ in STATE_COLUMNS]
-        step = trees.select(*[
-            F.col(name).cast(kind).alias(name) if name in ("feed", "tree")
-            else (F.lit(TREE) if name == "kind" else F.lit(None)).cast(kind).alias(name)
-            for name, kind in STEP_COLUMNS
-        ])
+        step = trees.select(
+            *[
+                F.col(name).cast(kind).alias(name)
+                if name in ("feed", "tree")
+                else (F.lit(TREE) if name == "kind" else F.lit(None)).cast(kind).alias(name)
+                for name, kind in STEP_COLUMNS
+            ]
+        )
         return state.select(*names), step, state.select(*names, *SNAPSHOT_MEASURES)
 
-    def run(self, state: DataFrame, trees: DataFrame, first: int, last: int,
-            on_round: Callable[[RoundResult], dict | None] | None = None,
-            on_step: OnStep | None = None) -> tuple[DataFrame, DataFrame]:
+    def run(
+        self,
+        state: DataFrame,
+        trees: DataFrame,
+        first: int,
+        last: int,
+        on_round: Callable[[RoundResult], dict | None] | None = None,
+        on_step: OnStep | None = None,
+    ) -> tuple[DataFrame, DataFrame]:
         """Rounds first..last from `state` (friendship) and `trees` (rows of kind TREE); each
         round's results go to `on_round` before the next starts; the figures it returns go into
         the round's progress step. Returns the last round's friendship results and step rows."""
@@ -198,7 +253,13 @@ class RappelSimulation:
             step = self.step(friendship, trees, round_).localCheckpoint(eager=True)
             result = RoundResult(round_, friendship, step, time.monotonic() - clock)
             figures = (on_round(result) if on_round is not None else None) or {}
-            report(on_step, "round", round_ - first + 1, total=last - first + 1, seconds=result.seconds,
-                   figures={"round": round_, **figures})
+            report(
+                on_step,
+                "round",
+                round_ - first + 1,
+                total=last - first + 1,
+                seconds=result.seconds,
+                figures={"round": round_, **figures},
+            )
             state, trees = self.heard(friendship, step), step
         return friendship, step

@@ -30,8 +30,14 @@ class JoinAnswer:
 
 
 def receive_join(
-    i: int, j: int, subscribes: bool, parent: int | None, children: Sequence[int],
-    key: Callable[[int], tuple[float, int]], seconds: Callable[[int, int], float], beta: int = BETA,
+    i: int,
+    j: int,
+    subscribes: bool,
+    parent: int | None,
+    children: Sequence[int],
+    key: Callable[[int], tuple[float, int]],
+    seconds: Callable[[int, int], float],
+    beta: int = BETA,
 ) -> JoinAnswer:
     """Alg. 2 at node i for j's join request: (1) i does not subscribe (a Bloom false positive):
     deny; (2) key(i) > key(j): forward to i's parent; (3) room for a child: ok; (4) every child's
@@ -62,6 +68,4 @@ def rejoin_distances(height: int, beta: int = BETA) -> list[tuple[int, float]]:
 def expected_rejoin_load(height: int, tree_height: int, beta: int = BETA) -> float:
     """Expected rejoin requests per period at a node of `height` in a complete beta-ary tree of
     `tree_height` (§4.3): sum over p = height + 2..H of 1 / sum_{q=2..p} beta^-q."""
-    return sum(
-        1.0 / sum(float(beta) ** -q for q in range(2, p + 1)) for p in range(height + 2, tree_height + 1)
-    )
+    return sum(1.0 / sum(float(beta) ** -q for q in range(2, p + 1)) for p in range(height + 2, tree_height + 1))

@@ -43,20 +43,30 @@ def property_1_violation(ring: DataFrame, fingers: DataFrame, n: int) -> str | N
         slots.join(per_slot, on=[S.NODE_ID, S.PHASE], how="full").filter(F.col("_n").isNull() | (F.col("_n") != 1)),
         F.format_string(
             "fingers: node %d has %d fingers in phase %d (k = %d)",
-            S.NODE_ID, F.coalesce(F.col("_n"), F.lit(0)), S.PHASE, F.lit(k),
+            S.NODE_ID,
+            F.coalesce(F.col("_n"), F.lit(0)),
+            S.PHASE,
+            F.lit(k),
         ),
     )
     at_node = ring.select(S.NODE_ID, F.col(S.POSITION).alias("_from"))
     at_finger = ring.select(F.col(S.NODE_ID).alias(S.FINGER), F.col(S.POSITION).alias("_to"))
     distance = clockwise_column(F.col("_from"), F.col("_to"), n)
     outside = (
-        fingers.join(at_node, on=S.NODE_ID).join(at_finger, on=S.FINGER)
+        fingers.join(at_node, on=S.NODE_ID)
+        .join(at_finger, on=S.FINGER)
         .withColumn("_d", distance)
         .filter((F.col("_d") < power_of_two(F.col(S.PHASE))) | (F.col("_d") >= power_of_two(F.col(S.PHASE) + 1)))
     )
     found(
         outside,
-        F.format_string("fingers: node %d's phase-%d finger %d is at distance %d, outside its phase", S.NODE_ID, S.PHASE, S.FINGER, "_d"),
+        F.format_string(
+            "fingers: node %d's phase-%d finger %d is at distance %d, outside its phase",
+            S.NODE_ID,
+            S.PHASE,
+            S.FINGER,
+            "_d",
+        ),
     )
     first = reduce(DataFrame.unionByName, problems).limit(1).collect()
     return first[0]["problem"] if first else None
@@ -64,7 +74,5 @@ def property_1_violation(ring: DataFrame, fingers: DataFrame, n: int) -> str | N
 
 def undirected_links(fingers: DataFrame) -> DataFrame:
     """(u, v) with u < v: the overlay's links, the union of all fingers without direction."""
-    ends = fingers.select(
-        F.least(S.NODE_ID, S.FINGER).alias(S.U), F.greatest(S.NODE_ID, S.FINGER).alias(S.V)
-    )
+    ends = fingers.select(F.least(S.NODE_ID, S.FINGER).alias(S.U), F.greatest(S.NODE_ID, S.FINGER).alias(S.V))
     return ends.filter(F.col(S.U) != F.col(S.V)).distinct()

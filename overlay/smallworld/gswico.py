@@ -36,9 +36,9 @@ from overlay import schema as S
 from overlay.design.baselines import numbered_links
 from overlay.design.classes import Subscriptions
 from overlay.design.eligibility import CompiledRule, Eligibility, RowFilter
-from overlay.design.sweep import RING_EDGES, RING_RULE, SLOT_RULE
 from overlay.design.greedy import MEMORY_BUDGET, GreedyEngine, Regime
 from overlay.design.pairs import SHARED, shared_topic_counts
+from overlay.design.sweep import RING_EDGES, RING_RULE, SLOT_RULE
 from overlay.frames import local_frame
 from overlay.progress import OnStep, report
 from overlay.smallworld.baselines import (
@@ -130,7 +130,9 @@ class RingRule(Eligibility):
 
     def compiled(self) -> CompiledRule:
         state = np.array([self.edges, self.n], dtype=np.int64)
-        return CompiledRule(RING_RULE, degrees=self.degree, fragment=self.parent, neighbours=self.neighbours, state=state)
+        return CompiledRule(
+            RING_RULE, degrees=self.degree, fragment=self.parent, neighbours=self.neighbours, state=state
+        )
 
     def absorb(self, compiled: CompiledRule, links, owners, phases) -> None:
         self.edges = int(compiled.state[RING_EDGES])
@@ -250,8 +252,16 @@ def _constrained_greedy(
     links and the engine (its classes are the final topic components). `on_step` hears of every
     round (stage `NAME round`: links added, links so far, TcoSuppR; the engine's own figures)."""
     engine = GreedyEngine(
-        spark, subscriptions, rule, initial_links=initial_links, shared_counts=counts,
-        batch_size=batch_size, per_node=per_node, first_round=first_round, name=name, regime=regime,
+        spark,
+        subscriptions,
+        rule,
+        initial_links=initial_links,
+        shared_counts=counts,
+        batch_size=batch_size,
+        per_node=per_node,
+        first_round=first_round,
+        name=name,
+        regime=regime,
         memory_budget=memory_budget,
     )
     result = GreedyLinks()
@@ -259,7 +269,10 @@ def _constrained_greedy(
         result.links.extend((u, v, gain, r.round) for u, v, gain in r.edges)
         result.rounds += 1
         report(
-            on_step, f"{name} round", r.round, seconds=r.seconds,
+            on_step,
+            f"{name} round",
+            r.round,
+            seconds=r.seconds,
             figures={"added": len(r.edges), "links": len(result.links), "TcoSuppR": round(r.tco_support, 4)},
         )
     return result, engine
@@ -280,21 +293,38 @@ def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None =
     """The shared-topic counts for both greedy stages, computed once when the first stage that
     runs in rounds asks (the in-memory regime builds its own; `parallelism`: see
     `shared_topic_counts`)."""
-    return functools.cache(lambda: shared_topic_counts(spark, subscriptions, parallelism=parallelism)
-                           .select(S.U, S.V, SHARED).localCheckpoint(eager=True))
+    return functools.cache(
+        lambda: shared_topic_counts(spark, subscriptions, parallelism=parallelism)
+        .select(S.U, S.V, SHARED)
+        .localCheckpoint(eager=True)
+    )
 
 
 def gswico_ring(
-    spark: SparkSession, subscriptions: Subscriptions, counts: Counts, batch_size: int | None = None,
-    on_step: OnStep | None = None, per_node: int | None = None, regime: Regime = "auto",
+    spark: SparkSession,
+    subscriptions: Subscriptions,
+    counts: Counts,
+    batch_size: int | None = None,
+    on_step: OnStep | None = None,
+    per_node: int | None = None,
+    regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
     n = subscriptions.nodes
     rule = RingRule(n)
     stage, engine = _constrained_greedy(
-        spark, subscriptions, counts, [], rule, "gswico-s", batch_size, on_step=on_step, per_node=per_node,
-        regime=regime, memory_budget=memory_budget,
+        spark,
+        subscriptions,
+        counts,
+        [],
+        rule,
+        "gswico-s",
+        batch_size,
+        on_step=on_step,
+        per_node=per_node,
+        regime=regime,
+        memory_budget=memory_budget,
     )
     if not rule.complete:
         fill_round = stage.rounds + 1
@@ -313,9 +343,16 @@ def gswico_ring(
 
 
 def gswico_fingers(
-    spark: SparkSession, subscriptions: Subscriptions, counts: Counts, positions: list[tuple[int, int]],
-    ring_links: list[tuple[int, int]], batch_size: int | None = None, first_round: int = 1,
-    on_step: OnStep | None = None, per_node: int | None = None, regime: Regime = "auto",
+    spark: SparkSession,
+    subscriptions: Subscriptions,
+    counts: Counts,
+    positions: list[tuple[int, int]],
+    ring_links: list[tuple[int, int]],
+    batch_size: int | None = None,
+    first_round: int = 1,
+    on_step: OnStep | None = None,
+    per_node: int | None = None,
+    regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
     """GSwicoL: greedy long fingers (node, phase, finger) on a given ring, and their links in
@@ -326,8 +363,18 @@ def gswico_fingers(
         position[node] = at
     rule = SlotRule(position, n)
     stage, _ = _constrained_greedy(
-        spark, subscriptions, counts, ring_links, rule, "gswico-l", batch_size, first_round, on_step, per_node,
-        regime, memory_budget,
+        spark,
+        subscriptions,
+        counts,
+        ring_links,
+        rule,
+        "gswico-l",
+        batch_size,
+        first_round,
+        on_step,
+        per_node,
+        regime,
+        memory_budget,
     )
     return rule.fingers, stage
 
@@ -351,9 +398,13 @@ def _ordered_fingers(spark, rows: list[tuple[int, int, int, int, int | None, int
 
 def _plain(fingers: DataFrame, chosen_by: str, round_no: int) -> DataFrame:
     return fingers.select(
-        S.NODE_ID, S.PHASE, S.FINGER, F.lit(None).cast("long").alias("_seq"),
+        S.NODE_ID,
+        S.PHASE,
+        S.FINGER,
+        F.lit(None).cast("long").alias("_seq"),
         F.lit(0 if chosen_by == "fill" else None).cast("long").alias(S.GAIN),
-        F.lit(round_no).alias(S.ROUND), F.lit(chosen_by).alias(S.CHOSEN_BY),
+        F.lit(round_no).alias(S.ROUND),
+        F.lit(chosen_by).alias(S.CHOSEN_BY),
     )
 
 
@@ -426,14 +477,27 @@ def small_world_overlay(
         links = undirected_links(short_fingers).select(S.U, S.V).toArrow()
         ring_links = list(zip(links.column(S.U).to_pylist(), links.column(S.V).to_pylist()))
         fingers, stage = gswico_fingers(
-            spark, driver_copy, counts, positions, ring_links, batch_size, rounds + 1, on_step, per_node, regime,
+            spark,
+            driver_copy,
+            counts,
+            positions,
+            ring_links,
+            batch_size,
+            rounds + 1,
+            on_step,
+            per_node,
+            regime,
             memory_budget,
         )
-        rows = [(node, phase, finger, seq + i, gain, r) for i, ((node, phase, finger), (_, _, gain, r))
-                in enumerate(zip(fingers, stage.links))]
+        rows = [
+            (node, phase, finger, seq + i, gain, r)
+            for i, ((node, phase, finger), (_, _, gain, r)) in enumerate(zip(fingers, stage.links))
+        ]
         greedy = _ordered_fingers(spark, rows, "gswico")
         rounds += stage.rounds + 1
-        free = chord_fingers(ring, n, first_phase=1).join(greedy.select(S.NODE_ID, S.PHASE), on=[S.NODE_ID, S.PHASE], how="left_anti")
+        free = chord_fingers(ring, n, first_phase=1).join(
+            greedy.select(S.NODE_ID, S.PHASE), on=[S.NODE_ID, S.PHASE], how="left_anti"
+        )
         long_fingers = greedy.unionByName(_plain(free, "fill", rounds))
     else:
         rounds += 1
@@ -447,19 +511,32 @@ def small_world_overlay(
 def _links(fingers: DataFrame, ring: DataFrame) -> DataFrame:
     """The undirected links (u < v), each numbered by the first finger that made it."""
     placed = fingers.join(ring, on=S.NODE_ID)
-    first = F.min(F.struct(
-        F.col("_seq").isNull().alias("_plain"), F.col("_seq"), F.col(S.ROUND), F.col(S.PHASE), F.col(S.POSITION),
-        F.col(S.GAIN),
-    ))
+    first = F.min(
+        F.struct(
+            F.col("_seq").isNull().alias("_plain"),
+            F.col("_seq"),
+            F.col(S.ROUND),
+            F.col(S.PHASE),
+            F.col(S.POSITION),
+            F.col(S.GAIN),
+        )
+    )
     links = (
         placed.select(
-            F.least(S.NODE_ID, S.FINGER).alias(S.U), F.greatest(S.NODE_ID, S.FINGER).alias(S.V),
-            "_seq", S.ROUND, S.PHASE, S.POSITION, S.GAIN,
+            F.least(S.NODE_ID, S.FINGER).alias(S.U),
+            F.greatest(S.NODE_ID, S.FINGER).alias(S.V),
+            "_seq",
+            S.ROUND,
+            S.PHASE,
+            S.POSITION,
+            S.GAIN,
         )
         .filter(F.col(S.U) != F.col(S.V))
         .groupBy(S.U, S.V)
         .agg(first.alias("_first"))
         .select(S.U, S.V, "_first.*")
     )
-    numbered = numbered_links(links, [F.col("_plain"), F.col("_seq"), F.col(S.ROUND), F.col(S.PHASE), F.col(S.POSITION), S.U, S.V])
+    numbered = numbered_links(
+        links, [F.col("_plain"), F.col("_seq"), F.col(S.ROUND), F.col(S.PHASE), F.col(S.POSITION), S.U, S.V]
+    )
     return numbered.join(links.select(S.U, S.V, S.GAIN), on=[S.U, S.V]).select(*S.EDGE_COLUMNS)

@@ -37,7 +37,16 @@ from overlay.summaries import (
 from pipelines.compare import PROTOCOL_NAMES, SYSTEMS, system_name
 from pipelines.lakehouse import Lakehouse
 from pipelines.report import (
-    beaconvey, beaconvey_figures, figures, gossip, gossip_figures, icdcs16, icdcs16_figures, ktco, rappel, rappel_figures,
+    beaconvey,
+    beaconvey_figures,
+    figures,
+    gossip,
+    gossip_figures,
+    icdcs16,
+    icdcs16_figures,
+    ktco,
+    rappel,
+    rappel_figures,
 )
 from pipelines.report.markdown import design_rows, render, routing_rows
 from routing.summaries import load_percentiles, routing_summary
@@ -45,9 +54,24 @@ from routing.summaries import load_percentiles, routing_summary
 log = logging.getLogger(__name__)
 
 TABLES = (
-    S.INSTANCES, S.OVERLAY_RUNS, S.OVERLAY_METRICS, S.OVERLAY_EDGES, S.ROUTING_RUNS, S.ROUTING_METRICS,
-    S.ROUTING_LOAD, S.ROUTING_COMPARISON, S.RESILIENCE, S.GOSSIP_COVERAGE, S.GOSSIP_DIFFUSIONS, S.TOPIC_STRUCTURE,
-    S.DISSEMINATION_COMPLETION, S.RAPPEL_ROUNDS, S.RAPPEL_NODES, S.RAPPEL_TRAFFIC, S.FEED_TREES, S.FRIEND_BOUND,
+    S.INSTANCES,
+    S.OVERLAY_RUNS,
+    S.OVERLAY_METRICS,
+    S.OVERLAY_EDGES,
+    S.ROUTING_RUNS,
+    S.ROUTING_METRICS,
+    S.ROUTING_LOAD,
+    S.ROUTING_COMPARISON,
+    S.RESILIENCE,
+    S.GOSSIP_COVERAGE,
+    S.GOSSIP_DIFFUSIONS,
+    S.TOPIC_STRUCTURE,
+    S.DISSEMINATION_COMPLETION,
+    S.RAPPEL_ROUNDS,
+    S.RAPPEL_NODES,
+    S.RAPPEL_TRAFFIC,
+    S.FEED_TREES,
+    S.FRIEND_BOUND,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -111,7 +135,9 @@ def _degree_runs(quality: pd.DataFrame, target_ratio: float) -> pd.DataFrame:
     ranked = quality.assign(_distance=distance).sort_values([S.INSTANCE, S.ALGORITHM, "_distance", S.RUN_ID])
     budgeted = ranked[ranked[BUDGET_RATIO].notna()].groupby([S.INSTANCE, S.ALGORITHM]).head(1)
     chosen = pd.concat([budgeted, ranked[ranked[BUDGET_RATIO].isna()]])
-    chosen = chosen.sort_values([S.INSTANCE, S.ALGORITHM], key=lambda c: c.map(figures.algorithm_key) if c.name == S.ALGORITHM else c)
+    chosen = chosen.sort_values(
+        [S.INSTANCE, S.ALGORITHM], key=lambda c: c.map(figures.algorithm_key) if c.name == S.ALGORITHM else c
+    )
     return chosen.groupby(S.INSTANCE).head(DEGREE_RUNS_PER_INSTANCE).drop(columns="_distance")
 
 
@@ -121,7 +147,8 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     runs = current_runs(lakehouse.read(S.OVERLAY_RUNS), instances).cache()
     quality = run_quality(runs, lakehouse.read(S.OVERLAY_METRICS)).toPandas()  # one row per run
     quality[RUN_LABEL] = [
-        design_label(a, b, s, l_) for a, b, s, l_ in zip(quality[S.ALGORITHM], quality[BUDGET], quality[SHORT], quality[LONG])
+        design_label(a, b, s, l_)
+        for a, b, s, l_ in zip(quality[S.ALGORITHM], quality[BUDGET], quality[SHORT], quality[LONG])
     ]
     chosen = _degree_runs(quality, degree_ratio)
     if chosen.empty:
@@ -130,36 +157,50 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         ids = chosen[S.RUN_ID].tolist()  # at most DEGREE_RUNS_PER_INSTANCE per instance
         edges = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.U, S.V)
         nodes = spark.createDataFrame(chosen[[S.RUN_ID, S.NODES]])
-        degrees = degree_distribution(edges, nodes).toPandas().merge(
-            chosen[[S.RUN_ID, S.INSTANCE, RUN_LABEL]], on=S.RUN_ID
+        degrees = (
+            degree_distribution(edges, nodes).toPandas().merge(chosen[[S.RUN_ID, S.INSTANCE, RUN_LABEL]], on=S.RUN_ID)
         )
     routing = routing_summary(
         lakehouse.read(S.ROUTING_RUNS), lakehouse.read(S.ROUTING_METRICS), runs
     ).toPandas()  # one row per routing run
     routing[RUN_LABEL] = [
-        f"{PROTOCOL_NAMES.get(p, p)} on {o} ({r})" for p, o, r in zip(routing[S.PROTOCOL], routing[S.OVERLAY_TYPE], routing[S.RUN_ID])
+        f"{PROTOCOL_NAMES.get(p, p)} on {o} ({r})"
+        for p, o, r in zip(routing[S.PROTOCOL], routing[S.OVERLAY_TYPE], routing[S.RUN_ID])
     ]
     ids = routing[S.ROUTING_RUN_ID].tolist()
     load = load_percentiles(lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID).isin(ids))).toPandas()
     load = load.merge(routing[[S.ROUTING_RUN_ID, RUN_LABEL]], on=S.ROUTING_RUN_ID)
     comparisons = (
         lakehouse.read(S.ROUTING_COMPARISON).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).toPandas()
-        if ids else pd.DataFrame(columns=S.ROUTING_COMPARISON.columns)
+        if ids
+        else pd.DataFrame(columns=S.ROUTING_COMPARISON.columns)
     )  # 14 rows per comparison
-    listed = instances.select(
-        S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.PARAMS
-    ).orderBy(S.INSTANCE).toPandas()  # one row per instance
+    listed = (
+        instances.select(S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS, S.CREATED_AT, S.PARAMS)
+        .orderBy(S.INSTANCE)
+        .toPandas()
+    )  # one row per instance
     failures = (
         lakehouse.read(S.RESILIENCE).join(runs.select(S.RUN_ID), S.RUN_ID).toPandas()  # runs x shares x trials
-        if lakehouse.exists(S.RESILIENCE) else pd.DataFrame(columns=S.RESILIENCE.columns)
+        if lakehouse.exists(S.RESILIENCE)
+        else pd.DataFrame(columns=S.RESILIENCE.columns)
     )
     gossiped = gossip.gather(lakehouse, runs, quality, listed)
     rappelled = rappel.gather(lakehouse, runs, instances)
     runs.unpersist()
     return ReportData(
-        listed, quality, degrees, routing, load, comparisons,
-        ktco.sweep_points(quality, listed), ktco.resilience_summary(failures, quality), gossiped, rappelled,
-        icdcs16.gather(quality, listed), beaconvey.gather(comparisons, listed),
+        listed,
+        quality,
+        degrees,
+        routing,
+        load,
+        comparisons,
+        ktco.sweep_points(quality, listed),
+        ktco.resilience_summary(failures, quality),
+        gossiped,
+        rappelled,
+        icdcs16.gather(quality, listed),
+        beaconvey.gather(comparisons, listed),
     )
 
 
@@ -184,7 +225,10 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
             figures.degree_distribution(data.degrees, dict(zip(data.quality[S.RUN_ID], data.quality[S.NODES]))),
             f"Degree distributions (per algorithm, the budget ratio nearest {degree_ratio:g})",
         ),
-        "routing_ratios.png": (figures.routing_ratios(data.routing), "Routing overhead and path length against Scribe(-)"),
+        "routing_ratios.png": (
+            figures.routing_ratios(data.routing),
+            "Routing overhead and path length against Scribe(-)",
+        ),
         "routing_load.png": (figures.load_profile(data.load), "Per-node load"),
         "ktco_degree.png": (figures.ktco_degrees(data.sweeps), "Average degree of 2TCOs against |V| (PODC'13 Fig. 1)"),
         "ktco_diameter.png": (figures.ktco_diameters(data.sweeps), "Topic diameters, GM against GM2 (PODC'13 Fig. 2)"),
@@ -195,9 +239,13 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
     }
     labels = dict(zip(data.quality[S.RUN_ID], data.quality[RUN_LABEL]))
     drawn["feverfew_coverage.png"] = (
-        gossip_figures.coverage(data.gossip.coverage, labels), "ln-covered subscriptions by topic size (Feverfew Fig. 5)",
+        gossip_figures.coverage(data.gossip.coverage, labels),
+        "ln-covered subscriptions by topic size (Feverfew Fig. 5)",
     )
-    drawn["feverfew_degree.png"] = (gossip_figures.degrees(data.gossip.degrees), "Average degree against |V| (Feverfew Fig. 8)")
+    drawn["feverfew_degree.png"] = (
+        gossip_figures.degrees(data.gossip.degrees),
+        "Average degree against |V| (Feverfew Fig. 8)",
+    )
     drawn["feverfew_completion.png"] = (
         gossip_figures.completion(data.gossip.completion, gossip.MODES["push-pull"]),
         "Push-pull completion under failures on the stored overlays (Feverfew Fig. 9)",
@@ -206,11 +254,26 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         gossip_figures.completion(data.gossip.completion, gossip.MODES["push-pull-live"]),
         "Push-pull completion under failures, Feverfew's gossip going on (Feverfew Fig. 9)",
     )
-    drawn["rappel_friend_bound.png"] = (rappel_figures.friend_bound(data.rappel.bound), "Coverage by the greedy best friends (ComNet'09 Fig. 1)")
-    drawn["rappel_coverage.png"] = (rappel_figures.coverage(data.rappel.coverage), "Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
-    drawn["rappel_latency.png"] = (rappel_figures.latency(data.rappel.rounds), "Rappel's update latency over time (ComNet'09 Fig. 7)")
-    drawn["rappel_traffic.png"] = (rappel_figures.traffic(data.rappel.traffic), "Data traffic against subscriptions, Rappel and Scribe (ComNet'09 Fig. 10b)")
-    drawn["rappel_rejoins.png"] = (rappel_figures.rejoins(data.rappel.rejoins), "Rejoin load by depth (ComNet'09 Fig. 11a)")
+    drawn["rappel_friend_bound.png"] = (
+        rappel_figures.friend_bound(data.rappel.bound),
+        "Coverage by the greedy best friends (ComNet'09 Fig. 1)",
+    )
+    drawn["rappel_coverage.png"] = (
+        rappel_figures.coverage(data.rappel.coverage),
+        "Friend coverage by subscriptions (ComNet'09 Fig. 9a)",
+    )
+    drawn["rappel_latency.png"] = (
+        rappel_figures.latency(data.rappel.rounds),
+        "Rappel's update latency over time (ComNet'09 Fig. 7)",
+    )
+    drawn["rappel_traffic.png"] = (
+        rappel_figures.traffic(data.rappel.traffic),
+        "Data traffic against subscriptions, Rappel and Scribe (ComNet'09 Fig. 10b)",
+    )
+    drawn["rappel_rejoins.png"] = (
+        rappel_figures.rejoins(data.rappel.rejoins),
+        "Rejoin load by depth (ComNet'09 Fig. 11a)",
+    )
     for spec in icdcs16.SWEEPS:
         drawn[icdcs16.FIGURE_FILES[spec.figure]] = (
             icdcs16_figures.sweep(data.icdcs16.sweeps[spec.figure], spec, icdcs16.paper_marks(spec)),

@@ -16,7 +16,18 @@ import pandas as pd
 from overlay import schema as S
 from pipelines.compare import OVERLAY_TYPES, SYSTEMS, system_name
 from pipelines.report.workloads import (
-    DIST, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEEDS, WORKLOAD, one_per_seed, spread, workload_table,
+    DIST,
+    HIGH,
+    KIND,
+    LOW,
+    MAX_SUBS,
+    MEAN,
+    MIN_SUBS,
+    SEEDS,
+    WORKLOAD,
+    one_per_seed,
+    spread,
+    workload_table,
 )
 
 PUBLICATIONS, BASELINE = "publications", "long_baseline"
@@ -26,17 +37,42 @@ METRICS = {  # our column, the paper's column, how the report names it
 }
 TABLE = "table"  # a workload with the comparison's publications and long baseline
 TABLE_COLUMNS = (
-    TABLE, WORKLOAD, S.SYSTEM, S.TCO_SUPPORT, S.OVERHEAD_RATIO, "overhead_low", "overhead_high", S.PAPER_OVERHEAD_RATIO,
-    S.PATH_RATIO, "path_low", "path_high", S.PAPER_PATH_RATIO, S.AVG_PATH_LENGTH, SEEDS,
+    TABLE,
+    WORKLOAD,
+    S.SYSTEM,
+    S.TCO_SUPPORT,
+    S.OVERHEAD_RATIO,
+    "overhead_low",
+    "overhead_high",
+    S.PAPER_OVERHEAD_RATIO,
+    S.PATH_RATIO,
+    "path_low",
+    "path_high",
+    S.PAPER_PATH_RATIO,
+    S.AVG_PATH_LENGTH,
+    SEEDS,
 )
 SWEEP_NODES, SWEEP_SUBSCRIPTIONS = 1023, 20  # Figs. 4-7: |V| = 1,023, 20 topics each, |T| from 1,000 to 10,000
 FIGURES = {  # figure -> (distribution, metric)
-    "Fig. 4": ("zipf", S.OVERHEAD_RATIO), "Fig. 5": ("zipf", S.PATH_RATIO),
-    "Fig. 6": ("unif", S.OVERHEAD_RATIO), "Fig. 7": ("unif", S.PATH_RATIO),
+    "Fig. 4": ("zipf", S.OVERHEAD_RATIO),
+    "Fig. 5": ("zipf", S.PATH_RATIO),
+    "Fig. 6": ("unif", S.OVERHEAD_RATIO),
+    "Fig. 7": ("unif", S.PATH_RATIO),
 }
 FAMILIES = (("BeaConvey", "pie"), ("Scribe", "scribe"), ("iScribe", "iscribe"))  # a figure's panels (a)-(c)
 SWEEP_COLUMNS = (
-    DIST, PUBLICATIONS, BASELINE, S.TOPICS, S.SYSTEM, S.OVERLAY_TYPE, S.PROTOCOL, "metric", MEAN, LOW, HIGH, SEEDS,
+    DIST,
+    PUBLICATIONS,
+    BASELINE,
+    S.TOPICS,
+    S.SYSTEM,
+    S.OVERLAY_TYPE,
+    S.PROTOCOL,
+    "metric",
+    MEAN,
+    LOW,
+    HIGH,
+    SEEDS,
 )
 
 
@@ -80,17 +116,29 @@ def _tables(rows: pd.DataFrame) -> pd.DataFrame:
     order = [S.CREATED_AT, S.COMPUTED_AT]
     overhead = spread(rows, keys, S.OVERHEAD_RATIO, order=order)
     path = spread(rows, keys, S.PATH_RATIO, order=order)
-    others = one_per_seed(rows, keys, order).groupby(keys).agg(
-        tco_support=(S.TCO_SUPPORT, "mean"), avg_path_length=(S.AVG_PATH_LENGTH, "mean"),
-        paper_overhead_ratio=(S.PAPER_OVERHEAD_RATIO, "last"), paper_path_ratio=(S.PAPER_PATH_RATIO, "last"),
-    ).reset_index()
-    table = overhead.rename(columns={MEAN: S.OVERHEAD_RATIO, LOW: "overhead_low", HIGH: "overhead_high"}).merge(
-        path[[*keys, MEAN, LOW, HIGH]].rename(columns={MEAN: S.PATH_RATIO, LOW: "path_low", HIGH: "path_high"}),
-        on=keys,
-    ).merge(others, on=keys)
+    others = (
+        one_per_seed(rows, keys, order)
+        .groupby(keys)
+        .agg(
+            tco_support=(S.TCO_SUPPORT, "mean"),
+            avg_path_length=(S.AVG_PATH_LENGTH, "mean"),
+            paper_overhead_ratio=(S.PAPER_OVERHEAD_RATIO, "last"),
+            paper_path_ratio=(S.PAPER_PATH_RATIO, "last"),
+        )
+        .reset_index()
+    )
+    table = (
+        overhead.rename(columns={MEAN: S.OVERHEAD_RATIO, LOW: "overhead_low", HIGH: "overhead_high"})
+        .merge(
+            path[[*keys, MEAN, LOW, HIGH]].rename(columns={MEAN: S.PATH_RATIO, LOW: "path_low", HIGH: "path_high"}),
+            on=keys,
+        )
+        .merge(others, on=keys)
+    )
     table = table.rename(columns={"tco_support": S.TCO_SUPPORT, "avg_path_length": S.AVG_PATH_LENGTH})
     table[TABLE] = [
-        f"{w}, {p:,} publications, {b} fingers" for w, p, b in zip(table[WORKLOAD], table[PUBLICATIONS], table[BASELINE])
+        f"{w}, {p:,} publications, {b} fingers"
+        for w, p, b in zip(table[WORKLOAD], table[PUBLICATIONS], table[BASELINE])
     ]
     order = {system_name(*s): i for i, s in enumerate(SYSTEMS)}
     table["_order"] = table[S.SYSTEM].map(order)
@@ -99,8 +147,11 @@ def _tables(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _sweeps(rows: pd.DataFrame) -> pd.DataFrame:
     chosen = rows[
-        (rows[KIND] == "synthetic") & (rows[S.NODES] == SWEEP_NODES) & rows[DIST].isin(("zipf", "unif"))
-        & (rows[MIN_SUBS] == SWEEP_SUBSCRIPTIONS) & (rows[MAX_SUBS] == SWEEP_SUBSCRIPTIONS)
+        (rows[KIND] == "synthetic")
+        & (rows[S.NODES] == SWEEP_NODES)
+        & rows[DIST].isin(("zipf", "unif"))
+        & (rows[MIN_SUBS] == SWEEP_SUBSCRIPTIONS)
+        & (rows[MAX_SUBS] == SWEEP_SUBSCRIPTIONS)
     ]
     if chosen.empty:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
@@ -109,9 +160,13 @@ def _sweeps(rows: pd.DataFrame) -> pd.DataFrame:
     for metric in METRICS:
         points = spread(chosen, keys, metric, order=[S.CREATED_AT, S.COMPUTED_AT])
         parts.append(points.assign(metric=metric))
-    return pd.concat(parts)[list(SWEEP_COLUMNS)].sort_values(
-        [DIST, "metric", PUBLICATIONS, BASELINE, S.SYSTEM, S.TOPICS],
-    ).reset_index(drop=True)
+    return (
+        pd.concat(parts)[list(SWEEP_COLUMNS)]
+        .sort_values(
+            [DIST, "metric", PUBLICATIONS, BASELINE, S.SYSTEM, S.TOPICS],
+        )
+        .reset_index(drop=True)
+    )
 
 
 def figure_points(sweeps: pd.DataFrame, figure: str) -> pd.DataFrame:
@@ -135,7 +190,8 @@ def _mean(points: pd.DataFrame, system: str, topics: int | None = None) -> pd.Se
 PAPER_MARKS = {"Fig. 6": [("BeaConvey(SL, Pie)", 10000, 0.379)]}  # (system, |T|, ratio) from the text
 # (system, ratio) the text gives as an average over |T| (Fig. 5: 4.88 / 7.20 hops).
 PAPER_MEANS = {
-    "Fig. 4": [("BeaConvey(SL, Pie)", 0.594)], "Fig. 5": [("BeaConvey(SL, Pie)", round(4.88 / 7.20, 3))],
+    "Fig. 4": [("BeaConvey(SL, Pie)", 0.594)],
+    "Fig. 5": [("BeaConvey(SL, Pie)", round(4.88 / 7.20, 3))],
     "Fig. 6": [("BeaConvey(L, Pie)", 0.585), ("BeaConvey(S, Pie)", 0.653)],
 }
 
@@ -192,7 +248,9 @@ def checks(data: BeaConveyData) -> list[str]:
         sl, large, small = (_mean(unif, f"BeaConvey({o}, Pie)") for o in ("SL", "L", "S"))
         parts = []
         if 10000 in sl.index:
-            parts.append(f"BeaConvey(SL, Pie)'s overhead at |T| = 10,000: {sl.loc[10000]:.3f} of Scribe(-)'s (paper {_paper('Fig. 6', 'BeaConvey(SL, Pie)')})")
+            parts.append(
+                f"BeaConvey(SL, Pie)'s overhead at |T| = 10,000: {sl.loc[10000]:.3f} of Scribe(-)'s (paper {_paper('Fig. 6', 'BeaConvey(SL, Pie)')})"
+            )
         if len(large) and len(small):
             parts.append(
                 f"BeaConvey(L, Pie) {large.mean():.3f} and BeaConvey(S, Pie) {small.mean():.3f} on average "
@@ -219,14 +277,15 @@ def table_rows(tables: pd.DataFrame) -> dict[str, list[dict]]:
     for workload, rows in tables.groupby(TABLE):
         out[workload] = [
             {
-                "system": r[S.SYSTEM], "TcoSuppR": round(float(r[S.TCO_SUPPORT]), 3) if pd.notna(r[S.TCO_SUPPORT]) else None,
+                "system": r[S.SYSTEM],
+                "TcoSuppR": round(float(r[S.TCO_SUPPORT]), 3) if pd.notna(r[S.TCO_SUPPORT]) else None,
                 "overhead ratio": f"{r[S.OVERHEAD_RATIO]:.3f} [{r['overhead_low']:.3f}-{r['overhead_high']:.3f}]",
                 "paper (overhead)": None if pd.isna(r[S.PAPER_OVERHEAD_RATIO]) else float(r[S.PAPER_OVERHEAD_RATIO]),
                 "avg path ratio": f"{r[S.PATH_RATIO]:.3f} [{r['path_low']:.3f}-{r['path_high']:.3f}]",
                 "paper (path)": None if pd.isna(r[S.PAPER_PATH_RATIO]) else float(r[S.PAPER_PATH_RATIO]),
-                "avg path": round(float(r[S.AVG_PATH_LENGTH]), 2), SEEDS: r[SEEDS],
+                "avg path": round(float(r[S.AVG_PATH_LENGTH]), 2),
+                SEEDS: r[SEEDS],
             }
             for _, r in rows.iterrows()
         ]
     return out
-

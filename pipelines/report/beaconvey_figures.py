@@ -39,15 +39,28 @@ def ratios(points: pd.DataFrame, figure_name: str) -> Figure | None:
             if line.empty:
                 continue
             ax.errorbar(
-                line[S.TOPICS], line[MEAN], yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
-                marker=MARKERS[i], capsize=3, label=name, color=f"C{i}",
+                line[S.TOPICS],
+                line[MEAN],
+                yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
+                marker=MARKERS[i],
+                capsize=3,
+                label=name,
+                color=f"C{i}",
             )
             if name in means:
                 ax.plot(span, [means[name]] * 2, linestyle=":", color=f"C{i}", label=f"{name}, paper's mean (text)")
             for system, topics, value in marks:
                 if system == name:
-                    ax.plot([topics], [value], linestyle="none", marker="D", markersize=9, markerfacecolor="none",
-                            markeredgecolor="black", label=f"{name}, paper (text)")
+                    ax.plot(
+                        [topics],
+                        [value],
+                        linestyle="none",
+                        marker="D",
+                        markersize=9,
+                        markerfacecolor="none",
+                        markeredgecolor="black",
+                        label=f"{name}, paper (text)",
+                    )
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_title(f"({letter}) {family}")
         ax.set_xlabel("|T|")

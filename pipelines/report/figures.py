@@ -16,13 +16,32 @@ from overlay.summaries import BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL
 from routing.summaries import PERCENTILE
 
 ALGORITHM_ORDER = (
-    "gpa", "gpm", "spidercast-m", "random-m", "random-a", "gm", "minmaxoda", "gm2", "harary-pt", "cycle-pt", "swico",
+    "gpa",
+    "gpm",
+    "spidercast-m",
+    "random-m",
+    "random-a",
+    "gm",
+    "minmaxoda",
+    "gm2",
+    "harary-pt",
+    "cycle-pt",
+    "swico",
     "imported",
 )
 ALGORITHM_NAMES = {
-    "gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-m": "RandomM", "random-a": "RandomA",
-    "gm": "GM", "minmaxoda": "MinMaxODA", "gm2": "GM2", "harary-pt": "HararyPT", "cycle-pt": "CyclePT",
-    "swico": "small world", "imported": "imported",
+    "gpa": "GPA",
+    "gpm": "GPM",
+    "spidercast-m": "SpiderCastM",
+    "random-m": "RandomM",
+    "random-a": "RandomA",
+    "gm": "GM",
+    "minmaxoda": "MinMaxODA",
+    "gm2": "GM2",
+    "harary-pt": "HararyPT",
+    "cycle-pt": "CyclePT",
+    "swico": "small world",
+    "imported": "imported",
 }
 MARKERS = "osD^vP*X"
 LINESTYLES = ("-", "--", ":", "-.")
@@ -55,7 +74,9 @@ def quality_vs_budget(quality: pd.DataFrame) -> Figure | None:
         for i, algorithm in enumerate(sorted(rows[S.ALGORITHM].unique(), key=algorithm_key)):
             line = rows[rows[S.ALGORITHM] == algorithm].sort_values(BUDGET_RATIO)
             ax.plot(
-                line[BUDGET_RATIO], line[S.TCO_SUPPORT], marker=MARKERS[i % len(MARKERS)],
+                line[BUDGET_RATIO],
+                line[S.TCO_SUPPORT],
+                marker=MARKERS[i % len(MARKERS)],
                 label=ALGORITHM_NAMES.get(algorithm, algorithm),
             )
         ax.set_title(instance)
@@ -199,20 +220,27 @@ def ktco_degrees(points: pd.DataFrame) -> Figure | None:
     """Average degree against |V| for GM, GM2, CyclePT and HararyPT (k = 2), one panel per sweep
     (the shape of PODC'13 Fig. 1). `points`: rows of `pipelines.report.ktco.sweep_points`."""
     lines = (
-        ("gm_degree", "GM", "-"), ("gm2_degree", "GM2", "-"), ("cycle_pt_degree", "CyclePT", "-"),
+        ("gm_degree", "GM", "-"),
+        ("gm2_degree", "GM2", "-"),
+        ("cycle_pt_degree", "CyclePT", "-"),
         ("harary_pt_2_degree", "HararyPT k = 2", "-"),
     )
     return _against_nodes(
         points[points["gm2_degree"].notna() | points["cycle_pt_degree"].notna() | points["harary_pt_2_degree"].notna()],
-        lines, "average degree 2|E| / |V|", "Average degree of 2TCOs against |V| (PODC'13 Fig. 1)", log=True,
+        lines,
+        "average degree 2|E| / |V|",
+        "Average degree of 2TCOs against |V| (PODC'13 Fig. 1)",
+        log=True,
     )
 
 
 def ktco_diameters(points: pd.DataFrame) -> Figure | None:
     """Largest and mean topic diameter against |V|, GM against GM2 (PODC'13 Fig. 2)."""
     lines = (
-        ("gm_diameter_max", "GM, max", "-"), ("gm2_diameter_max", "GM2, max", "-"),
-        ("gm_diameter_avg", "GM, mean", "--"), ("gm2_diameter_avg", "GM2, mean", "--"),
+        ("gm_diameter_max", "GM, max", "-"),
+        ("gm2_diameter_max", "GM2, max", "-"),
+        ("gm_diameter_avg", "GM, mean", "--"),
+        ("gm2_diameter_avg", "GM2, mean", "--"),
     )
     compared = points.dropna(subset=["gm_diameter_max", "gm2_diameter_max"])
     return _against_nodes(compared, lines, "topic diameter (hops)", "Topic diameters, GM against GM2 (PODC'13 Fig. 2)")
@@ -232,10 +260,16 @@ def resilience(summary: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
         for i, run_id in enumerate(sorted(algorithm_of, key=lambda r: (algorithm_key(algorithm_of[r]), r))):
             line = rows[rows[S.RUN_ID] == run_id].sort_values(S.SHARE)
             mean = line[S.CONNECTED_TOPIC_SHARE].to_numpy(dtype=float)
-            spread = np.vstack([mean - line["connected_min"].to_numpy(dtype=float), line["connected_max"].to_numpy(dtype=float) - mean])
+            spread = np.vstack(
+                [mean - line["connected_min"].to_numpy(dtype=float), line["connected_max"].to_numpy(dtype=float) - mean]
+            )
             ax.errorbar(
-                line[S.SHARE].to_numpy(dtype=float), mean, yerr=spread,
-                marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)], capsize=3,
+                line[S.SHARE].to_numpy(dtype=float),
+                mean,
+                yerr=spread,
+                marker=MARKERS[i % len(MARKERS)],
+                linestyle=LINESTYLES[i % len(LINESTYLES)],
+                capsize=3,
                 label=labels.get(run_id, run_id),
             )
         ax.set_title(f"{instance}: {model}", fontsize="small")

@@ -25,7 +25,9 @@ from pipelines.lakehouse import Lakehouse
 GOSSIP = ("feverfew", "spidercast-gossip")
 PROTOCOLS = ("feverfew", "global-feverfew", "spidercast-gossip", "spidercast-global")
 NAMES = {
-    "feverfew": "Feverfew", "global-feverfew": "Global Feverfew", "spidercast-gossip": "SpiderCast (gossip)",
+    "feverfew": "Feverfew",
+    "global-feverfew": "Global Feverfew",
+    "spidercast-gossip": "SpiderCast (gossip)",
     "spidercast-global": "SpiderCast (global)",
 }
 BUCKETS = ((2, 9), (10, 19), (20, 39), (40, 99), (100, None))  # topic sizes n_t, inclusive
@@ -34,27 +36,58 @@ SHARE = "share"
 FAMILY = "family"
 PAPER_DEGREE = "paper_degree"
 DEGREE_COLUMNS = (
-    FAMILY, S.NODES, S.ALGORITHM, S.RUN_ID, PAPER_DEGREE, S.VIEW_AVG, "choices_per_subscription", S.AVG_DEGREE,
-    S.COVERED_SHARE, S.TCO_SUPPORT,
+    FAMILY,
+    S.NODES,
+    S.ALGORITHM,
+    S.RUN_ID,
+    PAPER_DEGREE,
+    S.VIEW_AVG,
+    "choices_per_subscription",
+    S.AVG_DEGREE,
+    S.COVERED_SHARE,
+    S.TCO_SUPPORT,
 )
 TABLE1_SIZES = (2, 10, 100, 200, 400, 600, 825, 1007, 1110, 1208, 1304)
 TABLE1_THEORY = (11.5, 6.77, 3.30, 2.36, 1.49, 1.03, 0.72, 0.54, 0.46, 0.40, 0.34)  # N = 10^4
 TABLE1_PRACTICAL = (11, 8, 5, 4, 2, 2, 2, 1, 1, 1, 1)
 MATCH_COLUMNS = (S.RUN_ID, BUCKET, "diffusions", "matched_share", "first_match_mean", "theory_at_median_size")
 TABLE3 = {  # n_t -> (diameter Feverfew, SpiderCast; clustering Feverfew, SpiderCast), the paper's
-    10: (2, 2, 0.359, 0.533), 100: (3, 3, 0.196, 0.142), 200: (3, 3, 0.182, 0.124), 400: (3, 3, 0.196, 0.120),
-    600: (3, 3, 0.194, 0.117), 825: (3, 4, 0.187, 0.111), 1007: (3, 3, 0.195, 0.122), 1110: (3, 3, 0.179, 0.101),
-    1208: (3, 3, 0.175, 0.104), 1304: (3, 4, 0.167, 0.100),
+    10: (2, 2, 0.359, 0.533),
+    100: (3, 3, 0.196, 0.142),
+    200: (3, 3, 0.182, 0.124),
+    400: (3, 3, 0.196, 0.120),
+    600: (3, 3, 0.194, 0.117),
+    825: (3, 4, 0.187, 0.111),
+    1007: (3, 3, 0.195, 0.122),
+    1110: (3, 3, 0.179, 0.101),
+    1208: (3, 3, 0.175, 0.104),
+    1304: (3, 4, 0.167, 0.100),
 }
 STRUCTURE_COLUMNS = (
-    S.RUN_ID, S.WANTED, S.SUBSCRIBERS, S.CONNECTED, S.DIAMETER, S.CLUSTERING, "paper_diameter", "paper_clustering",
+    S.RUN_ID,
+    S.WANTED,
+    S.SUBSCRIBERS,
+    S.CONNECTED,
+    S.DIAMETER,
+    S.CLUSTERING,
+    "paper_diameter",
+    "paper_clustering",
 )
 MODE = "mode"
 # The two dissemination protocols: on the stored overlay, and inside the gossip (the overlay heals).
 MODES = {PROTOCOL: "stored overlay", LIVE_PROTOCOL: "gossip going on"}
 COMPLETION_COLUMNS = (
-    S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS, "first_complete", "peak_completion", "peak_cycle",
-    "last_completion", "paper", S.ROUTING_RUN_ID,
+    S.RUN_ID,
+    MODE,
+    "failures",
+    S.PUB_ID,
+    S.SUBSCRIBERS,
+    "first_complete",
+    "peak_completion",
+    "peak_cycle",
+    "last_completion",
+    "paper",
+    S.ROUTING_RUN_ID,
 )
 PAPER_FIG5 = (
     "after 10 cycles at most 10% of the subscriptions of topics below 20 subscribers are covered, over 70% after "
@@ -65,7 +98,9 @@ PAPER_FIG8 = (
     "Feverfew close to Global Feverfew, both below SpiderCast and growing sub-linearly with |V|; degree per "
     "subscription below 0.7 (a node's degree: the neighbours it keeps, |LV(p)| for Feverfew)"
 )
-PAPER_FIG9 = "every topic complete within 31 cycles under 0.5% and 1% substitution; the 1304-topic within 18 under 80% failure"
+PAPER_FIG9 = (
+    "every topic complete within 31 cycles under 0.5% and 1% substitution; the 1304-topic within 18 under 80% failure"
+)
 
 
 def bucket_names() -> list[str]:
@@ -124,8 +159,12 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, quality: pd.DataFrame, instanc
     if gossiped and lakehouse.exists(S.GOSSIP_DIFFUSIONS):
         matching = _matching(lakehouse, gossiped, gossip_runs, instances)
     views = (
-        lakehouse.read(S.GOSSIP_VIEWS).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE).toPandas()
-        if ids and lakehouse.exists(S.GOSSIP_VIEWS) else pd.DataFrame(columns=[S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE])
+        lakehouse.read(S.GOSSIP_VIEWS)
+        .filter(F.col(S.RUN_ID).isin(ids))
+        .select(S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE)
+        .toPandas()
+        if ids and lakehouse.exists(S.GOSSIP_VIEWS)
+        else pd.DataFrame(columns=[S.RUN_ID, S.VIEW_AVG, S.COVERED_SHARE])
     )  # one row per run
     degrees = _degrees(gossip_runs.merge(views, on=S.RUN_ID, how="left"), instances)
     structure = pd.DataFrame(columns=STRUCTURE_COLUMNS)
@@ -162,33 +201,46 @@ def _matching(lakehouse: Lakehouse, ids: list[str], gossip_runs: pd.DataFrame, i
     per = events.groupBy(S.RUN_ID, S.NODE_ID, S.TOPIC_ID, S.STARTED_CYCLE).agg(
         F.min(S.FIRST_MATCH_CYCLE).alias(S.FIRST_MATCH_CYCLE)
     )
-    sizes = lakehouse.read(S.GOSSIP_COVERAGE).filter(F.col(S.RUN_ID).isin(ids)).select(
-        S.RUN_ID, S.TOPIC_ID, S.SUBSCRIBERS
-    ).distinct()
+    sizes = (
+        lakehouse.read(S.GOSSIP_COVERAGE)
+        .filter(F.col(S.RUN_ID).isin(ids))
+        .select(S.RUN_ID, S.TOPIC_ID, S.SUBSCRIBERS)
+        .distinct()
+    )
     table = (
-        per.join(sizes, [S.RUN_ID, S.TOPIC_ID]).withColumn(BUCKET, bucket_of(F.col(S.SUBSCRIBERS)))
-        .groupBy(S.RUN_ID, BUCKET).agg(
+        per.join(sizes, [S.RUN_ID, S.TOPIC_ID])
+        .withColumn(BUCKET, bucket_of(F.col(S.SUBSCRIBERS)))
+        .groupBy(S.RUN_ID, BUCKET)
+        .agg(
             F.count(F.lit(1)).alias("diffusions"),
             F.avg(F.col(S.FIRST_MATCH_CYCLE).isNotNull().cast("double")).alias("matched_share"),
             F.avg(F.col(S.FIRST_MATCH_CYCLE) - F.col(S.STARTED_CYCLE)).alias("first_match_mean"),
             F.percentile_approx(S.SUBSCRIBERS, 0.5).alias("_median"),
-        ).toPandas()  # runs x buckets
+        )
+        .toPandas()  # runs x buckets
     )
     nodes = dict(zip(gossip_runs[S.RUN_ID], gossip_runs[S.NODES]))
-    table["theory_at_median_size"] = [ttl_theory(int(nodes[r]), int(m)) for r, m in zip(table[S.RUN_ID], table["_median"])]
+    table["theory_at_median_size"] = [
+        ttl_theory(int(nodes[r]), int(m)) for r, m in zip(table[S.RUN_ID], table["_median"])
+    ]
     rank = {name: i for i, name in enumerate(bucket_names())}
-    return table[list(MATCH_COLUMNS)].sort_values(
-        [S.RUN_ID, BUCKET], key=lambda c: c.map(rank) if c.name == BUCKET else c
-    ).reset_index(drop=True)
+    return (
+        table[list(MATCH_COLUMNS)]
+        .sort_values([S.RUN_ID, BUCKET], key=lambda c: c.map(rank) if c.name == BUCKET else c)
+        .reset_index(drop=True)
+    )
 
 
 def _completion(lakehouse: Lakehouse, runs: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     columns = [S.ROUTING_RUN_ID, S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS, S.CYCLE, S.COMPLETION]
     if not lakehouse.exists(S.DISSEMINATION_COMPLETION):
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=COMPLETION_COLUMNS)
-    routed = lakehouse.read(S.ROUTING_RUNS).filter(
-        F.col(S.PROTOCOL).isin(*MODES) & (F.col(S.STATUS) == S.COMPLETE)
-    ).join(runs.select(S.RUN_ID), S.RUN_ID).select(S.ROUTING_RUN_ID, S.RUN_ID, S.PARAMS, S.PROTOCOL)
+    routed = (
+        lakehouse.read(S.ROUTING_RUNS)
+        .filter(F.col(S.PROTOCOL).isin(*MODES) & (F.col(S.STATUS) == S.COMPLETE))
+        .join(runs.select(S.RUN_ID), S.RUN_ID)
+        .select(S.ROUTING_RUN_ID, S.RUN_ID, S.PARAMS, S.PROTOCOL)
+    )
     rows = lakehouse.read(S.DISSEMINATION_COMPLETION).join(routed, S.ROUTING_RUN_ID).toPandas()  # pubs x cycles
     if rows.empty:
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=COMPLETION_COLUMNS)
@@ -200,14 +252,21 @@ def _completion(lakehouse: Lakehouse, runs: DataFrame) -> tuple[pd.DataFrame, pd
         [S.ROUTING_RUN_ID, S.RUN_ID, MODE, "failures", S.PUB_ID, S.SUBSCRIBERS]
     ):
         complete = line[line[S.COMPLETION] >= 1.0]
-        summary.append({
-            S.ROUTING_RUN_ID: routing_run, S.RUN_ID: run_id, MODE: mode, "failures": failures, S.PUB_ID: int(pub), S.SUBSCRIBERS: int(size),
-            "first_complete": int(complete[S.CYCLE].min()) if len(complete) else None,
-            "peak_completion": float(line[S.COMPLETION].max()),
-            "peak_cycle": int(line.loc[line[S.COMPLETION].idxmax(), S.CYCLE]),
-            "last_completion": float(line[S.COMPLETION].iloc[-1]),
-            "paper": 31 if failures.startswith("substitution") else 18 if failures.startswith("mass") else None,
-        })
+        summary.append(
+            {
+                S.ROUTING_RUN_ID: routing_run,
+                S.RUN_ID: run_id,
+                MODE: mode,
+                "failures": failures,
+                S.PUB_ID: int(pub),
+                S.SUBSCRIBERS: int(size),
+                "first_complete": int(complete[S.CYCLE].min()) if len(complete) else None,
+                "peak_completion": float(line[S.COMPLETION].max()),
+                "peak_cycle": int(line.loc[line[S.COMPLETION].idxmax(), S.CYCLE]),
+                "last_completion": float(line[S.COMPLETION].iloc[-1]),
+                "paper": 31 if failures.startswith("substitution") else 18 if failures.startswith("mass") else None,
+            }
+        )
     return rows, pd.DataFrame(summary, columns=COMPLETION_COLUMNS).sort_values(
         ["failures", S.RUN_ID, MODE, S.PUB_ID]
     ).reset_index(drop=True)
@@ -230,9 +289,7 @@ def checks(data: GossipData) -> list[str]:
         last = rows[S.CYCLE].max()
         at = rows[rows[S.CYCLE] == min(30, last)].set_index(BUCKET)[SHARE]
         large = [at[b] for b in at.index if b in ("40-99", ">=100")]
-        rises = all(
-            (g.sort_values(S.CYCLE)[SHARE].diff().dropna() >= -1e-12).all() for _, g in rows.groupby(BUCKET)
-        )
+        rises = all((g.sort_values(S.CYCLE)[SHARE].diff().dropna() >= -1e-12).all() for _, g in rows.groupby(BUCKET))
         early = rows[rows[S.CYCLE] == min(10, last)].set_index(BUCKET)[SHARE]
         order = [early.get(b) for b in bucket_names() if early.get(b) is not None]
         larger_first = all(b >= a - 1e-12 for a, b in zip(order, order[1:]))
@@ -240,7 +297,8 @@ def checks(data: GossipData) -> list[str]:
             f"Fig. 5, {run_id}: coverage never falls: {'holds' if rises else 'does not hold'}; larger topics "
             f"covered first (cycle {min(10, last)}: {', '.join(f'{v:.0%}' for v in order)} from small to large): "
             f"{'holds' if larger_first else 'does not hold'}; at cycle {min(30, last)}, topics of 40 or more: "
-            + (f"{min(large):.1%} covered at least" if large else "none") + f" (paper: {PAPER_FIG5})."
+            + (f"{min(large):.1%} covered at least" if large else "none")
+            + f" (paper: {PAPER_FIG5})."
         )
     for family, rows in data.degrees.groupby(FAMILY):
         rows = rows.sort_values(S.RUN_ID)  # of two runs of one protocol and size, the first-named
@@ -255,15 +313,19 @@ def checks(data: GossipData) -> list[str]:
             parts.append(f"Global Feverfew <= SpiderCast (global): {'holds' if below else 'does not hold'}")
         if {"feverfew", "spidercast-gossip"} <= set(alike.columns):
             below = bool((alike["feverfew"] <= alike["spidercast-gossip"]).all())
-            parts.append(f"like for like (undirected degree of both overlays) Feverfew <= SpiderCast (gossip): "
-                         f"{'holds' if below else 'does not hold'}")
+            parts.append(
+                f"like for like (undirected degree of both overlays) Feverfew <= SpiderCast (gossip): "
+                f"{'holds' if below else 'does not hold'}"
+            )
         if {"feverfew", "global-feverfew"} <= set(by.columns):
             ratio = (by["feverfew"] / by["global-feverfew"]).dropna()
             parts.append(f"Feverfew / Global Feverfew {', '.join(f'{r:.2f}' for r in ratio)}")
         ours = rows[rows[S.ALGORITHM] == "feverfew"]["choices_per_subscription"].dropna()
         if len(ours):
-            parts.append(f"Feverfew's neighbours per subscription {ours.max():.2f} at most (below 1: "
-                         f"{'holds' if (ours < 1).all() else 'does not hold'})")
+            parts.append(
+                f"Feverfew's neighbours per subscription {ours.max():.2f} at most (below 1: "
+                f"{'holds' if (ours < 1).all() else 'does not hold'})"
+            )
         if parts:
             lines.append(f"Fig. 8, {family}: " + "; ".join(parts) + f" (paper: {PAPER_FIG8}).")
     order = bucket_names()

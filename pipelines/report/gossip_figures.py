@@ -36,8 +36,14 @@ def coverage(rows: pd.DataFrame, labels: dict[str, str]) -> Figure | None:
         for i, bucket in enumerate(bucket_names()):
             line = mine[mine[BUCKET] == bucket].sort_values(S.CYCLE)
             if len(line):
-                ax.plot(line[S.CYCLE], line[SHARE], marker=MARKERS[i % len(MARKERS)], markersize=3,
-                        linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t {bucket}")
+                ax.plot(
+                    line[S.CYCLE],
+                    line[SHARE],
+                    marker=MARKERS[i % len(MARKERS)],
+                    markersize=3,
+                    linestyle=LINESTYLES[i % len(LINESTYLES)],
+                    label=f"n_t {bucket}",
+                )
         _per_cycle(ax, labels.get(run_id, run_id), "subscriptions ln-covered")
     figure.suptitle("ln-covered subscriptions by topic size over cycles (Feverfew Fig. 5)")
     return figure
@@ -55,8 +61,13 @@ def degrees(rows: pd.DataFrame) -> Figure | None:
         for i, protocol in enumerate(PROTOCOLS):
             line = mine[mine[S.ALGORITHM] == protocol].sort_values(S.NODES)
             if len(line):
-                ax.plot(line[S.NODES], line[PAPER_DEGREE], marker=MARKERS[i], linestyle=LINESTYLES[i % len(LINESTYLES)],
-                        label=NAMES[protocol])
+                ax.plot(
+                    line[S.NODES],
+                    line[PAPER_DEGREE],
+                    marker=MARKERS[i],
+                    linestyle=LINESTYLES[i % len(LINESTYLES)],
+                    label=NAMES[protocol],
+                )
         ax.set_title(family, fontsize="small")
         ax.set_xlabel("|V| (nodes)")
         ax.set_ylabel("neighbours kept per node")
@@ -76,10 +87,16 @@ def completion(rows: pd.DataFrame, mode: str) -> Figure | None:
     figure, axes = _grid(len(runs), width=5.5)
     for ax, routing_run in zip(axes, runs):
         mine = rows[rows[S.ROUTING_RUN_ID] == routing_run]
-        for i, (pub, line) in enumerate(mine.groupby(S.PUB_ID)):
+        for i, (_pub, line) in enumerate(mine.groupby(S.PUB_ID)):
             line = line.sort_values(S.CYCLE)
-            ax.plot(line[S.CYCLE], line[S.COMPLETION], marker=MARKERS[i % len(MARKERS)], markersize=3,
-                    linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"n_t = {int(line[S.SUBSCRIBERS].iloc[0])}")
+            ax.plot(
+                line[S.CYCLE],
+                line[S.COMPLETION],
+                marker=MARKERS[i % len(MARKERS)],
+                markersize=3,
+                linestyle=LINESTYLES[i % len(LINESTYLES)],
+                label=f"n_t = {int(line[S.SUBSCRIBERS].iloc[0])}",
+            )
         _per_cycle(ax, f"{mine[S.RUN_ID].iloc[0]}: {mine['failures'].iloc[0]}", "completion (informed / alive)")
     figure.suptitle(f"Push-pull completion under failures, {mode} (Feverfew Fig. 9)")
     return figure

@@ -20,20 +20,42 @@ import pandas as pd
 from overlay import schema as S
 from overlay.summaries import BUDGET, BUDGET_RATIO
 from pipelines.report.workloads import (
-    DIST, GRAPH, HIGH, KIND, LOW, MAX_SUBS, MEAN, MIN_SUBS, SEEDS, SIZE, STD, WORKLOAD, spread, workload_table,
+    DIST,
+    GRAPH,
+    HIGH,
+    KIND,
+    LOW,
+    MAX_SUBS,
+    MEAN,
+    MIN_SUBS,
+    SEEDS,
+    SIZE,
+    STD,
+    WORKLOAD,
+    spread,
+    workload_table,
 )
 
 ALGORITHMS = ("gpa", "gpm", "spidercast-m", "random-a", "random-m", "gpa-d", "random-a-d")
 NAMES = {
-    "gpa": "GPA", "gpm": "GPM", "spidercast-m": "SpiderCastM", "random-a": "RandomA", "random-m": "RandomM",
-    "gpa-d": "GPA (m = d|V|/2)", "random-a-d": "RandomA (m = d|V|/2)",
+    "gpa": "GPA",
+    "gpm": "GPM",
+    "spidercast-m": "SpiderCastM",
+    "random-a": "RandomA",
+    "random-m": "RandomM",
+    "gpa-d": "GPA (m = d|V|/2)",
+    "random-a-d": "RandomA (m = d|V|/2)",
 }
 DEGREE_EDGES = ", m = d|V|/2"  # the budget text of a ratio run with --ratio-edges degree (`with_budget`)
 # The paper column a sampled workload reproduces; Douban and Slashdot stand in for FB 10K (the
 # shipped Facebook graph has 4,039 nodes).
 PAPER_COLUMNS = {
-    ("FB", 1000): "FB1K", ("FB", 10000): "FB10K", ("TW", 1000): "TW1K", ("TW", 10000): "TW10K",
-    ("Douban", 10000): "FB10K", ("Slashdot", 10000): "FB10K",
+    ("FB", 1000): "FB1K",
+    ("FB", 10000): "FB10K",
+    ("TW", 1000): "TW1K",
+    ("TW", 10000): "TW10K",
+    ("Douban", 10000): "FB10K",
+    ("Slashdot", 10000): "FB10K",
 }
 TABLE1_RATIO = 0.2
 TABLE1 = {  # ICDCS'16 Table I: TcoSuppR at beta = 0.2
@@ -72,7 +94,8 @@ def runs(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame:
     chosen = chosen.assign(**{S.ALGORITHM: chosen[S.ALGORITHM].where(~matched, chosen[S.ALGORITHM] + "-d")})
     chosen = chosen.rename(columns={S.MAX_DEGREE: "links_max_degree"})
     merged = chosen.merge(workloads.drop(columns=[S.NODES, S.TOPICS]), on=S.INSTANCE).merge(
-        instances[[S.INSTANCE, S.NODES, S.TOPICS]], on=S.INSTANCE,
+        instances[[S.INSTANCE, S.NODES, S.TOPICS]],
+        on=S.INSTANCE,
     )
     merged[D] = [_max_degree(b) for b in merged[BUDGET]]
     merged[MID_SUBS] = (merged[MIN_SUBS] + merged[MAX_SUBS]) / 2
@@ -124,26 +147,44 @@ def _synthetic(rows: pd.DataFrame, nodes=None, topics=None, subs=(20, 600), d=No
 
 SWEEPS = (
     Sweep(
-        "Figs. 4-5", "TcoSuppR against the budget ratio, BFS samples of social graphs (Fig. 4: FB 1K, Fig. 5: TW 1K)",
-        BUDGET_RATIO, "budget ratio beta (m = beta |E_MinMaxODA|, d = beta max degree)", WORKLOAD,
+        "Figs. 4-5",
+        "TcoSuppR against the budget ratio, BFS samples of social graphs (Fig. 4: FB 1K, Fig. 5: TW 1K)",
+        BUDGET_RATIO,
+        "budget ratio beta (m = beta |E_MinMaxODA|, d = beta max degree)",
+        WORKLOAD,
         lambda r: (r[KIND] == "social") & (r[SIZE] == 1000) & r[BUDGET_RATIO].notna(),
     ),
     Sweep(
-        "Fig. 6", "TcoSuppR against |V| (|T| = 1,000, 20-600 topics per node, d = 4, m = 2|V|)",
-        S.NODES, "|V|", DIST, lambda r: _synthetic(r, topics=1000, d=4),
+        "Fig. 6",
+        "TcoSuppR against |V| (|T| = 1,000, 20-600 topics per node, d = 4, m = 2|V|)",
+        S.NODES,
+        "|V|",
+        DIST,
+        lambda r: _synthetic(r, topics=1000, d=4),
     ),
     Sweep(
-        "Fig. 7", "TcoSuppR against |T| (|V| = 2,000, 20-600 topics per node, d = 3, m = 3,000)",
-        S.TOPICS, "|T|", DIST, lambda r: _synthetic(r, nodes=2000, d=3),
+        "Fig. 7",
+        "TcoSuppR against |T| (|V| = 2,000, 20-600 topics per node, d = 3, m = 3,000)",
+        S.TOPICS,
+        "|T|",
+        DIST,
+        lambda r: _synthetic(r, nodes=2000, d=3),
     ),
     Sweep(
-        "Fig. 8", "TcoSuppR against the middle subscription size (|V| = 2,000, |T| = 1,000, ranges of width 80, d = 4)",
-        MID_SUBS, "middle subscription size (min + max) / 2", DIST,
+        "Fig. 8",
+        "TcoSuppR against the middle subscription size (|V| = 2,000, |T| = 1,000, ranges of width 80, d = 4)",
+        MID_SUBS,
+        "middle subscription size (min + max) / 2",
+        DIST,
         lambda r: _synthetic(r, nodes=2000, topics=1000, subs=None, d=4) & (r[MAX_SUBS] - r[MIN_SUBS] == 80),
     ),
     Sweep(
-        "Fig. 9", "TcoSuppR against the budget ratio (|V| = |T| = 1,000, 20-600 topics per node)",
-        BUDGET_RATIO, "budget ratio beta", DIST, lambda r: _synthetic(r, nodes=1000, topics=1000, ratio=True),
+        "Fig. 9",
+        "TcoSuppR against the budget ratio (|V| = |T| = 1,000, 20-600 topics per node)",
+        BUDGET_RATIO,
+        "budget ratio beta",
+        DIST,
+        lambda r: _synthetic(r, nodes=1000, topics=1000, ratio=True),
     ),
 )
 
@@ -170,7 +211,8 @@ def table1(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     points = spread(chosen, [WORKLOAD, GRAPH, SIZE, PAPER_COLUMN, S.ALGORITHM], S.TCO_SUPPORT)
     points["paper"] = [
-        TABLE1.get(a, {}).get(c) if isinstance(c, str) else None for a, c in zip(points[S.ALGORITHM], points[PAPER_COLUMN])
+        TABLE1.get(a, {}).get(c) if isinstance(c, str) else None
+        for a, c in zip(points[S.ALGORITHM], points[PAPER_COLUMN])
     ]
     return points.sort_values([SIZE, GRAPH, S.ALGORITHM], key=_order).reset_index(drop=True)
 
@@ -358,14 +400,20 @@ def _sizes_checks(points: pd.DataFrame, dist: str, _columns: dict) -> list[str]:
 
 
 FIGURE_CHECKS = {
-    "Figs. 4-5": _budget_checks("Figs. 4-5"), "Fig. 6": _nodes_checks, "Fig. 7": _topics_checks,
-    "Fig. 8": _sizes_checks, "Fig. 9": _budget_checks("Fig. 9"),
+    "Figs. 4-5": _budget_checks("Figs. 4-5"),
+    "Fig. 6": _nodes_checks,
+    "Fig. 7": _topics_checks,
+    "Fig. 8": _sizes_checks,
+    "Fig. 9": _budget_checks("Fig. 9"),
 }
 
 
 FIGURE_FILES = {  # figure -> the report's PNG
-    "Figs. 4-5": "icdcs16_fig4_5.png", "Fig. 6": "icdcs16_fig6.png", "Fig. 7": "icdcs16_fig7.png",
-    "Fig. 8": "icdcs16_fig8.png", "Fig. 9": "icdcs16_fig9.png",
+    "Figs. 4-5": "icdcs16_fig4_5.png",
+    "Fig. 6": "icdcs16_fig6.png",
+    "Fig. 7": "icdcs16_fig7.png",
+    "Fig. 8": "icdcs16_fig8.png",
+    "Fig. 9": "icdcs16_fig9.png",
 }
 
 

@@ -9,13 +9,18 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from overlay import schema as S
-from pipelines.report.figures import MARKERS, _grid
 from overlay.summaries import BUDGET_RATIO
-from pipelines.report.icdcs16 import ALGORITHMS, HIGH, LOW, MEAN, NAMES, PANEL, X, Sweep
+from pipelines.report.figures import MARKERS, _grid
+from pipelines.report.icdcs16 import ALGORITHMS, HIGH, LOW, MEAN, NAMES, PANEL, Sweep, X
 
 COLOURS = {
-    "gpa": "tab:blue", "gpm": "tab:orange", "spidercast-m": "tab:green", "random-a": "tab:purple", "random-m": "tab:red",
-    "gpa-d": "tab:cyan", "random-a-d": "tab:pink",
+    "gpa": "tab:blue",
+    "gpm": "tab:orange",
+    "spidercast-m": "tab:green",
+    "random-a": "tab:purple",
+    "random-m": "tab:red",
+    "gpa-d": "tab:cyan",
+    "random-a-d": "tab:pink",
 }
 
 
@@ -30,15 +35,25 @@ def sweep(points: pd.DataFrame, spec: Sweep, marks: list[tuple[str, float, str, 
         for algorithm in [a for a in ALGORITHMS if a in set(rows[S.ALGORITHM])]:
             line = rows[rows[S.ALGORITHM] == algorithm].sort_values(X)
             ax.errorbar(
-                line[X], line[MEAN], yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
-                marker=MARKERS[ALGORITHMS.index(algorithm)], color=COLOURS[algorithm], capsize=3,
+                line[X],
+                line[MEAN],
+                yerr=np.vstack([(line[MEAN] - line[LOW]).to_numpy(float), (line[HIGH] - line[MEAN]).to_numpy(float)]),
+                marker=MARKERS[ALGORITHMS.index(algorithm)],
+                color=COLOURS[algorithm],
+                capsize=3,
                 label=NAMES[algorithm],
             )
         paper = [(x, a, v) for p, x, a, v in marks if p == panel]
         for i, (x, algorithm, value) in enumerate(paper):
             ax.plot(
-                [x], [value], linestyle="none", marker="D", markersize=9, markerfacecolor="none",
-                markeredgecolor=COLOURS.get(algorithm, "black"), label="paper (text)" if i == 0 else None,
+                [x],
+                [value],
+                linestyle="none",
+                marker="D",
+                markersize=9,
+                markerfacecolor="none",
+                markeredgecolor=COLOURS.get(algorithm, "black"),
+                label="paper (text)" if i == 0 else None,
             )
         if spec.x == BUDGET_RATIO:  # the paper's ratios run from 0.05 to 0.5
             ax.set_xlim(0, max(0.55, float(rows[X].max()) * 1.1))

@@ -17,8 +17,18 @@ from overlay import schema as S
 FAMILY = "family"
 KTCO_ALGORITHMS = ("gm", "gm2", "cycle-pt", "harary-pt")
 SWEEP_COLUMNS = (
-    FAMILY, S.NODES, "gm_degree", "gm2_degree", "cycle_pt_degree", "harary_pt_2_degree", "gm2_over_gm",
-    "cycle_pt_over_gm2", "largest_harary_k", "gm_diameter_max", "gm2_diameter_max", "gm_diameter_avg",
+    FAMILY,
+    S.NODES,
+    "gm_degree",
+    "gm2_degree",
+    "cycle_pt_degree",
+    "harary_pt_2_degree",
+    "gm2_over_gm",
+    "cycle_pt_over_gm2",
+    "largest_harary_k",
+    "gm_diameter_max",
+    "gm2_diameter_max",
+    "gm_diameter_avg",
     "gm2_diameter_avg",
 )
 PAPER = (
@@ -28,8 +38,17 @@ PAPER = (
     "(max) and 0.50 x (mean) on average, the gaps widening with |V|."
 )
 RESILIENCE_COLUMNS = (
-    S.INSTANCE, S.RUN_ID, S.ALGORITHM, S.MODEL, S.SHARE, "trials", S.TCO_SUPPORT, "tco_support_min",
-    S.CONNECTED_TOPIC_SHARE, "connected_min", "connected_max",
+    S.INSTANCE,
+    S.RUN_ID,
+    S.ALGORITHM,
+    S.MODEL,
+    S.SHARE,
+    "trials",
+    S.TCO_SUPPORT,
+    "tco_support_min",
+    S.CONNECTED_TOPIC_SHARE,
+    "connected_min",
+    "connected_max",
 )
 
 
@@ -46,7 +65,8 @@ def sweep_points(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame
     several runs of one algorithm (and k), the latest-named is taken (run ids sort)."""
     families = instances.assign(**{FAMILY: [family_of(p, s) for p, s in zip(instances[S.PARAMS], instances[S.SOURCE])]})
     runs = quality[quality[S.ALGORITHM].isin(KTCO_ALGORITHMS)].merge(
-        families[[S.INSTANCE, FAMILY]].dropna(), on=S.INSTANCE,
+        families[[S.INSTANCE, FAMILY]].dropna(),
+        on=S.INSTANCE,
     )
     if runs.empty or not runs[S.ALGORITHM].isin(("gm2", "cycle-pt", "harary-pt")).any():
         return pd.DataFrame(columns=SWEEP_COLUMNS)
@@ -55,7 +75,7 @@ def sweep_points(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame
         last = {algorithm: g.iloc[-1] for algorithm, g in group[group[S.ALGORITHM] != "harary-pt"].groupby(S.ALGORITHM)}
         harary = group[group[S.ALGORITHM] == "harary-pt"].groupby(S.K).tail(1).set_index(S.K)[S.EDGES]
 
-        def value(algorithm, column):
+        def value(algorithm, column, last=last):
             row = last.get(algorithm)
             if row is None or (column.startswith("diameter") and row[S.DIAMETER_METHOD] == "skipped"):
                 return None
@@ -64,15 +84,23 @@ def sweep_points(quality: pd.DataFrame, instances: pd.DataFrame) -> pd.DataFrame
         gm, gm2, cycle = (value(a, S.AVG_DEGREE) for a in ("gm", "gm2", "cycle-pt"))
         cycle_links = value("cycle-pt", S.EDGES)
         within = [int(k) for k, links in harary.items() if cycle_links is not None and links <= cycle_links]
-        rows.append({
-            FAMILY: family, S.NODES: int(nodes), "gm_degree": gm, "gm2_degree": gm2, "cycle_pt_degree": cycle,
-            "harary_pt_2_degree": 2 * float(harary[2]) / nodes if 2 in harary.index else None,
-            "gm2_over_gm": gm2 / gm if gm and gm2 else None,
-            "cycle_pt_over_gm2": cycle / gm2 if cycle and gm2 else None,
-            "largest_harary_k": max(within) if within else None,
-            "gm_diameter_max": value("gm", S.DIAMETER_MAX), "gm2_diameter_max": value("gm2", S.DIAMETER_MAX),
-            "gm_diameter_avg": value("gm", S.DIAMETER_AVG), "gm2_diameter_avg": value("gm2", S.DIAMETER_AVG),
-        })
+        rows.append(
+            {
+                FAMILY: family,
+                S.NODES: int(nodes),
+                "gm_degree": gm,
+                "gm2_degree": gm2,
+                "cycle_pt_degree": cycle,
+                "harary_pt_2_degree": 2 * float(harary[2]) / nodes if 2 in harary.index else None,
+                "gm2_over_gm": gm2 / gm if gm and gm2 else None,
+                "cycle_pt_over_gm2": cycle / gm2 if cycle and gm2 else None,
+                "largest_harary_k": max(within) if within else None,
+                "gm_diameter_max": value("gm", S.DIAMETER_MAX),
+                "gm2_diameter_max": value("gm2", S.DIAMETER_MAX),
+                "gm_diameter_avg": value("gm", S.DIAMETER_AVG),
+                "gm2_diameter_avg": value("gm2", S.DIAMETER_AVG),
+            }
+        )
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
@@ -101,8 +129,12 @@ def sweep_checks(points: pd.DataFrame) -> list[str]:
             )
         diameters = rows.dropna(subset=["gm_diameter_max", "gm2_diameter_max"])
         if len(diameters):
-            below = bool(((diameters.gm2_diameter_max < diameters.gm_diameter_max)
-                          & (diameters.gm2_diameter_avg < diameters.gm_diameter_avg)).all())
+            below = bool(
+                (
+                    (diameters.gm2_diameter_max < diameters.gm_diameter_max)
+                    & (diameters.gm2_diameter_avg < diameters.gm_diameter_avg)
+                ).all()
+            )
             lines.append(
                 f"{family}: GM2's max and mean topic diameters below GM's at every |V|: "
                 f"{'holds' if below else 'does not hold'}; on average "
@@ -119,11 +151,16 @@ def resilience_summary(rows: pd.DataFrame, quality: pd.DataFrame) -> pd.DataFram
     rows = rows.merge(quality[[S.RUN_ID, S.INSTANCE, S.ALGORITHM]], on=S.RUN_ID)
     grouped = rows.groupby([S.INSTANCE, S.RUN_ID, S.ALGORITHM, S.MODEL, S.SEED, S.SHARE])
     summary = grouped.agg(
-        trials=(S.TRIAL, "count"), tco_support=(S.TCO_SUPPORT, "mean"), tco_support_min=(S.TCO_SUPPORT, "min"),
-        connected_topic_share=(S.CONNECTED_TOPIC_SHARE, "mean"), connected_min=(S.CONNECTED_TOPIC_SHARE, "min"),
+        trials=(S.TRIAL, "count"),
+        tco_support=(S.TCO_SUPPORT, "mean"),
+        tco_support_min=(S.TCO_SUPPORT, "min"),
+        connected_topic_share=(S.CONNECTED_TOPIC_SHARE, "mean"),
+        connected_min=(S.CONNECTED_TOPIC_SHARE, "min"),
         connected_max=(S.CONNECTED_TOPIC_SHARE, "max"),
     ).reset_index()
     latest = summary.groupby([S.RUN_ID, S.MODEL])[S.SEED].transform("max")
-    return summary[summary[S.SEED] == latest][list(RESILIENCE_COLUMNS)].sort_values(
-        [S.INSTANCE, S.MODEL, S.RUN_ID, S.SHARE]
-    ).reset_index(drop=True)
+    return (
+        summary[summary[S.SEED] == latest][list(RESILIENCE_COLUMNS)]
+        .sort_values([S.INSTANCE, S.MODEL, S.RUN_ID, S.SHARE])
+        .reset_index(drop=True)
+    )

@@ -16,13 +16,28 @@ if TYPE_CHECKING:
     from pipelines.report import ReportData
 
 DESIGN_COLUMNS = (
-    S.INSTANCE, S.RUN_ID, S.ALGORITHM, BUDGET, S.EDGES, S.AVG_DEGREE, S.MAX_DEGREE, S.TCO_SUPPORT,
-    S.DIAMETER_AVG, S.DIAMETER_METHOD,
+    S.INSTANCE,
+    S.RUN_ID,
+    S.ALGORITHM,
+    BUDGET,
+    S.EDGES,
+    S.AVG_DEGREE,
+    S.MAX_DEGREE,
+    S.TCO_SUPPORT,
+    S.DIAMETER_AVG,
+    S.DIAMETER_METHOD,
 )
 CONSOLE_DESIGN_COLUMNS = tuple(c for c in DESIGN_COLUMNS if c != S.DIAMETER_METHOD)
 ROUTING_COLUMNS = (
-    S.INSTANCE, RUN_LABEL, S.PUBLICATIONS, S.ROUTING_OVERHEAD, S.AVG_PATH_LENGTH, S.MAX_PATH_LENGTH,
-    S.DELIVERY_RATIO, S.OVERHEAD_RATIO, S.PATH_RATIO,
+    S.INSTANCE,
+    RUN_LABEL,
+    S.PUBLICATIONS,
+    S.ROUTING_OVERHEAD,
+    S.AVG_PATH_LENGTH,
+    S.MAX_PATH_LENGTH,
+    S.DELIVERY_RATIO,
+    S.OVERHEAD_RATIO,
+    S.PATH_RATIO,
 )
 INSTANCE_COLUMNS = (S.INSTANCE, S.SOURCE, S.NODES, S.TOPICS, S.SUBSCRIPTIONS)
 
@@ -171,7 +186,10 @@ def icdcs16_section(data: icdcs16.Icdcs16Data) -> list[str]:
     for spec in icdcs16.SWEEPS:
         points = data.sweeps[spec.figure]
         if not points.empty:
-            parts += [f"### {spec.figure}: {spec.title}", table(records(points, icdcs16.POINT_COLUMNS), icdcs16.POINT_COLUMNS)]
+            parts += [
+                f"### {spec.figure}: {spec.title}",
+                table(records(points, icdcs16.POINT_COLUMNS), icdcs16.POINT_COLUMNS),
+            ]
     return parts
 
 
@@ -188,7 +206,10 @@ def beaconvey_section(data: beaconvey.BeaConveyData) -> list[str]:
     for workload, rows in beaconvey.table_rows(data.tables).items():
         parts += [f"### Tables 3-5: {workload}", table(rows, list(rows[0]))]
     if not data.sweeps.empty:
-        parts += ["### Figs. 4-7: points", table(records(data.sweeps, beaconvey.SWEEP_COLUMNS), beaconvey.SWEEP_COLUMNS)]
+        parts += [
+            "### Figs. 4-7: points",
+            table(records(data.sweeps, beaconvey.SWEEP_COLUMNS), beaconvey.SWEEP_COLUMNS),
+        ]
     return parts
 
 
@@ -203,7 +224,9 @@ def gossip_section(data: gossip.GossipData) -> list[str]:
             "Feverfew (`view_avg`, the mean number it chose), every neighbour for SpiderCast (whose links are "
             "connections both ends keep: `avg_degree`). `choices_per_subscription` divides the choices by the "
             "subscriptions; `avg_degree` is 2|E| / |V| of the undirected overlay the choices make. "
-            + gossip.PAPER_FIG8[0].upper() + gossip.PAPER_FIG8[1:] + " (paper)."
+            + gossip.PAPER_FIG8[0].upper()
+            + gossip.PAPER_FIG8[1:]
+            + " (paper)."
         ),
         table(records(data.degrees, gossip.DEGREE_COLUMNS), gossip.DEGREE_COLUMNS),
         "### First matching times (Table 1)",
@@ -245,7 +268,10 @@ def rappel_section(data: rappel.RappelData) -> list[str]:
             table(records(data.coverage, rappel.COVERAGE_COLUMNS), rappel.COVERAGE_COLUMNS),
         ]
     if not data.bound.empty:
-        parts += ["### Greedy best friends (Fig. 1)", table(records(data.bound, rappel.BOUND_COLUMNS), rappel.BOUND_COLUMNS)]
+        parts += [
+            "### Greedy best friends (Fig. 1)",
+            table(records(data.bound, rappel.BOUND_COLUMNS), rappel.BOUND_COLUMNS),
+        ]
     if not data.scribe.empty:
         parts += [
             "### Scribe on Rappel's feeds (Fig. 10)",

@@ -23,7 +23,9 @@ from pipelines.rappel import PROTOCOL, ROUNDS_PER_HOUR
 
 SECONDS_PER_ROUND = 3600 / ROUNDS_PER_HOUR
 SETTINGS = "settings"
-PAPER_FIG1 = "over 95% of nodes have full coverage with the k = 6 greedy best friends (LiveJournal, 1,000 users of >= 5 feeds)"
+PAPER_FIG1 = (
+    "over 95% of nodes have full coverage with the k = 6 greedy best friends (LiveJournal, 1,000 users of >= 5 feeds)"
+)
 PAPER_FIG7 = (
     "50% of nodes get each update within 100 ms and 95% within 500 ms; spikes at the start and after the failure "
     "and return fade fast; coordinate stretch median about 1.15, 95% below 1.25"
@@ -44,18 +46,43 @@ MANY_FEEDS = 9  # Fig. 9: "each node that subscribes to 9 or more feeds has a mi
 PAPER_ALPHA4 = 0.73  # Fig. 9: alpha 4 gives full coverage to 73% of multi-feed subscribers
 DEPTH_NODES, FALLING = 5, -0.8  # Fig. 11a: depths of at least 5 nodes; Spearman's rho at most -0.8
 RUN_COLUMNS = (
-    S.RUN_ID, S.INSTANCE, S.NODES, SETTINGS, "rounds", "full_coverage_share", "multi_feed_full_share",
-    "many_feeds_alpha_covered_share", "overlap_above_1_share",
-    "overlap_median", "latency_median", "latency_p95", "stretch_median", "noise", "control_per_second_median",
+    S.RUN_ID,
+    S.INSTANCE,
+    S.NODES,
+    SETTINGS,
+    "rounds",
+    "full_coverage_share",
+    "multi_feed_full_share",
+    "many_feeds_alpha_covered_share",
+    "overlap_above_1_share",
+    "overlap_median",
+    "latency_median",
+    "latency_p95",
+    "stretch_median",
+    "noise",
+    "control_per_second_median",
     "control_per_second_p95",
 )
 TRAFFIC_COLUMNS = ("system", "run", S.FEEDS, "nodes", "data_sent_mean")
 SCRIBE_COLUMNS = (
-    S.ROUTING_RUN_ID, "feeds_of", S.PROTOCOL, S.PUBLICATIONS, "non_subscriber_forwarders", S.ROUTING_OVERHEAD,
-    S.LATENCY_MEDIAN, S.LATENCY_P95, S.STRETCH_MEDIAN,
+    S.ROUTING_RUN_ID,
+    "feeds_of",
+    S.PROTOCOL,
+    S.PUBLICATIONS,
+    "non_subscriber_forwarders",
+    S.ROUTING_OVERHEAD,
+    S.LATENCY_MEDIAN,
+    S.LATENCY_P95,
+    S.STRETCH_MEDIAN,
 )
 BOUND_COLUMNS = (S.INSTANCE, S.K, S.MIN_FEEDS, S.SAMPLE, S.SEED, "nodes", "friends", "full_coverage_share")
-COVERAGE_COLUMNS = (S.RUN_ID, S.FEEDS, "nodes", "full_coverage_share", "covered_mean")  # feeds: MANY_FEEDS means "or more"
+COVERAGE_COLUMNS = (
+    S.RUN_ID,
+    S.FEEDS,
+    "nodes",
+    "full_coverage_share",
+    "covered_mean",
+)  # feeds: MANY_FEEDS means "or more"
 
 
 @dataclass
@@ -76,8 +103,13 @@ class RappelData:
 def settings_of(params: str) -> str:
     """A run's settings in a few words (what differs between the runs of one figure)."""
     request = json.loads(params)["request"]
-    words = [f"alpha {request['alpha']}", f"beta {request['beta']}", request["utility"], request["mode"],
-             f"{request['hours']:g} h"]
+    words = [
+        f"alpha {request['alpha']}",
+        f"beta {request['beta']}",
+        request["utility"],
+        request["mode"],
+        f"{request['hours']:g} h",
+    ]
     if request.get("failure"):
         share, start, end = request["failure"]
         words.append(f"{share:.0%} fail at {start:g} h" + (f", back at {end:g} h" if end is not None else ""))
@@ -100,50 +132,80 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
     bound = _bound(lakehouse)
     scribe = _scribe(lakehouse, ids)
     if not ids or not lakehouse.exists(S.RAPPEL_ROUNDS):
-        return RappelData(_empty(RUN_COLUMNS), _empty((S.RUN_ID, S.ROUND)), _empty(TRAFFIC_COLUMNS),
-                          _empty((S.RUN_ID, S.DEPTH, "nodes", "rejoins_per_hour")), scribe, bound)
+        return RappelData(
+            _empty(RUN_COLUMNS),
+            _empty((S.RUN_ID, S.ROUND)),
+            _empty(TRAFFIC_COLUMNS),
+            _empty((S.RUN_ID, S.DEPTH, "nodes", "rejoins_per_hour")),
+            scribe,
+            bound,
+        )
     rounds = lakehouse.read(S.RAPPEL_ROUNDS).filter(F.col(S.RUN_ID).isin(ids)).drop(S.COMPUTED_AT).toPandas()
     alphas = lakehouse.spark.createDataFrame(
         [(run_id, int(json.loads(params)["request"]["alpha"])) for run_id, params in zip(ids, listed[S.PARAMS])],
-        f"{S.RUN_ID} string, _alpha int")
+        f"{S.RUN_ID} string, _alpha int",
+    )
     full, feeds_ = F.col(S.COVERED) == F.col(S.FEEDS), F.col(S.FEEDS)
 
     def share(hit, among):  # of the nodes `among`, those `hit`; null when there are none
         return F.try_divide(F.sum((hit & among).cast("double")), F.sum(among.cast("double")))
 
-    nodes = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).join(alphas, S.RUN_ID).groupBy(S.RUN_ID).agg(
-        share(full, feeds_ > 0).alias("full_coverage_share"),
-        share(full, feeds_ > 1).alias("multi_feed_full_share"),
-        share(F.col(S.COVERED) >= F.least(F.col("_alpha"), feeds_), feeds_ >= MANY_FEEDS)
-        .alias("many_feeds_alpha_covered_share"),
-        F.avg((F.col(S.OVERLAP_RATIO) > 1).cast("double")).alias("overlap_above_1_share"),
-        F.percentile(S.OVERLAP_RATIO, F.lit(0.5)).alias("overlap_median"),
-    ).toPandas()  # one row per run
+    nodes = (
+        lakehouse.read(S.RAPPEL_NODES)
+        .filter(F.col(S.RUN_ID).isin(ids))
+        .join(alphas, S.RUN_ID)
+        .groupBy(S.RUN_ID)
+        .agg(
+            share(full, feeds_ > 0).alias("full_coverage_share"),
+            share(full, feeds_ > 1).alias("multi_feed_full_share"),
+            share(F.col(S.COVERED) >= F.least(F.col("_alpha"), feeds_), feeds_ >= MANY_FEEDS).alias(
+                "many_feeds_alpha_covered_share"
+            ),
+            F.avg((F.col(S.OVERLAP_RATIO) > 1).cast("double")).alias("overlap_above_1_share"),
+            F.percentile(S.OVERLAP_RATIO, F.lit(0.5)).alias("overlap_median"),
+        )
+        .toPandas()
+    )  # one row per run
     coverage = (
-        lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids) & (F.col(S.FEEDS) > 0))
+        lakehouse.read(S.RAPPEL_NODES)
+        .filter(F.col(S.RUN_ID).isin(ids) & (F.col(S.FEEDS) > 0))
         .withColumn("_full", (F.col(S.COVERED) == F.col(S.FEEDS)).cast("double"))
         .withColumn(S.FEEDS, F.least(F.col(S.FEEDS), F.lit(MANY_FEEDS)))
-        .groupBy(S.RUN_ID, S.FEEDS).agg(
-            F.count(F.lit(1)).alias("nodes"), F.avg("_full").alias("full_coverage_share"),
-            F.avg(S.COVERED).alias("covered_mean"))
-        .orderBy(S.RUN_ID, S.FEEDS).toPandas()  # runs x at most MANY_FEEDS rows
+        .groupBy(S.RUN_ID, S.FEEDS)
+        .agg(
+            F.count(F.lit(1)).alias("nodes"),
+            F.avg("_full").alias("full_coverage_share"),
+            F.avg(S.COVERED).alias("covered_mean"),
+        )
+        .orderBy(S.RUN_ID, S.FEEDS)
+        .toPandas()  # runs x at most MANY_FEEDS rows
     )
     traffic = lakehouse.read(S.RAPPEL_TRAFFIC).filter(F.col(S.RUN_ID).isin(ids))
-    per_node = traffic.groupBy(S.RUN_ID, S.NODE_ID).agg(
-        F.sum(S.DATA_MESSAGES).alias("_data"),
-        F.sum(F.col(S.JOINS) + F.col(S.TREE_PINGS) + F.col(S.FRIENDSHIP_MESSAGES)).alias("_control"),
-        F.count(F.lit(1)).alias("_rounds"),
-        F.sum(S.REJOINS_IN).alias("_rejoins"),
-    ).withColumn("_per_second", F.col("_control") / (F.col("_rounds") * F.lit(SECONDS_PER_ROUND))).cache()
-    control = per_node.groupBy(S.RUN_ID).agg(
-        F.percentile("_per_second", F.lit(0.5)).alias("control_per_second_median"),
-        F.percentile("_per_second", F.lit(0.95)).alias("control_per_second_p95"),
-    ).toPandas()
+    per_node = (
+        traffic.groupBy(S.RUN_ID, S.NODE_ID)
+        .agg(
+            F.sum(S.DATA_MESSAGES).alias("_data"),
+            F.sum(F.col(S.JOINS) + F.col(S.TREE_PINGS) + F.col(S.FRIENDSHIP_MESSAGES)).alias("_control"),
+            F.count(F.lit(1)).alias("_rounds"),
+            F.sum(S.REJOINS_IN).alias("_rejoins"),
+        )
+        .withColumn("_per_second", F.col("_control") / (F.col("_rounds") * F.lit(SECONDS_PER_ROUND)))
+        .cache()
+    )
+    control = (
+        per_node.groupBy(S.RUN_ID)
+        .agg(
+            F.percentile("_per_second", F.lit(0.5)).alias("control_per_second_median"),
+            F.percentile("_per_second", F.lit(0.95)).alias("control_per_second_p95"),
+        )
+        .toPandas()
+    )
     feeds = lakehouse.read(S.RAPPEL_NODES).filter(F.col(S.RUN_ID).isin(ids)).select(S.RUN_ID, S.NODE_ID, S.FEEDS)
     by_feeds = (
         per_node.join(feeds, [S.RUN_ID, S.NODE_ID])
         .withColumn("_per_hour", F.col("_data") / (F.col("_rounds") / F.lit(ROUNDS_PER_HOUR)))
-        .groupBy(S.RUN_ID, S.FEEDS).agg(F.count(F.lit(1)).alias("nodes"), F.avg("_per_hour").alias("data_sent_mean"))
+        .groupBy(S.RUN_ID, S.FEEDS)
+        .agg(F.count(F.lit(1)).alias("nodes"), F.avg("_per_hour").alias("data_sent_mean"))
         .toPandas()  # runs x distinct subscription counts
     )
     by_feeds.insert(0, "system", "Rappel (per hour online)")
@@ -152,15 +214,28 @@ def gather(lakehouse: Lakehouse, runs: DataFrame, instances: DataFrame) -> Rappe
     rejoins = _rejoins(lakehouse, per_node, listed)
     per_node.unpersist()
     summary = listed.merge(nodes, on=S.RUN_ID, how="left").merge(control, on=S.RUN_ID, how="left")
-    measured = rounds.groupby(S.RUN_ID).agg(
-        rounds=(S.ROUND, "max"), noise=(S.NOISE, "sum"), latency_median=(S.LATENCY_MEDIAN, "median"),
-        latency_p95=(S.LATENCY_P95, "median"), stretch_median=(S.STRETCH_MEDIAN, "median"),
-    ).reset_index()
+    measured = (
+        rounds.groupby(S.RUN_ID)
+        .agg(
+            rounds=(S.ROUND, "max"),
+            noise=(S.NOISE, "sum"),
+            latency_median=(S.LATENCY_MEDIAN, "median"),
+            latency_p95=(S.LATENCY_P95, "median"),
+            stretch_median=(S.STRETCH_MEDIAN, "median"),
+        )
+        .reset_index()
+    )
     summary = summary.merge(measured, on=S.RUN_ID, how="left")
     summary[SETTINGS] = [settings_of(p) for p in summary[S.PARAMS]]
-    return RappelData(summary[list(RUN_COLUMNS) + [S.PARAMS]].sort_values(S.RUN_ID).reset_index(drop=True),
-                      rounds.merge(listed[[S.RUN_ID, S.PARAMS]], on=S.RUN_ID), traffic_rows, rejoins, scribe, bound,
-                      coverage[list(COVERAGE_COLUMNS)])
+    return RappelData(
+        summary[list(RUN_COLUMNS) + [S.PARAMS]].sort_values(S.RUN_ID).reset_index(drop=True),
+        rounds.merge(listed[[S.RUN_ID, S.PARAMS]], on=S.RUN_ID),
+        traffic_rows,
+        rejoins,
+        scribe,
+        bound,
+        coverage[list(COVERAGE_COLUMNS)],
+    )
 
 
 def _rejoins(lakehouse: Lakehouse, per_node: DataFrame, listed: pd.DataFrame) -> pd.DataFrame:
@@ -169,14 +244,18 @@ def _rejoins(lakehouse: Lakehouse, per_node: DataFrame, listed: pd.DataFrame) ->
     layout = lakehouse.read(S.FEED_TREES).filter(F.col(S.RUN_ID).isin(listed[S.RUN_ID].tolist()))
     last = layout.groupBy(S.RUN_ID).agg(F.max(S.ROUND).alias("_last"), F.countDistinct(S.TOPIC_ID).alias("_feeds"))
     final = (
-        layout.join(last, S.RUN_ID).filter((F.col(S.ROUND) == F.col("_last")) & (F.col("_feeds") == 1))
-        .filter(F.col(S.DEPTH).isNotNull()).select(S.RUN_ID, S.NODE_ID, S.DEPTH)
+        layout.join(last, S.RUN_ID)
+        .filter((F.col(S.ROUND) == F.col("_last")) & (F.col("_feeds") == 1))
+        .filter(F.col(S.DEPTH).isNotNull())
+        .select(S.RUN_ID, S.NODE_ID, S.DEPTH)
     )
     return (
         per_node.join(final, [S.RUN_ID, S.NODE_ID])
         .withColumn("_per_hour", F.col("_rejoins") / (F.col("_rounds") / F.lit(ROUNDS_PER_HOUR)))
-        .groupBy(S.RUN_ID, S.DEPTH).agg(F.count(F.lit(1)).alias("nodes"), F.avg("_per_hour").alias("rejoins_per_hour"))
-        .orderBy(S.RUN_ID, S.DEPTH).toPandas()  # runs x depths
+        .groupBy(S.RUN_ID, S.DEPTH)
+        .agg(F.count(F.lit(1)).alias("nodes"), F.avg("_per_hour").alias("rejoins_per_hour"))
+        .orderBy(S.RUN_ID, S.DEPTH)
+        .toPandas()  # runs x depths
     )
 
 
@@ -185,16 +264,32 @@ def _scribe(lakehouse: Lakehouse, rappel_ids: list[str]) -> pd.DataFrame:
     nodes that forward without subscribing."""
     if not rappel_ids or not lakehouse.exists(S.ROUTING_RUNS):
         return _empty(SCRIBE_COLUMNS)
-    routed = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.STATUS) == S.COMPLETE).select(
-        S.ROUTING_RUN_ID, F.get_json_object(S.PARAMS, "$.feeds").alias("feeds_of"))
+    routed = (
+        lakehouse.read(S.ROUTING_RUNS)
+        .filter(F.col(S.STATUS) == S.COMPLETE)
+        .select(S.ROUTING_RUN_ID, F.get_json_object(S.PARAMS, "$.feeds").alias("feeds_of"))
+    )
     routed = routed.filter(F.col("feeds_of").isin(rappel_ids))
-    forwarders = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.PURE_FORWARDS) > 0).groupBy(S.ROUTING_RUN_ID).agg(
-        F.count(F.lit(1)).alias("non_subscriber_forwarders"))
+    forwarders = (
+        lakehouse.read(S.ROUTING_LOAD)
+        .filter(F.col(S.PURE_FORWARDS) > 0)
+        .groupBy(S.ROUTING_RUN_ID)
+        .agg(F.count(F.lit(1)).alias("non_subscriber_forwarders"))
+    )
     metrics = lakehouse.read(S.ROUTING_METRICS).select(
-        S.ROUTING_RUN_ID, S.PROTOCOL, S.PUBLICATIONS, S.ROUTING_OVERHEAD, S.LATENCY_MEDIAN, S.LATENCY_P95,
-        S.STRETCH_MEDIAN)
-    rows = routed.join(metrics, S.ROUTING_RUN_ID).join(forwarders, S.ROUTING_RUN_ID, "left").fillna(
-        0, subset=["non_subscriber_forwarders"])
+        S.ROUTING_RUN_ID,
+        S.PROTOCOL,
+        S.PUBLICATIONS,
+        S.ROUTING_OVERHEAD,
+        S.LATENCY_MEDIAN,
+        S.LATENCY_P95,
+        S.STRETCH_MEDIAN,
+    )
+    rows = (
+        routed.join(metrics, S.ROUTING_RUN_ID)
+        .join(forwarders, S.ROUTING_RUN_ID, "left")
+        .fillna(0, subset=["non_subscriber_forwarders"])
+    )
     return rows.toPandas()[list(SCRIBE_COLUMNS)].sort_values(S.ROUTING_RUN_ID).reset_index(drop=True)
 
 
@@ -203,15 +298,22 @@ def _scribe_traffic(lakehouse: Lakehouse, scribe: pd.DataFrame) -> pd.DataFrame:
     if scribe.empty:
         return _empty(TRAFFIC_COLUMNS)
     ids = scribe[S.ROUTING_RUN_ID].tolist()
-    runs = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).select(
-        S.ROUTING_RUN_ID, S.INSTANCE)
-    versions = lakehouse.read(S.INSTANCES).join(runs.select(S.INSTANCE).distinct(), S.INSTANCE).select(S.INSTANCE, S.INGEST_ID)
-    subscriptions = lakehouse.read(S.SUBSCRIPTIONS_TABLE).join(versions, [S.INSTANCE, S.INGEST_ID]).groupBy(
-        S.INSTANCE, S.NODE_ID).agg(F.count(F.lit(1)).alias(S.FEEDS))
+    runs = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).select(S.ROUTING_RUN_ID, S.INSTANCE)
+    versions = (
+        lakehouse.read(S.INSTANCES).join(runs.select(S.INSTANCE).distinct(), S.INSTANCE).select(S.INSTANCE, S.INGEST_ID)
+    )
+    subscriptions = (
+        lakehouse.read(S.SUBSCRIPTIONS_TABLE)
+        .join(versions, [S.INSTANCE, S.INGEST_ID])
+        .groupBy(S.INSTANCE, S.NODE_ID)
+        .agg(F.count(F.lit(1)).alias(S.FEEDS))
+    )
     load = lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).join(runs, S.ROUTING_RUN_ID)
     rows = (
-        load.join(subscriptions, [S.INSTANCE, S.NODE_ID], "left").fillna(0, subset=[S.FEEDS])
-        .groupBy(S.ROUTING_RUN_ID, S.FEEDS).agg(F.count(F.lit(1)).alias("nodes"), F.avg(S.SENT).alias("data_sent_mean"))
+        load.join(subscriptions, [S.INSTANCE, S.NODE_ID], "left")
+        .fillna(0, subset=[S.FEEDS])
+        .groupBy(S.ROUTING_RUN_ID, S.FEEDS)
+        .agg(F.count(F.lit(1)).alias("nodes"), F.avg(S.SENT).alias("data_sent_mean"))
         .toPandas()  # routing runs x distinct subscription counts
     )
     rows.insert(0, "system", "Scribe (per publication workload)")
@@ -269,8 +371,10 @@ def checks(data: RappelData) -> list[str]:
                 f"Fig. 9, {run.run_id}: alpha 4 gives full coverage to {run.multi_feed_full_share:.1%} of multi-feed "
                 f"subscribers (within {COVERAGE_SLACK:.0%} of the paper's {PAPER_ALPHA4:.0%}: {_words(near4)})."
             )
-        lines.append(f"Noise, {run.run_id}: {int(run.noise)} updates reached a non-subscriber (zero by construction): "
-                     f"{_words(run.noise == 0)}.")
+        lines.append(
+            f"Noise, {run.run_id}: {int(run.noise)} updates reached a non-subscriber (zero by construction): "
+            f"{_words(run.noise == 0)}."
+        )
         if pd.notna(run.control_per_second_median):
             lines.append(
                 f"Fig. 11, {run.run_id}: median control traffic {run.control_per_second_median:.2f} msg/s per node "
@@ -286,8 +390,12 @@ def checks(data: RappelData) -> list[str]:
         lines.append(
             f"Fig. 11a, {run_id}: rejoin requests received per node and hour by depth 1, 2, ...: "
             f"{', '.join(f'{v:.2f}' for v in values)} (nodes: {', '.join(str(int(n)) for n in rows['nodes'])}); "
-            + (f"falling with depth over the depths of at least {DEPTH_NODES} nodes (Spearman's rho {rho:.2f} <= "
-               f"{FALLING}): {_words(rho <= FALLING)}" if rho is not None else "too few depths to say")
+            + (
+                f"falling with depth over the depths of at least {DEPTH_NODES} nodes (Spearman's rho {rho:.2f} <= "
+                f"{FALLING}): {_words(rho <= FALLING)}"
+                if rho is not None
+                else "too few depths to say"
+            )
             + f" (paper: {PAPER_FIG11})."
         )
     lines += _fig10(data)
@@ -345,8 +453,8 @@ def _fig10(data: RappelData) -> list[str]:
             f"{noise if noise is not None else '?'}; Scribe needs non-subscribers and Rappel none: "
             f"{_words(row.non_subscriber_forwarders > 0 and noise == 0)}; median latency {row.latency_median:.0f} ms "
             f"(Rappel: {rappel['latency_median'].iloc[0]:.0f} ms) (paper: {PAPER_FIG10})."
-            if len(rappel) and pd.notna(row.latency_median) else
-            f"Fig. 10, {row.routing_run_id}: {int(row.non_subscriber_forwarders)} non-subscriber forwarders."
+            if len(rappel) and pd.notna(row.latency_median)
+            else f"Fig. 10, {row.routing_run_id}: {int(row.non_subscriber_forwarders)} non-subscriber forwarders."
         )
         slopes = {}
         for system, run in (("Rappel", row.feeds_of), ("Scribe", row.routing_run_id)):

@@ -23,8 +23,13 @@ def _coverage_lines(lines, x: str, paper: float, paper_label: str, xlabel: str, 
     figure, (ax,) = _grid(1, width=6.0)
     for i, (label, line) in enumerate(lines):
         line = line.sort_values(x)
-        ax.plot(line[x], line["full_coverage_share"], marker=MARKERS[i % len(MARKERS)],
-                linestyle=LINESTYLES[i % len(LINESTYLES)], label=label)
+        ax.plot(
+            line[x],
+            line["full_coverage_share"],
+            marker=MARKERS[i % len(MARKERS)],
+            linestyle=LINESTYLES[i % len(LINESTYLES)],
+            label=label,
+        )
     ax.axhline(paper, color="grey", linewidth=0.8, linestyle=":", label=paper_label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -40,9 +45,18 @@ def friend_bound(rows: pd.DataFrame) -> Figure | None:
     """Fig. 1: the share of sampled nodes whose j greedy best friends cover all their feeds."""
     if rows.empty:
         return None
-    lines = [(f"{key[0]} (>= {key[2]} feeds, seed {key[4]})", line) for key, line in rows.groupby(list(BOUND_COLUMNS[:5]))]
-    figure, _ = _coverage_lines(lines, "friends", 0.95, "paper: over 95% at k = 6", "greedy best friends k",
-                                "nodes with every feed covered", "Coverage by the greedy best friends (ComNet'09 Fig. 1)")
+    lines = [
+        (f"{key[0]} (>= {key[2]} feeds, seed {key[4]})", line) for key, line in rows.groupby(list(BOUND_COLUMNS[:5]))
+    ]
+    figure, _ = _coverage_lines(
+        lines,
+        "friends",
+        0.95,
+        "paper: over 95% at k = 6",
+        "greedy best friends k",
+        "nodes with every feed covered",
+        "Coverage by the greedy best friends (ComNet'09 Fig. 1)",
+    )
     return figure
 
 
@@ -51,10 +65,15 @@ def coverage(rows: pd.DataFrame) -> Figure | None:
     number of feeds they subscribe to (the last point: that many or more)."""
     if rows.empty:
         return None
-    figure, ax = _coverage_lines(list(rows.groupby(S.RUN_ID)), S.FEEDS, PAPER_COVERAGE,
-                                 f"paper: {PAPER_COVERAGE:.0%} of all nodes", "feeds subscribed",
-                                 "nodes with every feed covered by a friend",
-                                 "Friend coverage by subscriptions (ComNet'09 Fig. 9a)")
+    figure, ax = _coverage_lines(
+        list(rows.groupby(S.RUN_ID)),
+        S.FEEDS,
+        PAPER_COVERAGE,
+        f"paper: {PAPER_COVERAGE:.0%} of all nodes",
+        "feeds subscribed",
+        "nodes with every feed covered by a friend",
+        "Friend coverage by subscriptions (ComNet'09 Fig. 9a)",
+    )
     ticks = sorted(rows[S.FEEDS].unique())
     ax.set_xticks(ticks, [f"{t}+" if t == MANY_FEEDS else str(t) for t in ticks])
     return figure
@@ -65,7 +84,9 @@ def latency(rounds: pd.DataFrame) -> Figure | None:
     run (those with a failure first), the failure and return marked."""
     if rounds.empty:
         return None
-    failing = [r for r, p in rounds.groupby(S.RUN_ID)[S.PARAMS].first().items() if json.loads(p)["request"].get("failure")]
+    failing = [
+        r for r, p in rounds.groupby(S.RUN_ID)[S.PARAMS].first().items() if json.loads(p)["request"].get("failure")
+    ]
     runs = (failing + sorted(set(rounds[S.RUN_ID]) - set(failing)))[:MAX_PANELS]
     figure, axes = _grid(len(runs), width=5.5)
     for ax, run_id in zip(axes, runs):
@@ -97,8 +118,14 @@ def traffic(rows: pd.DataFrame) -> Figure | None:
     for ax, system in zip(axes, systems):
         for i, (run, line) in enumerate(rows[rows["system"] == system].groupby("run")):
             line = line.sort_values(S.FEEDS)
-            ax.plot(line[S.FEEDS], line["data_sent_mean"], marker=MARKERS[i % len(MARKERS)], markersize=3,
-                    linestyle=LINESTYLES[i % len(LINESTYLES)], label=run)
+            ax.plot(
+                line[S.FEEDS],
+                line["data_sent_mean"],
+                marker=MARKERS[i % len(MARKERS)],
+                markersize=3,
+                linestyle=LINESTYLES[i % len(LINESTYLES)],
+                label=run,
+            )
         ax.set_title(system, fontsize="small")
         ax.set_xlabel("subscriptions of the node")
         ax.set_ylabel("data messages sent (mean)")
@@ -115,8 +142,13 @@ def rejoins(rows: pd.DataFrame) -> Figure | None:
         return None
     figure, (ax,) = _grid(1, width=6.0)
     for i, (run, line) in enumerate(rows.groupby(S.RUN_ID)):
-        ax.plot(line[S.DEPTH], line["rejoins_per_hour"], marker=MARKERS[i % len(MARKERS)],
-                linestyle=LINESTYLES[i % len(LINESTYLES)], label=run)
+        ax.plot(
+            line[S.DEPTH],
+            line["rejoins_per_hour"],
+            marker=MARKERS[i % len(MARKERS)],
+            linestyle=LINESTYLES[i % len(LINESTYLES)],
+            label=run,
+        )
     ax.set_yscale("symlog", linthresh=0.1)  # zero stays drawable
     ax.set_xlabel("depth in the feed's tree (publisher 0)")
     ax.set_ylabel("rejoin requests received per hour")

@@ -13,7 +13,10 @@ import pandas as pd
 from overlay import schema as S
 
 GRAPHS = {  # a graph file's stem -> its short name
-    "facebook_combined": "FB", "twitter_bofa_careers": "TW", "soc-douban": "Douban", "soc-Slashdot0902": "Slashdot",
+    "facebook_combined": "FB",
+    "twitter_bofa_careers": "TW",
+    "soc-douban": "Douban",
+    "soc-Slashdot0902": "Slashdot",
 }
 ORIENTATIONS = {"FB": (False, False), "TW": (True, True), "Douban": (False, False), "Slashdot": (True, False)}
 WORKLOAD = "workload"
@@ -33,8 +36,13 @@ def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | Non
     p = json.loads(params)
     if source == "synthetic":
         return {
-            KIND: "synthetic", DIST: p["dist"], S.NODES: int(p["nodes"]), S.TOPICS: int(p["topics"]),
-            MIN_SUBS: int(p["min_subs"]), MAX_SUBS: int(p["max_subs"]), SEED: int(p["seed"]),
+            KIND: "synthetic",
+            DIST: p["dist"],
+            S.NODES: int(p["nodes"]),
+            S.TOPICS: int(p["topics"]),
+            MIN_SUBS: int(p["min_subs"]),
+            MAX_SUBS: int(p["max_subs"]),
+            SEED: int(p["seed"]),
             WORKLOAD: f"{p['dist']} |V| = {p['nodes']}, |T| = {p['topics']}, {p['min_subs']}-{p['max_subs']}",
         }
     if source == "social" and p.get("sample_bfs") and not p.get("feed_seeds"):
@@ -46,7 +54,12 @@ def workload_of(params: str, source: str, nodes: int, topics: int) -> dict | Non
         if orientation != ORIENTATIONS.get(graph, orientation):  # read otherwise than the graph's own way
             label += " (directed, reversed)" if orientation[1] else " (directed)" if orientation[0] else " (undirected)"
         return {
-            KIND: "social", GRAPH: graph, S.NODES: nodes, S.TOPICS: topics, SEED: int(p["seed"]), SIZE: size,
+            KIND: "social",
+            GRAPH: graph,
+            S.NODES: nodes,
+            S.TOPICS: topics,
+            SEED: int(p["seed"]),
+            SIZE: size,
             WORKLOAD: f"{graph} {label}",
         }
     return None
@@ -57,7 +70,12 @@ def workload_table(instances: pd.DataFrame) -> pd.DataFrame:
     rows = []
     created = instances[S.CREATED_AT] if S.CREATED_AT in instances else [pd.NaT] * len(instances)
     for instance, params, source, nodes, topics, at in zip(
-        instances[S.INSTANCE], instances[S.PARAMS], instances[S.SOURCE], instances[S.NODES], instances[S.TOPICS], created,
+        instances[S.INSTANCE],
+        instances[S.PARAMS],
+        instances[S.SOURCE],
+        instances[S.NODES],
+        instances[S.TOPICS],
+        created,
     ):
         workload = workload_of(params, source, nodes, topics)
         if workload is not None:
@@ -81,7 +99,10 @@ def spread(rows: pd.DataFrame, keys: list[str], value: str, order: list[str] | N
     order = order or [c for c in (S.CREATED_AT, S.RUN_ID) if c in rows]
     latest = one_per_seed(rows, keys, order)
     columns = {
-        MEAN: (value, "mean"), LOW: (value, "min"), HIGH: (value, "max"), STD: (value, "std"),
+        MEAN: (value, "mean"),
+        LOW: (value, "min"),
+        HIGH: (value, "max"),
+        STD: (value, "std"),
         SEEDS: (SEED, lambda s: ",".join(str(int(v)) for v in sorted(s))),
     }
     if extra:

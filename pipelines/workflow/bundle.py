@@ -52,7 +52,9 @@ def job_resource(workflow: Workflow) -> dict:
             task["depends_on"] = [{"task_key": name} for name in step.after]
         task["job_cluster_key"] = CLUSTER_KEY
         task["python_wheel_task"] = {
-            "package_name": PACKAGE_NAME, "entry_point": ENTRY_POINT, "parameters": task_parameters(step.argv),
+            "package_name": PACKAGE_NAME,
+            "entry_point": ENTRY_POINT,
+            "parameters": task_parameters(step.argv),
         }
         # GraphFrames' JVM half, the version of the wheel's graphframes-py (they must match).
         graphframes = {"coordinates": graphframes_coordinate(), "repo": MAVEN_REPO}
@@ -67,17 +69,19 @@ def job_resource(workflow: Workflow) -> dict:
         }
     job["max_concurrent_runs"] = 1  # runs of one day write the same run ids
     job["parameters"] = parameters
-    job["job_clusters"] = [{
-        "job_cluster_key": CLUSTER_KEY,
-        "new_cluster": {
-            # Spark 4.1 (the stack's pin); classic single-user compute runs GraphFrames' JVM API.
-            "spark_version": "${var.spark_version}",
-            "node_type_id": "${var.node_type_id}",
-            "num_workers": "${var.num_workers}",
-            "data_security_mode": "SINGLE_USER",
-            "spark_conf": {"spark.sql.shuffle.partitions": "auto"},
-        },
-    }]
+    job["job_clusters"] = [
+        {
+            "job_cluster_key": CLUSTER_KEY,
+            "new_cluster": {
+                # Spark 4.1 (the stack's pin); classic single-user compute runs GraphFrames' JVM API.
+                "spark_version": "${var.spark_version}",
+                "node_type_id": "${var.node_type_id}",
+                "num_workers": "${var.num_workers}",
+                "data_security_mode": "SINGLE_USER",
+                "spark_conf": {"spark.sql.shuffle.partitions": "auto"},
+            },
+        }
+    ]
     job["tasks"] = tasks
     return {"resources": {"jobs": {workflow.name: job}}}
 

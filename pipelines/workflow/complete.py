@@ -46,7 +46,10 @@ def _same_source(params: dict) -> dict:
     params = {k: v for k, v in params.items() if v is not None}
     if params.get("path"):
         path = Path(os.path.realpath(params["path"]))
-        shipped = path.name in {file for file, *_ in DATASETS.values()} and path.parent.parts[-2:] == ("pipelines", "datasets")
+        shipped = path.name in {file for file, *_ in DATASETS.values()} and path.parent.parts[-2:] == (
+            "pipelines",
+            "datasets",
+        )
         return {**params, "path": f"shipped:{path.name}" if shipped else str(path)}
     return params
 
@@ -79,7 +82,8 @@ def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str |
     if args.k is not None:
         checked = (
             lakehouse.read(S.OVERLAY_KTCO).filter((F.col(S.RUN_ID) == args.run_id) & (F.col(S.K) == args.k)).first()
-            if lakehouse.exists(S.OVERLAY_KTCO) else None
+            if lakehouse.exists(S.OVERLAY_KTCO)
+            else None
         )
         if checked is None or checked[S.COMPUTED_AT] < run[S.STARTED_AT]:
             return None
@@ -101,7 +105,9 @@ def _resilience(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str 
     if run is None or not lakehouse.exists(S.RESILIENCE):
         return None
     stored = lakehouse.read(S.RESILIENCE).filter(
-        (F.col(S.RUN_ID) == request.run_id) & (F.col(S.SEED) == request.seed) & (F.col(S.COMPUTED_AT) >= run[S.STARTED_AT])
+        (F.col(S.RUN_ID) == request.run_id)
+        & (F.col(S.SEED) == request.seed)
+        & (F.col(S.COMPUTED_AT) >= run[S.STARTED_AT])
     )
     for plan in request.plans():
         found = stored.filter((F.col(S.MODEL) == plan.model) & F.col(S.SHARE).isin(*plan.shares))
@@ -127,8 +133,12 @@ def _friend_bound(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> s
     except UnknownInstanceError:
         return None
     stored = lakehouse.read(S.FRIEND_BOUND).filter(
-        (F.col(S.INSTANCE) == request.instance) & (F.col(S.INGEST_ID) == ingest_id) & (F.col(S.K) == request.k)
-        & (F.col(S.MIN_FEEDS) == request.min_feeds) & (F.col(S.SAMPLE) == request.sample) & (F.col(S.SEED) == request.seed)
+        (F.col(S.INSTANCE) == request.instance)
+        & (F.col(S.INGEST_ID) == ingest_id)
+        & (F.col(S.K) == request.k)
+        & (F.col(S.MIN_FEEDS) == request.min_feeds)
+        & (F.col(S.SAMPLE) == request.sample)
+        & (F.col(S.SEED) == request.seed)
     )
     return None if stored.isEmpty() else f"the friend bound of {request.instance} is stored for these settings"
 

@@ -46,7 +46,10 @@ class WorkflowFailed(RuntimeError):
 
 
 def run_workflow(
-    workflow: Workflow, actions: StepActions, force: bool = False, say: Callable[[str], None] = print,
+    workflow: Workflow,
+    actions: StepActions,
+    force: bool = False,
+    say: Callable[[str], None] = print,
 ) -> list[StepOutcome]:
     """Run every step whose outputs are not complete (all of them with `force`), in order."""
     total = len(workflow.steps)

@@ -50,9 +50,20 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 # Commands a step may run: the jobs. `workflow` and `main` would nest workflows.
 STEP_COMMANDS = (
-    "ingest", "design", "simulate", "disseminate", "topic-structure", "friend-bound", "evaluate", "resilience", "route",
+    "ingest",
+    "design",
+    "simulate",
+    "disseminate",
+    "topic-structure",
+    "friend-bound",
+    "evaluate",
+    "resilience",
+    "route",
     "compare",
-    "report", "import-overlay", "export", "instances",
+    "report",
+    "import-overlay",
+    "export",
+    "instances",
     "register",
 )
 Scalar = str | int | float
@@ -149,8 +160,15 @@ class Workflow:
                 f"{', '.join(sorted(self.parameters)) or 'none'}"
             )
         return Workflow(
-            self.name, self.description, self.schedule, {**self.parameters, **overrides}, self.steps, self.source,
-            self.job_defaults, self.grid, self.grids,
+            self.name,
+            self.description,
+            self.schedule,
+            {**self.parameters, **overrides},
+            self.steps,
+            self.source,
+            self.job_defaults,
+            self.grid,
+            self.grids,
         )
 
 
@@ -294,8 +312,15 @@ def parse_workflow(data: object, source: str, grid: str | None = None) -> Workfl
         raise ConfigError(f"{source}: databricks.grid names {spec.databricks.grid}, which is not a grid")
     names = tuple(spec.grids)
     return Workflow(
-        spec.name, spec.description, spec.schedule, parameters, steps, source,
-        dict(spec.databricks.parameters), (grid or names[0]) if names else None, names,
+        spec.name,
+        spec.description,
+        spec.schedule,
+        parameters,
+        steps,
+        source,
+        dict(spec.databricks.parameters),
+        (grid or names[0]) if names else None,
+        names,
     )
 
 
