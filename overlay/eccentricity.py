@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.graph import DST, ID, SRC
+from overlay.spark_hash import SPARK_SEED, hash_int, hash_long
 
 DIAMETER = "diameter"
 
@@ -106,38 +107,14 @@ def diameters_by_topic(sources: DataFrame, topic_edges: DataFrame, node_bits: in
     return by_topic.mapInArrow(_partition_diameters(node_bits), f"{S.TOPIC_ID} long, {DIAMETER} int")
 
 
-# Spark's xxhash64 (`org.apache.spark.sql.catalyst.expressions.XXH64`, seed 42), for the same
-# BFS sources as `overlay.quality.topic_diameters` picks with `xxhash64(lit(seed), node_id)`.
-_P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
-_P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
-SPARK_HASH_SEED = 42
-
-
-@nb.njit(cache=True, nogil=True)
-def _rotl(x, r):
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-@nb.njit(cache=True, nogil=True)
-def _fmix(h):
-    h ^= h >> np.uint64(33)
-    h *= _P2
-    h ^= h >> np.uint64(29)
-    h *= _P3
-    return h ^ (h >> np.uint64(32))
-
-
 @nb.njit(cache=True, nogil=True)
 def spark_xxhash64_int_long(first, values):
-    """`xxhash64(int first, long value)` for each value, as Spark computes it (signed)."""
-    h = np.uint64(SPARK_HASH_SEED) + _P5 + np.uint64(4)
-    h ^= np.uint64(first & 0xFFFFFFFF) * _P1
-    seed = _fmix(_rotl(h, 23) * _P2 + _P3)
+    """`xxhash64(int first, long value)` for each value, as Spark computes it (signed): the BFS
+    sources `overlay.quality.topic_diameters` picks with `xxhash64(lit(seed), node_id)`."""
+    seed = hash_int(first, SPARK_SEED)
     out = np.empty(len(values), dtype=np.int64)
     for i in range(len(values)):
-        h = seed + _P5 + np.uint64(8)
-        h ^= _rotl(np.uint64(values[i]) * _P2, 31) * _P1
-        out[i] = np.int64(_fmix(_rotl(h, 27) * _P1 + _P4))
+        out[i] = np.int64(hash_long(values[i], seed))
     return out
 
 

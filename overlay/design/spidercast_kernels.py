@@ -16,50 +16,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-_PRIME1 = np.uint64(0x9E3779B185EBCA87)
-_PRIME2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_PRIME3 = np.uint64(0x165667B19E3779F9)
-_PRIME4 = np.uint64(0x85EBCA77C2B2AE63)
-_PRIME5 = np.uint64(0x27D4EB2F165667C5)
-_SPARK_SEED = np.uint64(42)
-_LOW32 = np.uint64(0xFFFFFFFF)
-
-
-@nb.njit(cache=True, nogil=True)
-def _rotl(x, r):
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-@nb.njit(cache=True, nogil=True)
-def _fmix(h):
-    h ^= h >> np.uint64(33)
-    h *= _PRIME2
-    h ^= h >> np.uint64(29)
-    h *= _PRIME3
-    return h ^ (h >> np.uint64(32))
-
-
-@nb.njit(cache=True, nogil=True)
-def _hash_int(value, seed):
-    h = seed + _PRIME5 + np.uint64(4)
-    h ^= (np.uint64(value) & _LOW32) * _PRIME1
-    return _fmix(_rotl(h, 23) * _PRIME2 + _PRIME3)
-
-
-@nb.njit(cache=True, nogil=True)
-def _hash_long(value, seed):
-    h = seed + _PRIME5 + np.uint64(8)
-    h ^= _rotl(np.uint64(value) * _PRIME2, 31) * _PRIME1
-    return _fmix(_rotl(h, 27) * _PRIME1 + _PRIME4)
+from overlay.spark_hash import SPARK_SEED, hash_int, hash_long
 
 
 @nb.njit(cache=True, nogil=True)
 def tie_hash(seed, round_no, a, b):
     """Spark's `xxhash64(lit(seed), lit(round_no), a, b)` for int literals and long columns, signed."""
-    h = _hash_int(np.int64(seed), _SPARK_SEED)
-    h = _hash_int(np.int64(round_no), h)
-    h = _hash_long(np.int64(a), h)
-    h = _hash_long(np.int64(b), h)
+    h = hash_int(np.int64(seed), SPARK_SEED)
+    h = hash_int(np.int64(round_no), h)
+    h = hash_long(np.int64(a), h)
+    h = hash_long(np.int64(b), h)
     return np.int64(h)
 
 
