@@ -35,6 +35,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.csr import run_starts, undirected_csr
 from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS, Subscriptions
 from overlay.errors import InputError
 from overlay.quality import DegreeSummary, TccSummary, degree_summary
@@ -100,6 +101,10 @@ class TopicForest:
     component: np.ndarray
     parent: np.ndarray  # NO_PARENT at a root
     depth: np.ndarray
+    # The graph the forests were searched on, for other per-topic searches (the diameters):
+    topic_offsets: np.ndarray  # topic i's rows are topic_offsets[i]:topic_offsets[i + 1]
+    link_offsets: np.ndarray  # the links as undirected CSR over node ids (`overlay.csr`)
+    link_targets: np.ndarray
 
     def tcc_summary(self) -> TccSummary:
         """`summarise_tccs` of these labels: a TCC per root, a topic connected with one root."""
@@ -131,20 +136,15 @@ def topic_forest(subscriptions: Subscriptions, links: np.ndarray) -> TopicForest
     self-loops allowed."""
     links = np.asarray(links, dtype=np.int64).reshape(-1, 2)
     nodes = max(subscriptions.nodes, int(links.max()) + 1 if len(links) else 0)
-    ends = np.concatenate([links, links[:, ::-1]])
-    ends = ends[ends[:, 0] != ends[:, 1]]
-    ends = ends[np.lexsort((ends[:, 1], ends[:, 0]))]
-    link_offsets = np.searchsorted(ends[:, 0], np.arange(nodes + 1)).astype(np.int64)
+    link_offsets, link_targets = undirected_csr(links[:, 0], links[:, 1], nodes)
     node_of_row = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
     # Topic-major order, nodes ascending within a topic (stable sort of node-major rows).
     order = np.argsort(subscriptions.topics, kind="stable")
     topics, topic_nodes = subscriptions.topics[order], node_of_row[order]
-    starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]) if len(topics) else np.zeros(0, np.int64)
-    topic_offsets = np.r_[starts, len(topics)].astype(np.int64)
-    component, parent, depth = _bfs_forest(
-        topic_offsets, np.ascontiguousarray(topic_nodes), link_offsets, np.ascontiguousarray(ends[:, 1]), nodes
-    )
-    return TopicForest(topics, topic_nodes, component, parent, depth)
+    topic_offsets = np.r_[run_starts(topics), len(topics)].astype(np.int64)
+    topic_nodes = np.ascontiguousarray(topic_nodes)
+    component, parent, depth = _bfs_forest(topic_offsets, topic_nodes, link_offsets, link_targets, nodes)
+    return TopicForest(topics, topic_nodes, component, parent, depth, topic_offsets, link_offsets, link_targets)
 
 
 def forest_violations(

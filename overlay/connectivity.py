@@ -20,18 +20,17 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.csr import run_starts, undirected_csr
 from overlay.graph import DST, SRC
 from overlay.kappa import csr_connectivity_upto
 from overlay.quality import NODE_BITS, topic_graph
 
 
-def is_k_connected_topic(subscribers: int, edges: int, connectivity: int, k: int) -> bool:
-    """Def. 1 for one topic: at most one subscriber, a clique of at most k, or kappa >= k."""
-    if subscribers <= 1:
-        return True
-    if subscribers <= k:
-        return edges == subscribers * (subscribers - 1) // 2
-    return connectivity >= k
+def is_k_connected_topic(subscribers, edges, connectivity, k: int):
+    """Def. 1 for a topic (or for arrays of them): at most one subscriber, a clique of at most k,
+    or kappa >= k."""
+    clique = edges == subscribers * (subscribers - 1) // 2
+    return (subscribers <= 1) | np.where(subscribers <= k, clique, connectivity >= k)
 
 
 TOPIC_SCHEMA = f"{S.TOPIC_ID} long, {S.SUBSCRIBERS} long, {S.EDGES} long, {S.CONNECTIVITY} int, {S.K_CONNECTED} boolean"
@@ -90,26 +89,16 @@ def topics_connectivity(topic, node, u, v, k: int) -> dict[str, np.ndarray]:
     is_subscriber = node >= 0
     keys = np.unique((topic[is_subscriber] << NODE_BITS) | node[is_subscriber])  # topic-major vertices
     vertex_topic = keys >> NODE_BITS
-    topic_starts = (
-        np.flatnonzero(np.r_[True, vertex_topic[1:] != vertex_topic[:-1]]) if len(keys) else np.zeros(0, np.int64)
-    )
+    topic_offsets = np.r_[run_starts(vertex_topic), len(keys)].astype(np.int64)
     link_topic = topic[~is_subscriber]
     a = np.searchsorted(keys, (link_topic << NODE_BITS) | u[~is_subscriber])
     b = np.searchsorted(keys, (link_topic << NODE_BITS) | v[~is_subscriber])
-    tails, heads = np.concatenate([a, b]), np.concatenate([b, a])
-    order = np.lexsort((heads, tails))
-    offsets = np.searchsorted(tails[order], np.arange(len(keys) + 1)).astype(np.int64)
-    connectivity = _each_topic(
-        np.r_[topic_starts, len(keys)].astype(np.int64),
-        offsets,
-        np.ascontiguousarray(heads[order], dtype=np.int64),
-        k,
-    )
-    topics = vertex_topic[topic_starts]
-    subscribers = np.diff(np.r_[topic_starts, len(keys)])
-    edges = np.bincount(np.searchsorted(topics, link_topic), minlength=len(topics)) if len(topics) else subscribers
-    clique = edges == subscribers * (subscribers - 1) // 2
-    fine = (subscribers <= 1) | np.where(subscribers <= k, clique, connectivity >= k)  # is_k_connected_topic
+    offsets, targets = undirected_csr(a, b, len(keys))
+    connectivity = _each_topic(topic_offsets, offsets, targets, k)
+    topics = vertex_topic[topic_offsets[:-1]]
+    subscribers = np.diff(topic_offsets)
+    edges = np.bincount(np.searchsorted(topics, link_topic), minlength=len(topics))
+    fine = is_k_connected_topic(subscribers, edges, connectivity, k)
     return {
         S.TOPIC_ID: topics,
         S.SUBSCRIBERS: subscribers,

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.csr import run_starts, undirected_csr
 from overlay.graph import DST, ID, SRC
 from overlay.spark_hash import SPARK_SEED, hash_int, hash_long
 
@@ -66,15 +67,13 @@ def topic_eccentricities(
     ends = np.concatenate([src, dst[is_edge]])
     ids = np.unique(ends)
     a, b = np.searchsorted(ids, src[is_edge]), np.searchsorted(ids, dst[is_edge])
-    tails, heads = np.concatenate([a, b]), np.concatenate([b, a])
-    order = np.argsort(tails, kind="stable")
-    offsets = np.searchsorted(tails[order], np.arange(len(ids) + 1)).astype(np.int64)
+    offsets, targets = undirected_csr(a, b, len(ids))
     sources = np.searchsorted(ids, src[~is_edge]).astype(np.int64)
-    eccentricity = source_eccentricities(offsets, heads[order].astype(np.int64), sources)
+    eccentricity = source_eccentricities(offsets, targets, sources)
     topics = ids[sources] >> node_bits
     order = np.argsort(topics, kind="stable")
     topics, eccentricity = topics[order], eccentricity[order]
-    starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]) if len(topics) else np.zeros(0, np.int64)
+    starts = run_starts(topics)
     return topics[starts], np.maximum.reduceat(eccentricity, starts) if len(starts) else eccentricity[:0]
 
 
@@ -160,9 +159,10 @@ def _diameters(topic_offsets, topic_nodes, link_offsets, link_targets, keys, exa
 
 def diameters_in_memory(
     topics: np.ndarray,
+    topic_offsets: np.ndarray,
     topic_nodes: np.ndarray,
-    links: np.ndarray,
-    nodes: int,
+    link_offsets: np.ndarray,
+    link_targets: np.ndarray,
     exact_limit: int,
     samples: int,
     seed: int = 0,
@@ -170,27 +170,13 @@ def diameters_in_memory(
     """(topic_id, diameter, exact) for every topic with at least two subscribers, the values
     `overlay.quality.topic_diameters` computes (the same BFS sources), on the driver's copy.
 
-    `topics`, `topic_nodes`: one row per subscription, topic-major with nodes ascending within a
-    topic (`overlay.certified.TopicForest`); `links` (k x 2) in node ids. For the design job, whose
-    engine holds both: no Spark job."""
-    links = np.asarray(links, dtype=np.int64).reshape(-1, 2)
-    ends = np.concatenate([links, links[:, ::-1]])
-    ends = ends[ends[:, 0] != ends[:, 1]]
-    ends = ends[np.lexsort((ends[:, 1], ends[:, 0]))]
-    link_offsets = np.searchsorted(ends[:, 0], np.arange(nodes + 1)).astype(np.int64)
-    starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]) if len(topics) else np.zeros(0, np.int64)
-    topic_offsets = np.r_[starts, len(topics)].astype(np.int64)
+    One row per subscription, topic-major with nodes ascending within a topic (`topics`,
+    `topic_nodes`, runs at `topic_offsets`), and the links as undirected CSR over node ids: the
+    arrays `overlay.certified.topic_forest` keeps, so the design job, whose engine holds both,
+    runs no Spark job and builds nothing twice."""
+    nodes = len(link_offsets) - 1
     keys = spark_xxhash64_int_long(seed, np.arange(nodes, dtype=np.int64))
-    diameters = _diameters(
-        topic_offsets,
-        np.ascontiguousarray(topic_nodes, dtype=np.int64),
-        link_offsets,
-        np.ascontiguousarray(ends[:, 1]),
-        keys,
-        exact_limit,
-        samples,
-        nodes,
-    )
+    diameters = _diameters(topic_offsets, topic_nodes, link_offsets, link_targets, keys, exact_limit, samples, nodes)
     sizes = np.diff(topic_offsets)
     keep = sizes >= 2
-    return topics[starts][keep], diameters[keep], sizes[keep] <= exact_limit
+    return topics[topic_offsets[:-1]][keep], diameters[keep], sizes[keep] <= exact_limit

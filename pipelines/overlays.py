@@ -379,9 +379,10 @@ def _evaluate(
     if diameters and forest is not None:  # the engine's links and subscriptions: on the driver, no Spark job
         _, per_topic, exact = diameters_in_memory(
             forest.topics,
+            forest.topic_offsets,
             forest.nodes,
-            engine_links,
-            instance[S.NODES],
+            forest.link_offsets,
+            forest.link_targets,
             diameter_exact_limit,
             diameter_samples,
         )

@@ -220,9 +220,10 @@ def test_diameters_in_memory_are_the_dataframe_forms(spark, seed):
     for exact_limit, samples in ((100, 8), (4, 2), (6, 1)):
         topics, diameters, exact = diameters_in_memory(
             forest.topics,
+            forest.topic_offsets,
             forest.nodes,
-            np.array(edges),
-            nodes,
+            forest.link_offsets,
+            forest.link_targets,
             exact_limit,
             samples,
             seed=seed,
