@@ -1,6 +1,8 @@
 """Workflow files: parsing, matrix expansion, ordering, and the runner's skip / stop behaviour
 (no Spark: the runner is driven with fake step actions)."""
 
+from pathlib import Path
+
 import pytest
 
 from overlay.errors import InputError
@@ -17,6 +19,8 @@ from pipelines.workflow.runner import (
 )
 from pipelines.workflow.spec import bundle_grid, load_workflow, parse_workflow
 from tests.test_bundle import WORKFLOWS
+
+SHARED_DATASETS = Path("../shared/datasets")  # as the workflows name it, from the clone's root
 
 
 def workflow(steps, parameters=None, **extra):
@@ -180,7 +184,14 @@ def test_steps_are_checked_as_cli_commands_before_anything_runs():
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=[p.stem for p in WORKFLOWS])
 def test_shipped_workflows_plan(path):
-    plan = plan_workflow(load_workflow(path), LabSettings())
+    """Every shipped workflow plans. Those over the real graphs read `../shared/datasets` (beside
+    the clone, as on the lab's machines); a clone without it must stop at that input, naming it."""
+    try:
+        plan = plan_workflow(load_workflow(path), LabSettings())
+    except InputError as error:
+        assert not SHARED_DATASETS.is_dir(), error
+        assert "shared/datasets/" in str(error) and "no such file or folder" in str(error), error
+        return
     assert plan.steps and all(p.args.command for p in plan.steps.values())
 
 
