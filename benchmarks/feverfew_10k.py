@@ -1,7 +1,7 @@
 """Benchmark (not a test): Feverfew's gossip simulation at the paper's size, against the oracle.
 
 Ingests the 10,000-node BFS sample of the shipped Twitter graph (`tw-10k`, seed 1) unless the
-lakehouse has it, then runs `simulate --protocol feverfew --cycles C` as a fresh
+lakehouse has it, then runs `simulate feverfew --cycles C` as a fresh
 `python -m pipelines` process (Spark start, every Delta commit, the evaluation included), and
 prints the run's seconds, the seconds of each cycle's Spark job (`gossip_cycles`), and the
 coverage. Then the tests' whole-network oracle (`tests/feverfew_oracle.py`) runs the first
@@ -60,10 +60,9 @@ def benchmark(lakehouse: str, cycles: int, oracle_cycles: int) -> None:
     wall = cli(
         lakehouse,
         "simulate",
+        "feverfew",
         "--instance",
         INSTANCE,
-        "--protocol",
-        "feverfew",
         "--cycles",
         str(cycles),
         "--run-id",

@@ -2,7 +2,7 @@
 simulated hour with churn, against the oracle.
 
 Ingests a synthetic instance (`rappel-1k`: Zipf-popular feeds, 2-12 per node, seed 1) unless
-the lakehouse has it, then runs `simulate --protocol rappel --hours H --churn sessions:240/30`
+the lakehouse has it, then runs `simulate rappel --hours H --churn sessions:240/30`
 as a fresh `python -m pipelines` process (Spark start, every Delta commit and the evaluation
 included) and prints its seconds, the seconds of each round's two Spark jobs (`rappel_rounds`)
 and the round measures. Then the tests' whole-network oracle (`tests/rappel_trees_oracle.py`)
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import astuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,8 @@ def oracle_inputs(lakehouse: str, instance: str, run_id: str, model_seed: int = 
 
 
 def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
-    from pipelines.rappel import RappelRequest, parse_churn
+    from pipelines.churn import SESSIONS, parse_churn
+    from pipelines.rappel import RappelRequest
 
     instances = table(lakehouse, "instances") if (Path(lakehouse) / "instances").exists() else None
     if instances is None or INSTANCE not in set(instances.instance):
@@ -86,10 +88,9 @@ def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
     wall = cli(
         lakehouse,
         "simulate",
+        "rappel",
         "--instance",
         INSTANCE,
-        "--protocol",
-        "rappel",
         "--hours",
         str(hours),
         "--churn",
@@ -132,7 +133,7 @@ def benchmark(lakehouse: str, hours: float, oracle: bool) -> None:
     if not oracle:
         return
     nodes, subs, coords, publishers = oracle_inputs(lakehouse, INSTANCE, run_id)
-    request = RappelRequest(INSTANCE, hours=hours, churn=parse_churn(CHURN))
+    request = RappelRequest(INSTANCE, hours=hours, churn=astuple(parse_churn(CHURN, (SESSIONS,))))
     presence = request.presence(frozenset(publishers))
     clock = time.monotonic()
     stored = dict(zip(rounds["round"], rounds.deliveries))

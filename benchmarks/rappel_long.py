@@ -12,7 +12,7 @@
   worst; `--plot FILE` draws the two CDFs (the paper's Fig. 8b). Fig. 8a's stretch of the last
   update by distance to the publisher comes from the static run.
 
-Each run is `simulate --protocol rappel` as a fresh `python -m pipelines` process (Spark start,
+Each run is `simulate rappel` as a fresh `python -m pipelines` process (Spark start,
 every Delta commit, the evaluation included); the script prints its seconds, the seconds per
 round and the latency over time (every delivery of each 20 rounds: the median and p95 latency,
 the median stretch; `--stored` prints a stored run's without simulating). No oracle here: `benchmarks/rappel_1k.py`
@@ -82,10 +82,9 @@ def simulate(lakehouse: str, instance: str, run_id: str, *flags: str, stored: bo
         wall = cli(
             lakehouse,
             "simulate",
+            "rappel",
             "--instance",
             instance,
-            "--protocol",
-            "rappel",
             *flags,
             "--run-id",
             run_id,
@@ -141,7 +140,14 @@ def main() -> None:
     if args.figure == "7":
         instance = "rappel-single-250" if args.stored else single_feed(args.lakehouse, 250)
         got = simulate(
-            args.lakehouse, instance, f"{instance}.fig7", "--hours", "4", "--failure", "0.5@2-3", stored=args.stored
+            args.lakehouse,
+            instance,
+            f"{instance}.fig7",
+            "--hours",
+            "4",
+            "--mass-failure",
+            "0.5@2-3",
+            stored=args.stored,
         )
         print(
             f"Fig. 7: {got['wall']:.0f} s; every delivery's latency: median {got['median']:.0f} ms, "

@@ -1,7 +1,7 @@
 # Databricks notebook source
 # MAGIC %md
 # MAGIC # A Rappel run, round by round
-# MAGIC One `simulate --protocol rappel` run: its rounds (nodes up, friend coverage, update latency,
+# MAGIC One `simulate rappel` run: its rounds (nodes up, friend coverage, update latency,
 # MAGIC messages), the latency over time (ComNet'09 Fig. 7), its trees at the last snapshot, and one
 # MAGIC node's friendship state snapshot by snapshot from `rappel_states`. Thin by design: parameters,
 # MAGIC then Delta reads and library calls.

@@ -36,6 +36,7 @@ import numpy as np
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from overlay import registry
 from overlay import schema as S
 from overlay.design.baselines import random_a, random_m
 from overlay.design.classes import Subscriptions
@@ -64,13 +65,13 @@ from pipelines.spark import jobs_started, task_slots
 
 log = logging.getLogger(__name__)
 
-PER_TOPIC = ("harary-pt", "cycle-pt")
-ALGORITHMS = (*GREEDY_ALGORITHMS, "random-a", "random-m", "spidercast-m", "swico", *PER_TOPIC)
-EDGE_BUDGETED = ("gpa", "random-a")
+ALGORITHMS = tuple(registry.ALGORITHMS)
+EDGE_BUDGETED = registry.algorithms(budget=registry.EDGES)
 RATIO_EDGES = ("links", "degree")  # what a budget ratio bounds for EDGE_BUDGETED: see DesignRequest
-DEGREE_BUDGETED = ("gpm", "random-m", "spidercast-m")
-UNBUDGETED = ("gm", "minmaxoda", "swico", "gm2", *PER_TOPIC)
-KTCO = {"gm2": 2, "cycle-pt": 2, "harary-pt": None}  # the k each builds (HararyPT: any k >= 2)
+DEGREE_BUDGETED = registry.algorithms(budget=registry.DEGREE)
+UNBUDGETED = tuple(a.name for a in registry.ALGORITHMS.values() if a.budget is None)
+# The k each kTCO design builds (HararyPT: any k >= 2, given by --k).
+KTCO = {a.name: a.builds_k or None for a in registry.ALGORITHMS.values() if a.builds_k is not None}
 # A design waiting for a run another process computes (the shared MinMaxODA reference) looks at
 # it every REFERENCE_POLL_SECONDS. An owner that shows no progress (a committed round, its
 # metrics, a new attempt) for REFERENCE_STALE_SECONDS is presumed dead and its run is taken
@@ -760,7 +761,7 @@ def run_design(
             )
             engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
             engine_links, regime, unstored = outcome.links, outcome.regime, outcome.unstored
-        elif request.algorithm in PER_TOPIC:
+        elif request.algorithm in registry.algorithms(registry.PER_TOPIC):
             engine_tcc = driver_subscriptions = None
             _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request)
         elif request.algorithm == "swico":

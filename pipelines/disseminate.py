@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from dataclasses import asdict, dataclass
 
@@ -39,29 +38,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOL = "push-pull"
 LIVE_PROTOCOL = "push-pull-live"
-
-
-def parse_churn(text: str) -> float:
-    """`substitution:0.01` -> 0.01 (the only churn model: a share of nodes fails each cycle and
-    returns the next)."""
-    found = re.fullmatch(r"substitution:([0-9.]+)", text.strip())
-    if not found:
-        raise InputError(f"--churn takes substitution:RATE (for instance substitution:0.01), got '{text}'")
-    rate = float(found.group(1))
-    if not 0.0 < rate < 1.0:
-        raise InputError(f"the substitution rate must be above 0 and below 1, got {rate}")
-    return rate
-
-
-def parse_mass_failure(text: str) -> tuple[float, int]:
-    """`0.8@1` -> (0.8, 1): that share of all nodes fails at that cycle, for good."""
-    found = re.fullmatch(r"([0-9.]+)@([0-9]+)", text.strip())
-    if not found:
-        raise InputError(f"--mass-failure takes SHARE@CYCLE (for instance 0.8@1), got '{text}'")
-    share, cycle = float(found.group(1)), int(found.group(2))
-    if not 0.0 < share <= 1.0 or cycle < 1:
-        raise InputError(f"--mass-failure needs a share in (0, 1] and a cycle >= 1, got '{text}'")
-    return share, cycle
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from overlay.errors import InputError
 from overlay.instance import InstanceFrames
 from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
 from overlay.instance.social import SocialSpec, social_instance
-from overlay.instance.synthetic import DISTRIBUTIONS, SyntheticSpec, synthetic_instance
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from overlay.progress import OnStep
 from pipelines.config import LabSettings
 from pipelines.lakehouse import Lakehouse, Retention
@@ -53,66 +53,6 @@ SUMMARY_COLUMNS = (
     S.UNSAMPLED,
     S.SINGLE_SUBSCRIBER_TOPICS,
 )
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance", required=True, help="name of the instance to create or replace")
-    parser.add_argument("--source", required=True, choices=SOURCES)
-    synthetic = parser.add_argument_group("--source synthetic")
-    synthetic.add_argument("--dist", choices=DISTRIBUTIONS, help="topic popularity distribution")
-    synthetic.add_argument("--nodes", type=positive_int, help="number of nodes |V|")
-    synthetic.add_argument("--topics", type=positive_int, help="number of topics |T|")
-    synthetic.add_argument("--min-subs", type=positive_int, help="smallest subscription size")
-    synthetic.add_argument("--max-subs", type=positive_int, help="largest subscription size")
-    synthetic.add_argument("--alpha", type=float, default=2.0, help="Zipf exponent (default 2.0)")
-    synthetic.add_argument(
-        "--expo-rate",
-        type=float,
-        default=10.0,
-        help="Expo: weight of rank r is exp(-rate * r / T) (default 10.0)",
-    )
-    files = parser.add_argument_group("--source social / subscriptions")
-    files.add_argument("--path", help="input file (social: edge list, .gz or .mtx; subscriptions: CSV or Parquet)")
-    files.add_argument(
-        "--dataset",
-        choices=tuple(DATASETS),
-        help="social: a graph shipped with the lab instead of --path (facebook: friendships; twitter: followers)",
-    )
-    files.add_argument("--directed", action="store_true", help="social: a line 'a b' means a follows b")
-    files.add_argument("--reverse", action="store_true", help="social, directed: a line 'a b' means b follows a")
-    files.add_argument("--sample-bfs", type=positive_int, help="social: BFS-sample this many nodes")
-    files.add_argument(
-        "--feed-seeds",
-        type=positive_int,
-        help="social: a feed sample (Rappel's LiveJournal workload; a friendship is two follows) from this many random seed journals; "
-        "the universe is their followers",
-    )
-    files.add_argument(
-        "--feed-publishers",
-        type=positive_int,
-        help="social: the feed sample's publishers, the journals most followed from the universe",
-    )
-    parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
 
 
 def _require(args: argparse.Namespace, source: str, *names: str) -> None:

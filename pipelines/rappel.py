@@ -1,4 +1,4 @@
-"""The Rappel job (`simulate --protocol rappel`, ComNet'09): the friendship overlay and every
+"""The Rappel job (`simulate rappel`, ComNet'09): the friendship overlay and every
 feed's dissemination tree, simulated in rounds of 30 s (`overlay.rappel.simulation`), as a run of
 `overlay_runs` whose links are the final friendships.
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -75,23 +74,6 @@ ROUND_COLUMNS = (
 PRINT_EVERY = 20
 
 
-def parse_failure(text: str) -> tuple[float, float, float | None]:
-    """`SHARE@FROM-TO` (hours; no `-TO`: for good), e.g. 0.5@2-3 (Fig. 7)."""
-    found = re.fullmatch(r"([0-9.]+)@([0-9.]+)(?:-([0-9.]+))?", text.strip())
-    if not found:
-        raise InputError(f"--failure takes SHARE@FROM-TO in hours (e.g. 0.5@2-3), got '{text}'")
-    share, start, end = float(found[1]), float(found[2]), found[3]
-    return share, start, float(end) if end is not None else None
-
-
-def parse_churn(text: str) -> tuple[float, float]:
-    """`sessions:ONLINE/OFFLINE` (mean minutes), e.g. sessions:240/30."""
-    found = re.fullmatch(r"sessions:([0-9.]+)/([0-9.]+)", text.strip())
-    if not found:
-        raise InputError(f"--churn takes sessions:ONLINE/OFFLINE in mean minutes (e.g. sessions:240/30), got '{text}'")
-    return float(found[1]), float(found[2])
-
-
 def _rounds(hours: float) -> int:
     return max(1, math.ceil(hours * ROUNDS_PER_HOUR - 1e-9))
 
@@ -125,7 +107,7 @@ class RappelRequest:
         if self.hours <= 0:
             raise InputError(f"--hours must be positive, got {self.hours}")
         if self.mode not in MODES:
-            raise InputError(f"--mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+            raise InputError(f"--feed-summary must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.utility not in UTILITIES:
             raise InputError(f"--utility must be one of {', '.join(UTILITIES)}, got '{self.utility}'")
         if self.arrivals < 0:

@@ -266,9 +266,7 @@ def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | N
         return None
     feeds = complete_run(lakehouse, request.feeds)
     if feeds[S.ALGORITHM] != RAPPEL:
-        raise InputError(
-            f"--feeds takes a Rappel run (simulate --protocol rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}"
-        )
+        raise InputError(f"--feeds takes a Rappel run (simulate rappel); '{request.feeds}' is {feeds[S.ALGORITHM]}")
     if (feeds[S.INSTANCE], feeds[S.INGEST_ID]) != (run[S.INSTANCE], run[S.INGEST_ID]):
         raise InputError(
             f"Rappel run '{request.feeds}' is on {feeds[S.INSTANCE]} (ingest {feeds[S.INGEST_ID]}), the overlay run "

@@ -16,7 +16,6 @@ shape. Deleting is resumable and atomic for readers:
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.summaries import BUDGET, with_budget
 from pipelines.console import format_table
-from pipelines.ingest import positive_int
 from pipelines.lakehouse import Lakehouse, UnknownRunError, sql_literal
 
 log = logging.getLogger(__name__)
@@ -310,65 +308,6 @@ def _delete_comparisons_with(lakehouse: Lakehouse, routing_run_id: str) -> int:
     if not ids:
         return 0
     return lakehouse.delete_rows(S.ROUTING_COMPARISON, f"{S.COMPARISON_ID} IN ({', '.join(map(sql_literal, ids))})")
-
-
-# The command -----------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    """`runs [filters]`, `runs show ID`, `runs delete ID` (`common`: the global flags)."""
-    parser.add_argument("--instance", help="only runs on this instance")
-    parser.add_argument("--algorithm", help="only runs made by this algorithm (or routing protocol)")
-    parser.add_argument(
-        "--status", choices=(S.RUNNING, S.COMPLETE, S.FAILED, S.DELETED), help="only runs in this state"
-    )
-    parser.add_argument("--kind", choices=tuple(KINDS), help="only runs of this kind")
-    parser.add_argument("--limit", type=positive_int, default=100, help="the newest this many (default 100)")
-    actions = parser.add_subparsers(dest="runs_action", metavar="ACTION")
-    show = actions.add_parser(
-        "show", parents=[common], help="one run: its row, parameters, metrics, last rounds, dependents"
-    )
-    show.add_argument("id", metavar="ID")
-    show.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
-    show.add_argument(
-        "--rounds", type=positive_int, default=10, help="how many of the last rounds to show (default 10)"
-    )
-    delete = actions.add_parser(
-        "delete",
-        parents=[common],
-        help="delete a run and what derives from it; run again to finish an interrupted delete",
-    )
-    delete.add_argument("id", metavar="ID")
-    delete.add_argument("--kind", dest="id_kind", choices=tuple(KINDS), help="when the id names runs of several kinds")
-
-
-def execute(args: argparse.Namespace, lakehouse: Lakehouse) -> int:
-    action = getattr(args, "runs_action", None)
-    if action == "show":
-        print_details(show_run(lakehouse, args.id, args.id_kind, args.rounds))
-    elif action == "delete":
-        deleted = delete_run(lakehouse, args.id, args.id_kind)
-        rows = [
-            {
-                KIND: d.kind,
-                S.RUN_ID: d.run_id,
-                "rows deleted": sum(d.rows.values()),
-                "tables": ", ".join(sorted(d.rows)),
-            }
-            for d in deleted
-        ]
-        print(f"Deleted {args.id} and {len(deleted) - 1} run(s) derived from it:")
-        print(format_table(rows, [KIND, S.RUN_ID, "rows deleted", "tables"]))
-    else:
-        which = RunFilter(args.instance, args.algorithm, args.status, args.kind, args.limit)
-        listed, more = list_runs(lakehouse, which)
-        if not listed:
-            print("no runs match: make one with `python -m pipelines design ...` (or import-overlay, route)")
-            return 0
-        print(format_table(listed, LIST_COLUMNS))
-        if more:
-            print(f"(the newest {which.limit} shown; --limit N shows more)")
-    return 0
 
 
 def print_details(details: RunDetails) -> None:

@@ -23,6 +23,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from overlay import registry
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
@@ -51,9 +52,9 @@ from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
 
-GOSSIP_PROTOCOLS = ("feverfew", "spidercast-gossip")  # simulated cycles
-GLOBAL_PROTOCOLS = ("global-feverfew", "spidercast-global")  # full knowledge: no cycles
-PROTOCOLS = (*GOSSIP_PROTOCOLS, *GLOBAL_PROTOCOLS)
+PROTOCOLS = registry.protocols(registry.OVERLAY_GOSSIP, simulator=registry.FEVERFEW_CYCLES)
+GOSSIP_PROTOCOLS = tuple(p for p in PROTOCOLS if registry.PROTOCOLS[p].cycles)  # simulated cycles
+GLOBAL_PROTOCOLS = tuple(p for p in PROTOCOLS if p not in GOSSIP_PROTOCOLS)  # full knowledge: no cycles
 RULE = {
     "feverfew": "feverfew",
     "global-feverfew": "feverfew",

@@ -19,7 +19,7 @@ TABLE3_SIZES = (10, 100, 200, 400, 600, 825, 1007, 1110, 1208, 1304)  # the pape
 
 def check_sizes(sizes: tuple[int, ...]) -> None:
     if not sizes or any(size < 1 for size in sizes):
-        raise InputError(f"--sizes are positive topic sizes, got {sizes}")
+        raise InputError(f"--topic-sizes are positive topic sizes, got {sizes}")
 
 
 def run_structure(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.cli import _StepParser, build_parser, main
+from pipelines.cli import StepParser, build_parser, main
 from pipelines.workflow.bundle import job_resource
 from pipelines.workflow.spec import load_workflow
 
@@ -89,7 +89,7 @@ def test_every_task_resolves_to_a_real_cli_command():
         assert scripts[wheel["entry_point"]] == "pipelines.cli:main"
         assert task["job_cluster_key"] in cluster_keys
         argv = [resolve(p, job_parameters, variables) for p in wheel["parameters"]]
-        args = build_parser(_StepParser).parse_args(argv)  # raises on an unknown command or flag
+        args = build_parser(StepParser).parse_args(argv)  # raises on an unknown command or flag
         assert args.command in commands and args.command not in ("workflow", "main", "bundle")
         assert args.lakehouse == variables["lakehouse"]
 
@@ -168,7 +168,7 @@ def test_dashboard_reads_the_schema_the_job_registers_on_the_warehouse_variable(
     job_parameters = {p["name"]: p["default"] for p in job["parameters"]}
     (register,) = [t for t in job["tasks"] if t["python_wheel_task"]["parameters"][2] == "register"]
     argv = [resolve(p, job_parameters, variables) for p in register["python_wheel_task"]["parameters"]]
-    args = build_parser(_StepParser).parse_args(argv)
+    args = build_parser(StepParser).parse_args(argv)
     assert (args.catalog, args.schema, args.create_missing) == (
         resolve(dashboard["dataset_catalog"], {}, variables),
         resolve(dashboard["dataset_schema"], {}, variables),

@@ -1,4 +1,4 @@
-"""`simulate --protocol rappel`: a run stored round by round whose every measure is the oracle's
+"""`simulate rappel`: a run stored round by round whose every measure is the oracle's
 (tests/rappel_trees_oracle.py), its friendships the run's links, and its input errors clear;
 Scribe routed on the run's inputs (Fig. 10) against the routing oracle; Fig. 1's friend bound."""
 
@@ -20,7 +20,8 @@ from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec
 from overlay.rappel.simulation import RappelSimulation
 from pipelines import rappel
-from pipelines.rappel import RappelRequest, parse_churn, parse_failure, run_rappel
+from pipelines.churn import SESSIONS, MassFailure, Sessions, parse_churn, parse_mass_failure
+from pipelines.rappel import RappelRequest, run_rappel
 from tests import routing_oracle
 
 NODES = 50
@@ -225,12 +226,17 @@ def test_the_rappel_notebook_shows_a_run_and_a_nodes_snapshots(simulated, monkey
 
 
 def test_rappel_requests_refuse_bad_settings():
-    assert parse_failure("0.5@2-3") == (0.5, 2.0, 3.0) and parse_failure("0.8@1") == (0.8, 1.0, None)
-    assert parse_churn("sessions:240/30") == (240.0, 30.0)
+    assert parse_mass_failure("0.5@2-3", "hours") == MassFailure(0.5, 2.0, 3.0)
+    assert parse_mass_failure("0.8@1", "hours") == MassFailure(0.8, 1.0, None)
+    assert parse_churn("sessions:240/30", (SESSIONS,)) == Sessions(240.0, 30.0)
     with pytest.raises(InputError, match="SHARE@FROM-TO"):
-        parse_failure("half@2")
-    with pytest.raises(InputError, match="sessions:ONLINE/OFFLINE"):
-        parse_churn("0.01")
+        parse_mass_failure("half@2", "hours")
+    with pytest.raises(InputError, match="TO must exceed FROM"):
+        parse_mass_failure("0.5@3-2", "hours")
+    with pytest.raises(InputError, match="sessions:ON/OFF"):
+        parse_churn("0.01", (SESSIONS,))
+    with pytest.raises(InputError, match="sessions:ON/OFF"):
+        parse_churn("substitution:0.01", (SESSIONS,))  # a kind Rappel does not simulate
     with pytest.raises(InputError, match="return after they fail"):
         RappelRequest("x", failure=(0.5, 2.0, 1.0)).check()
     with pytest.raises(InputError, match="--hours must be positive"):

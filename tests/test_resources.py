@@ -84,7 +84,7 @@ def test_an_unknown_workflow_lists_the_shipped_ones():
 
 def test_bundle_renders_a_shipped_workflow_given_by_name(tmp_path):
     by_name, by_default = tmp_path / "by_name.yml", tmp_path / "by_default.yml"
-    for argv in (["--workflow", "overlay_refresh", "--out", str(by_name)], ["--out", str(by_default)]):
+    for argv in (["overlay_refresh", "--out", str(by_name)], ["--out", str(by_default)]):
         code, _out, err = run_cli("bundle", *argv)
         assert code == 0, err
     assert by_name.read_text() == by_default.read_text()

@@ -94,7 +94,7 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
     assert run_cli("bundle", "--out", str(in_checkout))[0] == 0
     assert (elsewhere / "resources" / "overlay_refresh.job.yml").read_text() == in_checkout.read_text()
     assert lab("bundle", "--check").returncode == 0
-    assert lab("bundle", "--workflow", "ktco_seeds", "--out", "ktco.yml").returncode == 0
+    assert lab("bundle", "ktco_seeds", "--out", "ktco.yml").returncode == 0
     assert (elsewhere / "ktco.yml").read_text().startswith("# Generated from conf/workflows/ktco_seeds.yaml")
     assert not (target / "resources").exists()
 

@@ -51,6 +51,7 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from overlay import registry
 from overlay import schema as S
 from overlay.design import memory
 from overlay.design.candidates import BOUND, CandidateTable
@@ -63,7 +64,7 @@ from overlay.design.settle import settle
 log = logging.getLogger(__name__)
 
 GreedyAlgorithm = Literal["gm", "gpa", "minmaxoda", "gpm", "gm2"]
-GREEDY_ALGORITHMS: tuple[str, ...] = ("gm", "gpa", "minmaxoda", "gpm", "gm2")
+GREEDY_ALGORITHMS: tuple[str, ...] = registry.algorithms(registry.GREEDY)
 PHASED = ("minmaxoda", "gpm")
 Mode = Literal["exact", "relaxed"]
 MODES: tuple[str, ...] = ("exact", "relaxed")

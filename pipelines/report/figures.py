@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
+from overlay import registry
 from overlay import schema as S
 from overlay.summaries import BUDGET_RATIO, DEGREE, NODES_AT_LEAST, RUN_LABEL
 from routing.summaries import PERCENTILE
@@ -29,20 +30,8 @@ ALGORITHM_ORDER = (
     "swico",
     "imported",
 )
-ALGORITHM_NAMES = {
-    "gpa": "GPA",
-    "gpm": "GPM",
-    "spidercast-m": "SpiderCastM",
-    "random-m": "RandomM",
-    "random-a": "RandomA",
-    "gm": "GM",
-    "minmaxoda": "MinMaxODA",
-    "gm2": "GM2",
-    "harary-pt": "HararyPT",
-    "cycle-pt": "CyclePT",
-    "swico": "small world",
-    "imported": "imported",
-}
+# The figures' legend order (an algorithm not listed comes last); names from the registry.
+ALGORITHM_NAMES = {name: registry.algorithm_label(name) for name in (*registry.ALGORITHMS, registry.IMPORTED)}
 MARKERS = "osD^vP*X"
 LINESTYLES = ("-", "--", ":", "-.")
 

@@ -17,19 +17,15 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from overlay import registry
 from overlay import schema as S
 from overlay.gossip.theory import ttl_theory
 from pipelines.disseminate import LIVE_PROTOCOL, PROTOCOL
 from pipelines.lakehouse import Lakehouse
 
-GOSSIP = ("feverfew", "spidercast-gossip")
-PROTOCOLS = ("feverfew", "global-feverfew", "spidercast-gossip", "spidercast-global")
-NAMES = {
-    "feverfew": "Feverfew",
-    "global-feverfew": "Global Feverfew",
-    "spidercast-gossip": "SpiderCast (gossip)",
-    "spidercast-global": "SpiderCast (global)",
-}
+GOSSIP = registry.protocols(registry.OVERLAY_GOSSIP, cycles=True)
+PROTOCOLS = ("feverfew", "global-feverfew", "spidercast-gossip", "spidercast-global")  # the figures' order
+NAMES = {p: registry.PROTOCOLS[p].label for p in PROTOCOLS}
 BUCKETS = ((2, 9), (10, 19), (20, 39), (40, 99), (100, None))  # topic sizes n_t, inclusive
 BUCKET = "bucket"
 SHARE = "share"

@@ -12,10 +12,12 @@ import json
 
 import pandas as pd
 
+from overlay import registry
 from overlay import schema as S
 
 FAMILY = "family"
-KTCO_ALGORITHMS = ("gm", "gm2", "cycle-pt", "harary-pt")
+# GM (a 1TCO) next to the kTCO designs.
+KTCO_ALGORITHMS = ("gm", *(a.name for a in registry.ALGORITHMS.values() if a.builds_k is not None))
 SWEEP_COLUMNS = (
     FAMILY,
     S.NODES,

@@ -1,0 +1,317 @@
+"""Gossip commands: `simulate PROTOCOL` (one subcommand per protocol, each with only its own
+flags), disseminate, friend-bound."""
+
+from __future__ import annotations
+
+import argparse
+
+from overlay import registry
+from pipelines import disseminate, friend_bound, overlays, rappel, simulate
+from pipelines.churn import SESSIONS, SUBSTITUTION, churn_help, parse_churn, parse_mass_failure
+from pipelines.cli.command import Command, add_command
+from pipelines.cli.designs import DESIGN_COLUMNS
+from pipelines.cli.flags import integer, non_negative_float, positive_float, positive_int, positive_ints, share
+from pipelines.console import format_table
+
+RAPPEL_CHURN = (SESSIONS,)
+DISSEMINATE_CHURN = (SUBSTITUTION,)
+
+
+def _run_flags(parser: argparse.ArgumentParser, run_id: str) -> None:
+    parser.add_argument("--instance", required=True, help="the instance whose subscriptions drive the protocol")
+    parser.add_argument("--seed", type=integer, default=1, help="every random choice's seed (default 1)")
+    parser.add_argument("--run-id", help=f"default: {run_id}; the same command resumes it")
+    parser.add_argument(
+        "--replace", action="store_true", help="redo the run id: delete the stored run first, then simulate it anew"
+    )
+    parser.add_argument(
+        "--skip-diameters",
+        action="store_true",
+        help="store the run's metrics without topic diameters (evaluate can add them later)",
+    )
+
+
+def _feverfew_arguments(parser: argparse.ArgumentParser, cycles: bool) -> None:
+    _run_flags(parser, "INSTANCE.PROTOCOL.cCYCLES.sSEED" if cycles else "INSTANCE.PROTOCOL.sSEED")
+    if not cycles:  # full knowledge: only the seed matters
+        return
+    parser.add_argument(
+        "--pss",
+        choices=simulate.PSS_KINDS,
+        default="cyclon",
+        help="the random peer sampler: Cyclon shuffles (default) or fresh uniform samples each cycle (Thm 1-2's model)",
+    )
+    parser.add_argument(
+        "--bubble-start",
+        type=positive_int,
+        default=30,
+        help="the cycle BubbleSample starts at (default 30, the paper's)",
+    )
+    parser.add_argument("--cycles", type=positive_int, default=40, help="gossip cycles (default 40)")
+    parser.add_argument(
+        "--delta", type=positive_int, default=1, help="rebuild the ln-covered view every DELTA cycles (default 1)"
+    )
+    parser.add_argument(
+        "--clear-similar",
+        action="store_true",
+        help="empty the similar view after each rebuild (the literal Alg. 1)",
+    )
+    parser.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=simulate.SNAPSHOT_EVERY,
+        metavar="CYCLES",
+        help=f"store every node's state (and commit the cycles' measures) this often (default "
+        f"{simulate.SNAPSHOT_EVERY}); a crash loses at most that many cycles: the same command resumes",
+    )
+
+
+def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
+    _run_flags(parser, "INSTANCE.rappel.hHOURS.sSEED")
+    parser.add_argument(
+        "--hours", type=positive_float, default=1.0, help="simulated hours (default 1; 120 rounds of 30 s each)"
+    )
+    parser.add_argument(
+        "--friends", type=positive_int, default=6, help="friends per node, the paper's alpha (default 6)"
+    )
+    parser.add_argument(
+        "--children", type=positive_int, default=5, help="children per node and feed, the paper's beta (default 5)"
+    )
+    parser.add_argument(
+        "--feed-summary",
+        choices=("bloom", "exact"),
+        default="bloom",
+        help="what a node learns of another's feeds: a 1024-bit Bloom filter (default) or the set",
+    )
+    parser.add_argument(
+        "--utility",
+        choices=("interest-distance", "interest"),
+        default="interest-distance",
+        help="the audit's utility: interest over distance (default) or interest only (Fig. 9's ablation)",
+    )
+    parser.add_argument(
+        "--mass-failure",
+        metavar="SHARE@FROM[-TO]",
+        help="a share of the nodes fails at hour FROM and returns at TO (e.g. 0.5@2-3; no -TO: for good)",
+    )
+    parser.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(RAPPEL_CHURN))
+    parser.add_argument(
+        "--proper-leaves",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="that share of churn's session ends are proper leaves (§4.4: the children are handed over first); "
+        "the rest, and every mass failure, are failures (default 0)",
+    )
+    parser.add_argument(
+        "--arrivals",
+        type=non_negative_float,
+        default=0.0,
+        metavar="MINUTES",
+        help="spread the nodes' first arrival over these minutes (default 0: all at once)",
+    )
+    parser.add_argument("--model-seed", type=integer, default=1, help="the latency model's seed (default 1)")
+    parser.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=rappel.SNAPSHOT_EVERY,
+        metavar="ROUNDS",
+        help=f"store the rounds' measures, every node's friendship state and every feed's tree this often "
+        f"(default {rappel.SNAPSHOT_EVERY}); a crash loses at most that many rounds: the same command resumes",
+    )
+
+
+def _prepare_feverfew(args, _settings) -> simulate.SimulateRequest:
+    gossips = registry.PROTOCOLS[args.protocol].cycles
+    request = simulate.SimulateRequest(args.instance, args.protocol, seed=args.seed)
+    if gossips:
+        request = simulate.SimulateRequest(
+            args.instance,
+            args.protocol,
+            args.cycles,
+            args.seed,
+            args.bubble_start,
+            args.pss,
+            args.delta,
+            args.clear_similar,
+        )
+    request.check()
+    if args.run_id is not None:
+        overlays.check_run_id(args.run_id)
+    return request
+
+
+def _feverfew(args, request, spark, lakehouse) -> None:
+    run = simulate.run_simulation(
+        spark,
+        lakehouse,
+        request,
+        args.run_id,
+        snapshot_every=getattr(args, "snapshot_every", simulate.SNAPSHOT_EVERY),
+        progress=not args.quiet,
+        diameters=not args.skip_diameters,
+        replace=args.replace,
+    )
+    print(format_table([run], DESIGN_COLUMNS))
+    print(format_table(simulate.cycle_rows(lakehouse, run["run_id"]), simulate.CYCLE_COLUMNS))
+
+
+def _prepare_rappel(args, _settings) -> rappel.RappelRequest:
+    failure = None
+    if args.mass_failure:
+        mass = parse_mass_failure(args.mass_failure, "hours")
+        failure = (mass.share, mass.start, mass.end)
+    churn = None
+    if args.churn:
+        sessions = parse_churn(args.churn, RAPPEL_CHURN)
+        churn = (sessions.online, sessions.offline)
+    request = rappel.RappelRequest(
+        args.instance,
+        args.hours,
+        args.seed,
+        args.friends,
+        args.children,
+        args.feed_summary,
+        args.utility,
+        failure,
+        churn,
+        args.arrivals,
+        args.model_seed,
+        args.proper_leaves,
+    )
+    request.check()
+    if args.run_id is not None:
+        overlays.check_run_id(args.run_id)
+    return request
+
+
+def _rappel(args, request, spark, lakehouse) -> None:
+    run = rappel.run_rappel(
+        spark,
+        lakehouse,
+        request,
+        args.run_id,
+        snapshot_every=args.snapshot_every,
+        progress=not args.quiet,
+        diameters=not args.skip_diameters,
+        replace=args.replace,
+    )
+    print(format_table([run], DESIGN_COLUMNS))
+    print(format_table(rappel.round_rows(lakehouse, run["run_id"]), rappel.ROUND_COLUMNS))
+
+
+SIMULATORS = {
+    registry.FEVERFEW_CYCLES: (_feverfew_arguments, Command(_feverfew, prepare=_prepare_feverfew)),
+    registry.RAPPEL_ROUNDS: (_rappel_arguments, Command(_rappel, prepare=_prepare_rappel)),
+}
+
+
+def _add_simulate(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    simulator = add_command(
+        commands,
+        "simulate",
+        "build an overlay by gossip (Feverfew, SpiderCast, Rappel): a run like a design; see simulate PROTOCOL -h",
+        common,
+        None,
+    )
+    protocols = simulator.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
+    for name in registry.protocols(registry.OVERLAY_GOSSIP):
+        protocol = registry.PROTOCOLS[name]
+        add_arguments, handler = SIMULATORS[protocol.simulator]
+        parser = add_command(protocols, name, f"{protocol.summary} ({protocol.paper})", common, handler)
+        if protocol.simulator == registry.FEVERFEW_CYCLES:
+            add_arguments(parser, protocol.cycles)
+        else:
+            add_arguments(parser)
+
+
+def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
+    share_, cycle = 0.0, 1
+    if args.mass_failure:
+        mass = parse_mass_failure(args.mass_failure, "cycles", whole=True, returns=False)
+        share_, cycle = mass.share, int(mass.start)
+    request = disseminate.DisseminateRequest(
+        args.run_id,
+        args.publications,
+        args.cycles,
+        args.seed,
+        parse_churn(args.churn, DISSEMINATE_CHURN).rate if args.churn else 0.0,
+        share_,
+        cycle,
+        tuple(args.topic_sizes),
+        args.live,
+    )
+    request.check()
+    if args.routing_run_id is not None:
+        overlays.check_run_id(args.routing_run_id)
+    return request
+
+
+def _disseminate(args, request, spark, lakehouse) -> None:
+    done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
+    print(f"Dissemination {done['routing_run_id']} ({request.protocol} on {done['run_id']}, {request.cycles} cycles):")
+    print(format_table(disseminate.summary_rows(lakehouse, done["routing_run_id"]), disseminate.SUMMARY_COLUMNS))
+
+
+def _prepare_friend_bound(args, _settings) -> friend_bound.FriendBoundRequest:
+    request = friend_bound.FriendBoundRequest(args.instance, args.friends, args.min_feeds, args.sample, args.seed)
+    request.check()
+    return request
+
+
+def _friend_bound(_args, request, spark, lakehouse) -> None:
+    rows = friend_bound.run_friend_bound(spark, lakehouse, request)
+    print(
+        f"Greedy best friends on {request.instance} ({request.sample} nodes of at least {request.min_feeds} feeds, "
+        f"seed {request.seed}): nodes whose friends cover all their feeds"
+    )
+    print(format_table(rows, friend_bound.COLUMNS))
+
+
+def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    _add_simulate(commands, common)
+    spreader = add_command(
+        commands,
+        "disseminate",
+        "push-pull gossip of publications on any overlay run's topic subgraphs, under churn or mass failure",
+        common,
+        Command(_disseminate, prepare=_prepare_disseminate),
+    )
+    spreader.add_argument("--run-id", required=True, help="a complete overlay run (designed, simulated or imported)")
+    spreader.add_argument("--publications", type=positive_int, required=True, help="how many, on distinct topics")
+    spreader.add_argument(
+        "--topic-sizes",
+        type=positive_ints,
+        default=(),
+        metavar="N[,N...]",
+        help="publish on the topics nearest these sizes, one each (for instance 50,503,1304)",
+    )
+    spreader.add_argument("--cycles", type=positive_int, default=40, help="gossip cycles (default 40)")
+    spreader.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(DISSEMINATE_CHURN))
+    spreader.add_argument(
+        "--mass-failure", metavar="SHARE@CYCLE", help="that share of all nodes fails at that cycle, for good"
+    )
+    spreader.add_argument(
+        "--seed", type=integer, default=1, help="publications', failures' and choices' seed (default 1)"
+    )
+    spreader.add_argument(
+        "--live",
+        action="store_true",
+        help="a Feverfew run only: its gossip goes on during the dissemination, and the overlay heals "
+        "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
+    )
+    spreader.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED")
+    bounder = add_command(
+        commands,
+        "friend-bound",
+        "ComNet'09 Fig. 1: for sampled nodes, how many feeds their greedy best friends cover",
+        common,
+        Command(_friend_bound, prepare=_prepare_friend_bound),
+    )
+    bounder.add_argument("--instance", required=True, help="a feed instance")
+    bounder.add_argument("--friends", type=positive_int, default=6, help="friends per node (default 6)")
+    bounder.add_argument(
+        "--min-feeds", type=positive_int, default=5, help="sample nodes of at least this many feeds (default 5)"
+    )
+    bounder.add_argument("--sample", type=positive_int, default=1000, help="how many nodes (default 1000)")
+    bounder.add_argument("--seed", type=integer, default=1, help="the sample's seed (default 1)")
