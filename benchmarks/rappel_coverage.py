@@ -42,7 +42,7 @@ from rappel_trees_oracle import coupled_run  # noqa: E402
 from benchmarks.design_greedy import print_markdown, table  # noqa: E402
 from benchmarks.rappel_1k import oracle_inputs  # noqa: E402
 
-MIN_SECONDS = 1e-4  # the utility's distance guard (docs/rappel.md#utilities)
+MIN_SECONDS = 1e-4  # the utility's distance guard (docs/readings/rappel.md#utilities)
 MANY = 9  # the last bucket of feeds subscribed: that many or more
 
 

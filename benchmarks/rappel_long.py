@@ -3,7 +3,7 @@
 * `--figure 7`: one feed, 250 nodes (its publisher one of them), 4 simulated hours, half the
   others fail at 2 h and return at 3 h (ComNet'09 Fig. 7).
 * `--figure 8b`: one feed, `--nodes` 5,000 subscribers (one the publisher), 220 updates (3 h 40
-  min) under exponential sessions of 167 min online / 30 min offline (docs/rappel.md#churn-rate:
+  min) under exponential sessions of 167 min online / 30 min offline (docs/readings/rappel.md#churn-rate:
   about 30 joins and 30 leaves a minute for 5,000 online nodes), against the same run without churn.
   The paper measures at 10 observers kept out of churn while their parents, children and friends
   churn; ours are the subscribers churn happened to leave online all along (the same situation, more

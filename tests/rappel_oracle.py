@@ -1,5 +1,5 @@
 """An independent whole-network simulator of Rappel's friendship overlay, written from the round
-described in `overlay/rappel/friendship.py`'s docstring (docs/rappel.md#friendship),
+described in `overlay/rappel/friendship.py`'s docstring (docs/readings/rappel.md#friendship),
 sharing no code with it: its own Bloom hashes, Jaccard, set utility, audit and candidate book.
 It walks the network phase by phase over dicts, where the simulator runs per node on Spark, and
 must reach the same state after every round."""

@@ -1,26 +1,10 @@
-"""docs/tables.md documents every table and column, and the links between the pages resolve (the
-notebooks run in test_workflow_run.py)."""
+"""The links between the pages resolve, and so do the code's citations of them (the table and CLI
+references are checked current in test_reference.py; the notebooks run in test_workflow_run.py)."""
 
 import re
 from pathlib import Path
 
-from overlay import schema as S
-
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_the_docs_list_every_table_and_column():
-    readme = (ROOT / "docs" / "tables.md").read_text()
-    section = readme[readme.index("# The tables") :]
-    for table in S.ALL_TABLES:
-        assert f"`{table.name}`" in section, table.name
-        row = next(
-            line for line in section.splitlines() if line.startswith("| ") and f"`{table.name}`" in line.split("|")[1]
-        )
-        for column in table.columns:
-            assert re.search(rf"(?<![A-Za-z_]){column}(?![A-Za-z_])", row), (
-                f"{table.name}.{column} missing from docs/tables.md"
-            )
 
 
 def _anchors(markdown: str) -> set[str]:
@@ -51,7 +35,7 @@ def test_every_link_between_the_pages_resolves():
 
 
 def test_every_docs_citation_in_the_code_resolves():
-    """A docstring or comment citing a page's sections (`docs/rappel.md#join, #rejoin`) names a page
+    """A docstring or comment citing a page's sections (`docs/readings/rappel.md#join, #rejoin`) names a page
     and headings that exist: the code's specification stays inside the repository."""
     broken = []
     for folder in ("overlay", "pipelines", "routing", "benchmarks", "tests"):

@@ -1,5 +1,5 @@
 """The Rappel paper's way of cutting a feed workload out of a social graph (ComNet'09 section 5,
-LiveJournal; our reading: docs/rappel.md#feed-sample): journals are users, a journal's subscribers
+LiveJournal; our reading: docs/readings/rappel.md#feed-sample): journals are users, a journal's subscribers
 its followers (of an undirected graph: its friends, each friendship two follows).
 
 The rule, exactly, over the unique follow edges (subscriber, publisher):

@@ -1,4 +1,4 @@
-"""A Rappel node's candidate set (§3.3-3.4; docs/rappel.md#candidates): nodes heard of through the
+"""A Rappel node's candidate set (§3.3-3.4; docs/readings/rappel.md#candidates): nodes heard of through the
 ping-ack gossip, with votes, an audited flag and when each was last heard of.
 
 * Hearing of q (q is not the node itself nor one of its friends): a new q enters with one vote,

@@ -1,4 +1,4 @@
-"""Network coordinates from a seeded latency model (our reading: docs/rappel.md#latency): the AS
+"""Network coordinates from a seeded latency model (our reading: docs/readings/rappel.md#latency): the AS
 topology and PlanetLab traces of the paper are not available, so nodes sit in a 2-D plane and the
 latency between two is their distance in milliseconds.
 

@@ -1,4 +1,4 @@
-"""Rappel's per-feed dissemination trees (§4-5; our reading: docs/rappel.md, "The trees") as a small
+"""Rappel's per-feed dissemination trees (§4-5; our reading: docs/readings/rappel.md, "The trees") as a small
 discrete-event loop per feed, one round (30 s, six ticks of 5 s) at a time. Trees of different
 feeds are independent given the friends of their members, so a round runs every feed on its own
 (one Python call per feed, anywhere); the friendship overlay (`overlay.rappel.friendship`) gives

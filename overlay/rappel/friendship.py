@@ -1,4 +1,4 @@
-"""Rappel's friendship overlay (§3; our reading: docs/rappel.md#friendship) as one round of 30 s per
+"""Rappel's friendship overlay (§3; our reading: docs/readings/rappel.md#friendship) as one round of 30 s per
 cycle of the gossip cycle engine (`overlay.gossip.cycles`). Every choice is a keyed draw, so a seed
 gives one run on any layout.
 
@@ -54,7 +54,7 @@ NONE = -1
 
 @dataclass(frozen=True)
 class RappelParams:
-    """The protocol's settings; the defaults are the paper's (docs/rappel.md#defaults)."""
+    """The protocol's settings; the defaults are the paper's (docs/readings/rappel.md#defaults)."""
 
     seed: int = 1
     alpha: int = 6

@@ -1,4 +1,4 @@
-"""Fig. 1's analysis (our reading: docs/rappel.md, "Friend coverage bound"): how well could k friends cover a
+"""Fig. 1's analysis (our reading: docs/readings/rappel.md, "Friend coverage bound"): how well could k friends cover a
 node's feeds? Per node, the greedy best friends from everyone: each pick the node covering most
 of its feeds not yet covered (ties: the smaller id), until k picks or nothing is left to cover.
 Not the protocol (whose friends come from votes and audits with distance in the utility): the

@@ -1,5 +1,5 @@
 """What a Rappel node knows of another's interests and place (§3.2; our reading:
-docs/rappel.md#filters, #utilities, #audit): subscription filters, the pair and set utilities, and
+docs/readings/rappel.md#filters, #utilities, #audit): subscription filters, the pair and set utilities, and
 one audit step (Alg. 1).
 
 A node's subscriptions are a bit set held in a Python int: in `bloom` mode the 1024-bit Bloom
@@ -10,7 +10,7 @@ share it: J(i, j) = |B_i & B_j| / |B_i | B_j| (Jaccard of set bits), and
     U(i, j) = J(i, j) / d(i, j)
     U(i, F) = sum_{j in F} (J(i, j) + |{b in B_i & B_j : no other k in F has b}| / |B_i|) / d(i, j)
 
-(Fig. 3), d in seconds, at least `MIN_DISTANCE` (docs/rappel.md#utilities: the unit does not
+(Fig. 3), d in seconds, at least `MIN_DISTANCE` (docs/readings/rappel.md#utilities: the unit does not
 matter, delta is relative; the guard keeps co-located nodes finite)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rappel's measures (our reading: docs/rappel.md, "Measures") as DataFrame operations over a
+"""Rappel's measures (our reading: docs/readings/rappel.md, "Measures") as DataFrame operations over a
 simulation's round results (`overlay.rappel.simulation.RoundResult`): per round, per delivery,
 per node and round, per node at the end, and the trees' layout."""
 

@@ -1,4 +1,4 @@
-"""Which Rappel nodes are online in a round (our reading: docs/rappel.md, "Presence"), from keyed
+"""Which Rappel nodes are online in a round (our reading: docs/readings/rappel.md, "Presence"), from keyed
 draws so that every executor and the oracle agree without talking:
 
 * arrivals: node v comes online first in round 1 + floor(u * `arrival_rounds`), u =

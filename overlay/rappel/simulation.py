@@ -1,5 +1,5 @@
 """Rappel on Spark: rounds of the friendship overlay and of every feed's dissemination tree,
-coupled (our reading: docs/rappel.md, "One round of the whole system").
+coupled (our reading: docs/readings/rappel.md, "One round of the whole system").
 
 Round r (30 s) is two Spark jobs:
 

@@ -1,4 +1,4 @@
-"""Rappel's per-feed trees, the pure pieces (§4; docs/rappel.md#join, #rejoin): the order key, one
+"""Rappel's per-feed trees, the pure pieces (§4; docs/readings/rappel.md#join, #rejoin): the order key, one
 join request handled at a node (Alg. 2), and the periodic rejoin's choice of ancestor and expected
 load.
 
