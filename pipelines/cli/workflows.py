@@ -118,7 +118,7 @@ def _run(args, plan, spark, lakehouse) -> int:
 
 def _bundle(args, _request) -> int:
     """Write (or --check) the Databricks job resource rendered from a workflow file."""
-    path = resources.find_workflow(args.file).resolve()
+    path = (resources.find_workflow(args.file) if args.file else DEFAULT_WORKFLOW).resolve()
     workflow = load_workflow(path, bundle_grid(path))
     out = Path(args.out) if args.out else resources.bundle_root() / "resources" / f"{workflow.name}.job.yml"
     source = resources.source_name(path)
@@ -191,7 +191,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         "file",
         metavar="FILE",
         nargs="?",
-        default=str(DEFAULT_WORKFLOW),
+        default=None,
         help=f"{_workflow_file_help()}; default: the main workflow",
     )
     bundler.add_argument(
