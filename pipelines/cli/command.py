@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.overlays import check_run_id
+
 
 def _nothing(_args: argparse.Namespace, _settings: Any) -> None:
     return None
@@ -36,3 +38,11 @@ def add_command(
     if handler is not None:
         parser.set_defaults(handler=handler)
     return parser
+
+
+def checked(request, run_id: str | None):
+    """A request after its own checks, and the run id the user named (if any) checked too."""
+    request.check()
+    if run_id is not None:
+        check_run_id(run_id)
+    return request

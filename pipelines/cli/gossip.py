@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 from overlay import registry
-from pipelines import disseminate, friend_bound, overlays, rappel, simulate
+from pipelines import disseminate, friend_bound, rappel, simulate
 from pipelines.churn import SESSIONS, SUBSTITUTION, churn_help, parse_churn, parse_mass_failure
-from pipelines.cli.command import Command, add_command
+from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.designs import DESIGN_COLUMNS
 from pipelines.cli.flags import integer, non_negative_float, positive_float, positive_int, positive_ints, share
 from pipelines.console import format_table
@@ -135,25 +135,7 @@ def _prepare_feverfew(args, _settings) -> simulate.SimulateRequest:
             args.delta,
             args.clear_similar,
         )
-    request.check()
-    if args.run_id is not None:
-        overlays.check_run_id(args.run_id)
-    return request
-
-
-def _feverfew(args, request, spark, lakehouse) -> None:
-    run = simulate.run_simulation(
-        spark,
-        lakehouse,
-        request,
-        args.run_id,
-        snapshot_every=getattr(args, "snapshot_every", simulate.SNAPSHOT_EVERY),
-        progress=not args.quiet,
-        diameters=not args.skip_diameters,
-        replace=args.replace,
-    )
-    print(format_table([run], DESIGN_COLUMNS))
-    print(format_table(simulate.cycle_rows(lakehouse, run["run_id"]), simulate.CYCLE_COLUMNS))
+    return checked(request, args.run_id)
 
 
 def _prepare_rappel(args, _settings) -> rappel.RappelRequest:
@@ -179,25 +161,31 @@ def _prepare_rappel(args, _settings) -> rappel.RappelRequest:
         args.model_seed,
         args.proper_leaves,
     )
-    request.check()
-    if args.run_id is not None:
-        overlays.check_run_id(args.run_id)
-    return request
+    return checked(request, args.run_id)
 
 
-def _rappel(args, request, spark, lakehouse) -> None:
-    run = rappel.run_rappel(
-        spark,
-        lakehouse,
-        request,
-        args.run_id,
-        snapshot_every=args.snapshot_every,
-        progress=not args.quiet,
-        diameters=not args.skip_diameters,
-        replace=args.replace,
-    )
-    print(format_table([run], DESIGN_COLUMNS))
-    print(format_table(rappel.round_rows(lakehouse, run["run_id"]), rappel.ROUND_COLUMNS))
+def _simulation(job, round_rows, round_columns, snapshot_every: int):
+    """The execute step of a simulation job: run (or resume) it, print its run row and rounds."""
+
+    def execute(args, request, spark, lakehouse) -> None:
+        run = job(
+            spark,
+            lakehouse,
+            request,
+            args.run_id,
+            snapshot_every=getattr(args, "snapshot_every", snapshot_every),
+            progress=not args.quiet,
+            diameters=not args.skip_diameters,
+            replace=args.replace,
+        )
+        print(format_table([run], DESIGN_COLUMNS))
+        print(format_table(round_rows(lakehouse, run["run_id"]), round_columns))
+
+    return execute
+
+
+_feverfew = _simulation(simulate.run_simulation, simulate.cycle_rows, simulate.CYCLE_COLUMNS, simulate.SNAPSHOT_EVERY)
+_rappel = _simulation(rappel.run_rappel, rappel.round_rows, rappel.ROUND_COLUMNS, rappel.SNAPSHOT_EVERY)
 
 
 SIMULATORS = {
@@ -241,10 +229,7 @@ def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
         tuple(args.topic_sizes),
         args.live,
     )
-    request.check()
-    if args.routing_run_id is not None:
-        overlays.check_run_id(args.routing_run_id)
-    return request
+    return checked(request, args.routing_run_id)
 
 
 def _disseminate(args, request, spark, lakehouse) -> None:

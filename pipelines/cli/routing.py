@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
-from pipelines import compare, overlays, route
-from pipelines.cli.command import Command, add_command
+from pipelines import compare, route
+from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.flags import integer, positive_int
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
 
@@ -34,10 +34,7 @@ def _prepare_route(args, _settings) -> route.RouteRequest:
     request = route.RouteRequest(
         args.run_id, args.protocol, args.publications, args.seed, args.feeds, args.model_seed, args.engine
     )
-    request.check()
-    if args.routing_run_id is not None:
-        overlays.check_run_id(args.routing_run_id)
-    return request
+    return checked(request, args.routing_run_id)
 
 
 def _route(args, request, spark, lakehouse) -> int:
