@@ -14,6 +14,9 @@ the last) the rounds since the last commit are stored: `rappel_rounds`, `rappel_
 from (`rappel_states`, then `rappel_tree_states`). A stopped run (a crash, kill -9) is resumed
 by the same command from its last snapshot: rows of later rounds are debris and are deleted
 first, and since the run is a function of its seed the resumed run is the uninterrupted one.
+The trees are stored as columns (`overlay.rappel.tree_codec`, versioned); a `rappel_tree_states`
+of an older layout (the pickles stored before layout 1) is rewritten once, when a Rappel job
+starts (`migrate_tree_states`), so the runs stored then still resume.
 At the end the friendships go to `overlay_edges` (undirected), each
 node's coverage and neighbour overlap to `rappel_nodes`, the run is evaluated like any design and
 marked complete."""
