@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import (
     ArrayType,
-    BinaryType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -1019,7 +1018,46 @@ RAPPEL_NODES = TableSpec(
     ),
 )
 
-TREE = "tree"
+LEGACY_TREE = "tree"  # the pickled tree of tables written before layout 1 (read only by their migration)
+LAYOUT_VERSION = "layout_version"
+UPDATES, MEMBERS = "updates", "members"
+ONLINE, CHILDREN, SINCE, PLAN, DIRECT, REJOIN, SKIP, DETECT, ANCESTORS, GOT = (
+    "online",
+    "children",
+    "since",
+    "plan",
+    "direct",
+    "rejoin",
+    "skip",
+    "detect",
+    "ancestors",
+    "got",
+)
+# A feed's tree as explicit columns (`overlay.rappel.tree_codec` encodes and decodes it; layout 1).
+# Member fields are those of `overlay.rappel.feeds.Member`; ticks are 5 s; null: none.
+RAPPEL_TREE_UPDATE = _fields((UPDATE_ID, LongType(), True), (TICK, IntegerType(), True))
+RAPPEL_TREE_GOT = _fields((UPDATE_ID, LongType(), True), (ARRIVAL_MS, DoubleType(), True))
+RAPPEL_TREE_MEMBER = _fields(
+    (NODE_ID, LongType(), True),
+    (ONLINE, BooleanType(), True),
+    (PARENT, LongType(), True),
+    (CHILDREN, ArrayType(LongType()), True),
+    (SINCE, IntegerType(), True),
+    (PLAN, IntegerType(), True),
+    (DIRECT, BooleanType(), True),
+    (REJOIN, IntegerType(), True),
+    (SKIP, BooleanType(), True),
+    (DETECT, IntegerType(), True),
+    (ANCESTORS, ArrayType(LongType()), True),
+    (GOT, ArrayType(RAPPEL_TREE_GOT), True),
+)
+RAPPEL_TREE_COLUMNS = (
+    (PUBLISHER, LongType(), False),
+    (UPDATES, ArrayType(RAPPEL_TREE_UPDATE), False),
+    (MEMBERS, ArrayType(RAPPEL_TREE_MEMBER), False),
+)
+# One tree as a struct, the trees' step rows carry it (null in the rows of other kinds).
+RAPPEL_TREE = _fields(*((name, kind, True) for name, kind, _ in RAPPEL_TREE_COLUMNS))
 RAPPEL_STATE_ARRAYS = (
     ("friends", LongType()),
     ("fans", LongType()),
@@ -1056,14 +1094,21 @@ RAPPEL_TREE_STATES = TableSpec(
         (RUN_ID, StringType(), False),
         (ROUND, IntegerType(), False),
         (TOPIC_ID, LongType(), False),
-        (TREE, BinaryType(), False),
+        (LAYOUT_VERSION, IntegerType(), False),
+        *RAPPEL_TREE_COLUMNS,
     ),
     partition_by=(),
     description=(
         "Each feed's whole dissemination tree after a Rappel round, every few rounds and at the end, written "
-        "after `rappel_states` of the round (a stopped run resumes from the last round found here): the "
-        "pickled `overlay.rappel.feeds.FeedTree` (members, parents, children, pending joins and plans, "
-        "update caches), readable by the code that wrote it."
+        "after `rappel_states` of the round (a stopped run resumes from the last round found here), as "
+        "explicit columns in layout `layout_version` (1; `overlay/rappel/tree_codec.py`): the publisher, "
+        "the cache `updates` (update_id, tick published; oldest first) and `members`, one struct per "
+        "subscriber and the publisher: node_id, online, parent, children (ascending), since (the tick from "
+        "which updates are its), plan (the tick its join plan started), direct (a fallback plan: the "
+        "publisher first), rejoin (the tick of its next periodic rejoin), skip (skips that rejoin), detect "
+        "(an orphan: the tick it notices), ancestors (an orphan's, nearest first), got (update_id, "
+        "arrival_ms); ticks are 5 s, null: none. Tables written before layout 1 held a pickle in `tree`: "
+        "the Rappel job rewrites them once on opening."
     ),
 )
 

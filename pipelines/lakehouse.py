@@ -256,6 +256,21 @@ class Lakehouse:
                 self.spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ALTER COLUMN `{field.name}` DROP NOT NULL")
                 self._committed()
 
+    def rewrite(self, table: S.TableSpec, frame: DataFrame) -> None:
+        """Replace a whole table and its schema with `frame` (the declared columns) in one commit:
+        the one-time migration of a table stored in an older layout, where adding columns
+        (`ensure`) is not enough. Delta makes an overwritten schema nullable (and Spark cannot set
+        NOT NULL again), so the rewritten table accepts nulls its writers never store."""
+        rows = frame.select(*[F.col(f.name).cast(f.dataType) for f in table.schema.fields])
+        self._commit(
+            lambda: rows.write.format("delta")
+            .mode("overwrite")
+            .option("overwriteSchema", "true")
+            .save(self.path(table)),
+            f"rewrite {table.name}",
+        )
+        self._ensured.add((table.name, table.schema.json()))
+
     def read(self, table: S.TableSpec) -> DataFrame:
         if not self.exists(table):
             return self.spark.createDataFrame([], table.schema)

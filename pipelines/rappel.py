@@ -14,6 +14,9 @@ the last) the rounds since the last commit are stored: `rappel_rounds`, `rappel_
 from (`rappel_states`, then `rappel_tree_states`). A stopped run (a crash, kill -9) is resumed
 by the same command from its last snapshot: rows of later rounds are debris and are deleted
 first, and since the run is a function of its seed the resumed run is the uninterrupted one.
+The trees are stored as columns (`overlay.rappel.tree_codec`, versioned); a `rappel_tree_states`
+of an older layout (the pickles stored before layout 1) is rewritten once, when a Rappel job
+starts (`migrate_tree_states`), so the runs stored then still resume.
 At the end the friendships go to `overlay_edges` (undirected), each
 node's coverage and neighbour overlap to `rappel_nodes`, the run is evaluated like any design and
 marked complete."""
@@ -35,13 +38,13 @@ from overlay.design.classes import Subscriptions
 from overlay.draws import RAPPEL_PUBLISHER, draw
 from overlay.errors import InputError
 from overlay.frames import local_frame
-from overlay.rappel import measures
+from overlay.rappel import measures, tree_codec
 from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.feeds import TICKS_PER_ROUND
 from overlay.rappel.friendship import UTILITIES, RappelParams
 from overlay.rappel.interest import MODES
 from overlay.rappel.presence import Presence
-from overlay.rappel.simulation import RappelSimulation, RoundResult, readable
+from overlay.rappel.simulation import RappelSimulation, RoundResult
 from pipelines.design import check_owner
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
@@ -276,6 +279,7 @@ def _simulate(
     )
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions, nodes)
+    migrate_tree_states(lakehouse)
     resumed = last_snapshot(lakehouse, run_id, S.RAPPEL_TREE_STATES, S.ROUND)
     if resumed is None:
         for table in (*ROUND_TABLES, *SNAPSHOT_TABLES, S.FEED_PUBLISHERS):
@@ -342,25 +346,57 @@ def _snapshot(lakehouse: Lakehouse, run_id: str, simulation: RappelSimulation, r
     lakehouse.append_run_rows(
         S.RAPPEL_TREE_STATES,
         run_id,
-        trees.select(F.lit(result.round).alias(S.ROUND), F.col("feed").alias(S.TOPIC_ID), F.col("tree").alias(S.TREE)),
+        trees.withColumnRenamed("feed", S.TOPIC_ID).withColumn(S.ROUND, F.lit(result.round)),
     )
 
 
 def _stored_snapshot(lakehouse: Lakehouse, run_id: str, round_: int) -> tuple[DataFrame, DataFrame]:
-    """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: three jobs),
-    refused when its trees do not have this code's layout."""
+    """Round r's stored snapshot as `RappelSimulation.resume` takes it (checkpointed: two jobs);
+    its trees are of the current layout (`migrate_tree_states` ran first)."""
 
     def rows(table: S.TableSpec) -> DataFrame:
         return lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) == round_))
 
-    trees = rows(S.RAPPEL_TREE_STATES).select(F.col(S.TOPIC_ID).alias("feed"), S.TREE).localCheckpoint(eager=True)
-    if not readable(trees.first()[S.TREE]):  # one tree, to the driver: the snapshot's layout
-        raise InputError(
-            f"run '{run_id}': the trees of its round-{round_} snapshot were stored by another version of "
-            "overlay.rappel.feeds: simulate it again from round 1 with --replace"
-        )
+    trees = (
+        rows(S.RAPPEL_TREE_STATES)
+        .select(F.col(S.TOPIC_ID).alias("feed"), S.LAYOUT_VERSION, *tree_codec.TREE_COLUMNS)
+        .localCheckpoint(eager=True)
+    )
     state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
     return state, trees
+
+
+def migrate_tree_states(lakehouse: Lakehouse) -> None:
+    """Rewrites `rappel_tree_states` in the current tree layout once, when it holds trees of an
+    older one (the pickles stored before layout 1): a run stored then resumes as it would have.
+    A tree the current classes cannot read (a pickle of another `FeedTree` layout) is dropped
+    with its snapshot's other trees: that run resumes from an earlier snapshot, or round 1 (the
+    same run either way: it is a function of its seed)."""
+    table = S.RAPPEL_TREE_STATES
+    if not lakehouse.exists(table) or not tree_codec.outdated(lakehouse.read(table)):
+        return
+    stored = lakehouse.read(table)
+    readable = tree_codec.current_rows(stored).localCheckpoint(eager=True)
+    keys = [S.RUN_ID, S.ROUND]
+    lost = (
+        stored.groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("trees"))
+        .join(readable.groupBy(*keys).agg(F.count(F.lit(1)).alias("read")), keys, "left")
+        .where(F.coalesce("read", F.lit(0)) < F.col("trees"))
+        .select(*keys)
+        .localCheckpoint(eager=True)
+    )
+    dropped = sorted({r[S.RUN_ID] for r in lost.collect()})  # one row per snapshot lost: a few
+    if dropped:
+        log.warning(
+            "%s: snapshots of %d run(s) hold trees of another FeedTree layout and are dropped (such a run "
+            "resumes from its last readable snapshot, or round 1): %s",
+            table.name,
+            len(dropped),
+            ", ".join(dropped),
+        )
+    log.info("%s: rewriting the stored trees in layout %d", table.name, tree_codec.LAYOUT_VERSION)
+    lakehouse.rewrite(table, readable.join(lost, keys, "left_anti"))
 
 
 def _share(value: float | None) -> str:

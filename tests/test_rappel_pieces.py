@@ -3,16 +3,13 @@ Bloom false-positive rates, one audit step, the five join cases of Alg. 2 (Fig. 
 rejoin distribution with its expected load (checked by counting on a complete tree), and Fig. 1's
 greedy best friends."""
 
-import copy
 import math
-import pickle
 
 import numpy as np
 import pytest
 
 from overlay.design.classes import Subscriptions
 from overlay.gossip.baselines import Knowledge
-from overlay.rappel.feeds import FeedTree, Member
 from overlay.rappel.greedy import best_friends
 from overlay.rappel.interest import (
     audit,
@@ -23,7 +20,6 @@ from overlay.rappel.interest import (
     pair_utility,
     set_utility,
 )
-from overlay.rappel.simulation import readable
 from overlay.rappel.trees import DENY, FORWARD, OK, expected_rejoin_load, receive_join, rejoin_distances
 
 A, B, C = filter_of(range(1, 6), "exact"), filter_of([1, 3, 5, 7], "exact"), filter_of([2, 4, 6], "exact")
@@ -167,18 +163,3 @@ def test_the_greedy_best_friends_are_a_brute_force_greedys():
             covered |= subs[-q] & subs[p]
             counts.append(len(covered))
         assert (chosen, after) == (want, counts), p
-
-
-def test_a_snapshot_tree_of_another_layout_is_not_readable():
-    """A stopped run resumes only from trees of this code's layout (pipelines/rappel.py refuses
-    the others with a pointer to --replace)."""
-    member = Member(online=True, parent=4, children=[7])
-    tree = FeedTree(feed=2, publisher=4, members={4: Member(online=True), 9: member})
-    assert readable(pickle.dumps(tree))
-    older = copy.deepcopy(tree)
-    del vars(older.members[9])["got"]  # a Member written before `got` existed
-    assert not readable(pickle.dumps(older))
-    newer = copy.deepcopy(tree)
-    vars(newer)["epoch"] = 3  # a FeedTree with a field this code does not know
-    assert not readable(pickle.dumps(newer))
-    assert not readable(pickle.dumps({"feed": 2})) and not readable(b"not a pickle")

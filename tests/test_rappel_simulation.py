@@ -3,7 +3,6 @@ feed's tree round) against the independent whole-network oracle (tests/rappel_tr
 round by round: friendship states, every tree, deliveries, traffic and the nodes met."""
 
 import dataclasses
-import pickle
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from overlay.rappel.feeds import NONE
 from overlay.rappel.friendship import RappelParams
 from overlay.rappel.presence import Presence
 from overlay.rappel.simulation import DELIVERY, MET, TRAFFIC, TREE, RappelSimulation
+from overlay.rappel.tree_codec import decode
 
 
 def feed_instance(nodes: int, feeds: int, seed: int):
@@ -34,6 +34,11 @@ def tree_fields(tree) -> dict:
         x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
         for x, m in tree.members.items()
     }
+
+
+def stored_tree(row):
+    """A step row's tree (a struct: `overlay.rappel.tree_codec`)."""
+    return decode(row["feed"], row["tree"].asDict(recursive=True))
 
 
 def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, presence: Presence):
@@ -72,7 +77,7 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
         step = result.step.collect()
         for row in step:
             if row["kind"] == TREE:
-                got = tree_fields(pickle.loads(row["tree"]))
+                got = tree_fields(stored_tree(row))
                 assert got == trees.tree(row["feed"]), f"round {r}, feed {row['feed']}"
         deliveries = sorted(
             (row["feed"], row["node_id"], row["update_id"], row["published_ms"], row["arrival_ms"], row["hops"])
@@ -90,14 +95,10 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
         seen["deliveries"] += len(deliveries)
         seen["rejoins"] += sum(counts[3] for counts in traffic.values())
         seen["orphans"] += sum(
-            1
-            for row in step
-            if row["kind"] == TREE
-            for m in pickle.loads(row["tree"]).members.values()
-            if m.detect != NONE
+            1 for row in step if row["kind"] == TREE for m in stored_tree(row).members.values() if m.detect != NONE
         )
         seen["evictions"] += sum(
-            1 for row in step if row["kind"] == TREE for m in pickle.loads(row["tree"]).members.values() if m.skip
+            1 for row in step if row["kind"] == TREE for m in stored_tree(row).members.values() if m.skip
         )
 
     state, trees = sim.start()

@@ -4,8 +4,6 @@ per node and round, per node at the end, and the trees' layout."""
 
 from __future__ import annotations
 
-import pickle
-
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -13,6 +11,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.rappel.feeds import NONE, TICKS_PER_ROUND, TRAFFIC_KINDS, layout
 from overlay.rappel.simulation import DELIVERY, TRAFFIC, TREE
+from overlay.rappel.tree_codec import decode
 
 _SENT = "sent"
 
@@ -148,10 +147,9 @@ def tree_layout(step: DataFrame, round_: int) -> DataFrame:
     def members(batches):
         for batch in batches:
             rows = [
-                (tree.feed, x, parent, depth)
-                for blob in batch.column("tree").to_pylist()
-                for tree in (pickle.loads(blob),)
-                for x, parent, depth in layout(tree)
+                (feed, x, parent, depth)
+                for feed, value in zip(batch.column("feed").to_pylist(), batch.column("tree").to_pylist())
+                for x, parent, depth in layout(decode(feed, value))
             ]
             yield pa.RecordBatch.from_arrays(
                 [
@@ -164,7 +162,7 @@ def tree_layout(step: DataFrame, round_: int) -> DataFrame:
             )
 
     ddl = f"{S.TOPIC_ID} bigint, {S.NODE_ID} bigint, {S.PARENT} bigint, {S.DEPTH} int"
-    trees = step.where(F.col("kind") == TREE).select("tree").mapInArrow(members, ddl)
+    trees = step.where(F.col("kind") == TREE).select("feed", "tree").mapInArrow(members, ddl)
     return trees.select(
         F.lit(round_).cast("int").alias(S.ROUND),
         S.TOPIC_ID,

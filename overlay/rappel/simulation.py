@@ -6,7 +6,8 @@ Round r (30 s) is two Spark jobs:
 1. the friendship round r (`overlay.rappel.friendship` on the cycle engine), each node hearing
    first of the nodes it met on join walks in round r - 1;
 2. the trees' round r (`overlay.rappel.feeds`), every feed on its own, given the friends each of
-   its subscribers has after step 1: one row per feed holding its tree (pickled), the friends as
+   its subscribers has after step 1: one row per feed holding its tree (a struct,
+   `overlay.rappel.tree_codec`), the friends as
    rows keyed by feed, both hash-partitioned by feed and walked feed by feed in one Python
    function (`mapInArrow`). Out come the feed's new tree, its deliveries, its traffic per member
    and the nodes each member met, one row kind each (`STEP_COLUMNS`).
@@ -17,26 +18,30 @@ of a round take turns; in the paper they interleave within the 30 s). Both steps
 checkpointed, so lineage never grows with the rounds.
 
 A snapshot (`snapshot`) is what round r + 1 starts from: every node's friendship state with the
-nodes it met in round r, and every feed's tree as its pickle; `resume` turns one back into the
-inputs of `run`, so a run resumed from round r's snapshot is the uninterrupted run."""
+nodes it met in round r, and every feed's tree as the columns `rappel_tree_states` stores (layout
+`tree_codec.LAYOUT_VERSION`); `resume` turns one back into the inputs of `run`, so a run resumed
+from round r's snapshot is the uninterrupted run: between two rounds of one run the trees take
+the same encoded form."""
 
 from __future__ import annotations
 
 import itertools
-import pickle
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from overlay import schema as S
 from overlay.gossip.cycles import arrow_schema, built, ddl, rows_of, shared_builder, to_batches
 from overlay.progress import OnStep, report
-from overlay.rappel.feeds import Feeds, FeedTree, Member
+from overlay.rappel.feeds import Feeds, FeedTree
 from overlay.rappel.friendship import STATE_COLUMNS, Interests, RappelParams, friendship_engine
 from overlay.rappel.presence import Presence
+from overlay.rappel.tree_codec import LAYOUT_VERSION, TREE_ARROW, TREE_COLUMNS, decode, encode
 
 # Row kinds of the trees' step, in the order a feed's rows arrive (inputs first).
 TREE, FRIENDS, DELIVERY, TRAFFIC, MET = range(5)
@@ -44,7 +49,7 @@ STEP_COLUMNS = (
     ("kind", "int"),
     ("feed", "bigint"),
     ("node_id", "bigint"),
-    ("tree", "binary"),
+    ("tree", S.RAPPEL_TREE.simpleString()),
     ("ids", "array<bigint>"),
     ("update_id", "bigint"),
     ("published_ms", "bigint"),
@@ -53,28 +58,15 @@ STEP_COLUMNS = (
     ("direct_ms", "double"),
     ("counts", "array<int>"),
 )
-_STEP_SCHEMA = arrow_schema(STEP_COLUMNS)
+_STEP_SCHEMA = pa.schema(
+    [
+        pa.field(name, TREE_ARROW) if name == "tree" else arrow_schema([(name, kind)]).field(0)
+        for name, kind in STEP_COLUMNS
+    ]
+)
 _BLANK = {name: None for name, _ in STEP_COLUMNS}
 # The friendship results a snapshot keeps besides the state: what the final tables need.
 SNAPSHOT_MEASURES = ("covered", "feeds")
-
-
-def readable(blob: bytes) -> bool:
-    """Whether a stored tree (its pickle) has this code's layout of `FeedTree` and `Member`: a
-    snapshot written by another version must not be resumed as if it were this one's."""
-    try:
-        tree = pickle.loads(blob)
-    except Exception:  # a class or module that is gone: unpickling raises whatever it meets
-        return False
-
-    def names(cls) -> set[str]:
-        return {f.name for f in fields(cls)}
-
-    return (
-        isinstance(tree, FeedTree)
-        and set(vars(tree)) == names(FeedTree)
-        and all(isinstance(m, Member) and set(vars(m)) == names(Member) for m in tree.members.values())
-    )
 
 
 class RappelTrees:
@@ -103,11 +95,11 @@ class RappelTrees:
 
     def round(self, rows: list[dict], round_: int) -> Iterator[dict]:
         """One feed's rows (its tree, then its members' friends) -> its outputs."""
-        tree: FeedTree = pickle.loads(rows[0]["tree"])
+        tree = decode(rows[0]["feed"], rows[0]["tree"])
         friends = {row["node_id"]: row["ids"] for row in rows[1:]}
         out = self.feeds.round(tree, friends, round_)
         feed = tree.feed
-        yield {**_BLANK, "kind": TREE, "feed": feed, "tree": pickle.dumps(tree, protocol=5)}
+        yield {**_BLANK, "kind": TREE, "feed": feed, "tree": encode(tree)}
         for d in out.deliveries:
             yield {
                 **_BLANK,
@@ -166,7 +158,7 @@ class RappelSimulation:
             trees = built(shared)
             feeds = (f for batch in batches for f in batch.column("id").to_pylist())
             yield from to_batches(
-                ({**_BLANK, "kind": TREE, "feed": f, "tree": pickle.dumps(trees.start(f), protocol=5)} for f in feeds),
+                ({**_BLANK, "kind": TREE, "feed": f, "tree": encode(trees.start(f))} for f in feeds),
                 _STEP_SCHEMA,
             )
 
@@ -214,21 +206,29 @@ class RappelSimulation:
 
     def snapshot(self, result: RoundResult) -> tuple[DataFrame, DataFrame]:
         """Round r's snapshot (lazy): the next round's friendship state with the round's
-        `SNAPSHOT_MEASURES`, and each feed's tree (`feed`, `tree`)."""
+        `SNAPSHOT_MEASURES`, and each feed's tree as `rappel_tree_states` stores it (`feed`,
+        `layout_version`, then `schema.RAPPEL_TREE_COLUMNS`)."""
         state = self.heard(result.friendship, result.step, keep=SNAPSHOT_MEASURES)
-        return state, result.step.where(F.col("kind") == TREE).select("feed", "tree")
+        trees = result.step.where(F.col("kind") == TREE).select(
+            "feed",
+            F.lit(LAYOUT_VERSION).alias(S.LAYOUT_VERSION),
+            *(F.col("tree")[name].alias(name) for name in TREE_COLUMNS),
+        )
+        return state, trees
 
     @staticmethod
     def resume(state: DataFrame, trees: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         """A snapshot back as `run` takes it: the friendship state, the trees as step rows, and
         the friendship results a run ending at the snapshot's round would have returned (only
-        the columns the run's final tables read: `STATE_COLUMNS` and `SNAPSHOT_MEASURES`)."""
+        the columns the run's final tables read: `STATE_COLUMNS` and `SNAPSHOT_MEASURES`). The
+        trees must be of layout `LAYOUT_VERSION` (`tree_codec.current_rows` makes them so)."""
         names = [name for name, _ in STATE_COLUMNS]
+        tree = F.struct(*(F.col(name) for name in TREE_COLUMNS))
         step = trees.select(
             *[
-                F.col(name).cast(kind).alias(name)
-                if name in ("feed", "tree")
-                else (F.lit(TREE) if name == "kind" else F.lit(None)).cast(kind).alias(name)
+                (F.col(name) if name == "feed" else tree if name == "tree" else F.lit(TREE if name == "kind" else None))
+                .cast(kind)
+                .alias(name)
                 for name, kind in STEP_COLUMNS
             ]
         )
