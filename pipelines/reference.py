@@ -120,7 +120,7 @@ def render_cli(parser: argparse.ArgumentParser) -> str:
         "",
         f"`{parser.prog} [global flags] COMMAND ...`, also installed as the `overlay-lab` console script "
         "(`./lab cli ...` runs it after setup). Every command, every argument with its help, choices and "
-        "default, generated from the parser (`pipelines/cli.py`).",
+        "default, generated from the parser (`pipelines/cli/`: one module per group of commands).",
         "",
         "## Global flags {#global-flags}",
         "",
