@@ -223,3 +223,83 @@ def test_info_says_whether_graphframes_is_loaded_and_ci_requires_it(spark, tmp_p
     assert "https://repo1.maven.org/maven2/, file:///srv/mirror/, https://mirror.example/maven2/" in repositories
     if on_ci():
         assert loaded, jar_line
+
+
+def _help(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+FEVERFEW_ONLY = ("--cycles", "--pss", "--bubble-start", "--delta", "--clear-similar")
+RAPPEL_ONLY = ("--hours", "--friends", "--children", "--feed-summary", "--mass-failure", "--churn", "--model-seed")
+
+
+def test_each_simulated_protocol_shows_only_its_own_flags(capsys):
+    feverfew, rappel = _help(capsys, "simulate", "feverfew"), _help(capsys, "simulate", "rappel")
+    full_knowledge = _help(capsys, "simulate", "global-feverfew")
+    assert all(f in feverfew for f in FEVERFEW_ONLY) and not any(f in feverfew for f in RAPPEL_ONLY)
+    assert all(f in rappel for f in RAPPEL_ONLY) and not any(f in rappel for f in FEVERFEW_ONLY)
+    assert not any(f in full_knowledge for f in (*FEVERFEW_ONLY, *RAPPEL_ONLY))  # no gossip cycles
+    with pytest.raises(SystemExit):  # a flag of another protocol is refused, not ignored
+        main(["simulate", "feverfew", "--instance", "x", "--hours", "2"])
+    assert "unrecognized arguments: --hours" in capsys.readouterr().err
+
+
+def test_design_help_lists_every_algorithm_and_route_its_choices(capsys):
+    from overlay import registry
+
+    design = " ".join(_help(capsys, "design").split())
+    assert all(name in design for name in registry.ALGORITHMS)
+    route = " ".join(_help(capsys, "route").split())
+    assert all(name in route for name in (*registry.protocols(registry.ROUTING), "compiled", "supersteps"))
+
+
+@pytest.mark.parametrize(
+    "argv,new",
+    [
+        (["simulate", "--instance", "x", "--protocol", "rappel"], "`simulate PROTOCOL ...`"),
+        (["simulate", "rappel", "--instance", "x", "--alpha", "4"], "`--friends`"),
+        (["simulate", "rappel", "--instance", "x", "--beta=4"], "`--children`"),
+        (["simulate", "rappel", "--instance", "x", "--mode", "exact"], "`--feed-summary`"),
+        (["simulate", "rappel", "--instance", "x", "--failure", "0.5@1"], "`--mass-failure`"),
+        (["--lakehouse", "l", "friend-bound", "--instance", "x", "--k", "3"], "`--friends`"),
+        (["topic-structure", "--run-id", "x", "--sizes", "5"], "`--topic-sizes`"),
+        (["bundle", "--workflow", "ktco_seeds"], "`bundle FILE`"),
+    ],
+)
+def test_an_old_spelling_is_one_line_naming_the_new(argv, new, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and new in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["report", "--out", "r", "--degree-ratio", "1.5"], "--degree-ratio: must be a number in (0, 1], got 1.5"),
+        (["resilience", "--run-id", "x", "--fail-nodes", "0.1,2"], "--fail-nodes: a share in [0, 1]"),
+        (["simulate", "rappel", "--instance", "x", "--proper-leaves", "-0.1"], "must be a number in [0, 1]"),
+        (["simulate", "rappel", "--instance", "x", "--hours", "0"], "--hours: must be a positive number"),
+        (["simulate", "rappel", "--instance", "x", "--arrivals", "nan"], "--arrivals: must be a number >= 0"),
+        (["topic-structure", "--run-id", "x", "--topic-sizes", "5,0"], "--topic-sizes: a positive integer"),
+        (["design", "--instance", "x", "--algorithm", "gpm", "--max-degree", "2.5"], "--max-degree: must be"),
+    ],
+)
+def test_numeric_flags_are_range_checked_by_the_parser(argv, fragment, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and fragment in capsys.readouterr().err
+
+
+def test_one_churn_grammar_with_the_kinds_each_command_simulates(capsys, tmp_path):
+    lakehouse = ["--lakehouse", str(tmp_path / "none")]
+    code = main([*lakehouse, "simulate", "rappel", "--instance", "x", "--churn", "substitution:0.1"])
+    assert code == 2 and "--churn takes sessions:ON/OFF" in capsys.readouterr().err
+    code = main([*lakehouse, "disseminate", "--run-id", "x", "--publications", "2", "--churn", "sessions:240/30"])
+    assert code == 2 and "--churn takes substitution:RATE" in capsys.readouterr().err
+    code = main([*lakehouse, "disseminate", "--run-id", "x", "--publications", "2", "--mass-failure", "0.5@2-3"])
+    assert code == 2 and "--mass-failure takes SHARE@FROM in cycles" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()  # refused before Spark
