@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import os
-import sys
-import threading
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from pipelines.config import LabSettings, apply_overrides
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import build_local_session
-
-FACEBOOK = Path(__file__).resolve().parent.parent / "pipelines" / "datasets" / "facebook_combined.txt.gz"
+from tests.helpers import TINY_WORKFLOW, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -49,27 +42,6 @@ def spark(settings):
     session = build_local_session(settings)
     yield session
     session.stop()
-
-
-def run_at_once(tasks: dict[str, Callable[[], object]]) -> list[tuple[str, BaseException]]:
-    """Run the tasks in threads released together (jobs started at once); the (name, error) of
-    every task that raised, for the test to assert there are none."""
-    start = threading.Barrier(len(tasks))
-    errors: list[tuple[str, BaseException]] = []
-
-    def work(name: str, task: Callable[[], object]) -> None:
-        start.wait()
-        try:
-            task()
-        except BaseException as error:
-            errors.append((name, error))
-
-    threads = [threading.Thread(target=work, args=item) for item in tasks.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
 
 
 def on_ci() -> bool:
@@ -111,44 +83,10 @@ def write_text(tmp_path):
     return write
 
 
-def read_edges(path: Path) -> list[tuple[int, int]]:
-    """A plain reading of a SNAP edge list, for oracles."""
-    with gzip.open(path, "rt") as handle:
-        return [tuple(int(x) for x in line.split()) for line in handle if line.strip() and not line.startswith("#")]
-
-
-def store_instance(spark, lakehouse: Lakehouse, name: str, spec) -> list[tuple[int, int]]:
-    """Ingest a synthetic instance under `name`; its (node_id, topic_id) pairs, for oracles."""
-    from overlay import schema as S
-    from overlay.instance.synthetic import synthetic_instance
-
-    lakehouse.replace_instance(name, synthetic_instance(spark, spec))
-    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).collect()]
-
-
 @pytest.fixture(scope="module")
 def module_lakehouse(spark, tmp_path_factory, request) -> Lakehouse:
     """One lakehouse for a whole test module (its tests use distinct run ids): an ingest costs ~10 s."""
     return Lakehouse(spark, tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "lakehouse")
-
-
-TINY_WORKFLOW = Path(__file__).resolve().parent / "workflows" / "tiny_refresh.yaml"
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    """`python -m pipelines ARGV` in this process: exit code, stdout, stderr."""
-    from pipelines.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def python_env(**extra: str) -> dict[str, str]:
-    """The environment of a second Python process of these tests: unbuffered, its Spark workers on
-    this interpreter."""
-    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYSPARK_PYTHON": sys.executable, **extra}
 
 
 @pytest.fixture(scope="session")

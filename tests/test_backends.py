@@ -11,9 +11,8 @@ from chispa import assert_df_equality
 from overlay import schema as S
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.quality import node_degrees, topic_diameters
-from tests.conftest import FACEBOOK
+from tests.helpers import EDGE_SCHEMA, FACEBOOK, SUBS_SCHEMA, random_overlay
 from tests.oracles import topic_diameters_oracle
-from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA, random_overlay
 
 
 def both_backends(compute):

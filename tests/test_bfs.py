@@ -7,7 +7,7 @@ from chispa import assert_df_equality
 from overlay import schema as S
 from overlay.instance.bfs import NODE, bfs_sample
 from overlay.instance.social import SocialSpec, social_instance
-from tests.conftest import FACEBOOK, read_edges
+from tests.helpers import FACEBOOK, read_edges
 
 
 def edge_frame(spark, edges):

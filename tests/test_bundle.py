@@ -13,9 +13,9 @@ import yaml
 from pipelines.cli import StepParser, build_parser, main
 from pipelines.workflow.bundle import job_resource
 from pipelines.workflow.spec import load_workflow
+from tests.helpers import WORKFLOWS
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKFLOWS = sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
 DYNAMIC = {"job.start_time.iso_date": date(2026, 11, 26).isoformat()}
 
 

@@ -21,8 +21,8 @@ from overlay.certified import (
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.quality import DegreeSummary, TccSummary
+from tests.helpers import EDGE_SCHEMA, SUBS_SCHEMA, random_overlay
 from tests.oracles import tco_support_oracle, topic_components_oracle
-from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA, random_overlay
 
 FOREST_SCHEMA = f"{S.TOPIC_ID} long, {S.NODE_ID} long, {S.COMPONENT} long, {PARENT} long, {DEPTH} long"
 

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from pipelines.lakehouse import Lakehouse
-from tests.conftest import TINY_WORKFLOW, python_env
+from tests.helpers import TINY_WORKFLOW, python_env
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent

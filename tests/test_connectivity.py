@@ -12,7 +12,7 @@ from chispa import assert_df_equality
 from overlay.connectivity import TOPIC_SCHEMA, summarise_ktco, topic_connectivity
 from overlay.kappa import connectivity_upto
 from tests import ktco_oracle as K
-from tests.test_quality import EDGE_SCHEMA, SUBS_SCHEMA
+from tests.helpers import EDGE_SCHEMA, SUBS_SCHEMA
 
 
 @pytest.mark.parametrize("seed", range(40))

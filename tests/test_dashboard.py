@@ -35,7 +35,7 @@ from pipelines import catalog
 from pipelines.catalog import PRESENT, REGISTERED, REPOINTED, CatalogConflict, register_tables
 from pipelines.lakehouse import Lakehouse
 from routing.summaries import routing_summary
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 DASHBOARD = Path(__file__).resolve().parent.parent / "resources" / "overlay_lab.lvdash.json"
 SCHEMA = "dashboard_lab"

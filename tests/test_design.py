@@ -18,7 +18,7 @@ from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError
 from pipelines.overlays import _now, complete_run
-from tests.conftest import run_at_once, store_instance
+from tests.helpers import run_at_once, store_instance
 from tests.oracles import greedy_oracle, tcc_span
 
 SPEC = SyntheticSpec(dist="zipf", nodes=24, topics=16, min_subs=2, max_subs=5, seed=3)
@@ -44,9 +44,14 @@ class Crash(BaseException):
     """Stands in for kill -9 between a round's edges and its round row."""
 
 
-@pytest.mark.slow  # about 45 s (3 min in the CI pass); kill -9 then the same command covers a resume
-def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, instance, monkeypatch):
-    request = DesignRequest("z", "gpm", max_degree=3)
+CRASHED = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
+
+
+def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, monkeypatch):
+    """Store, crash between a round's links and its round row, read back, resume: the oracle's
+    overlay (the smallest instance with three rounds of two links; kill -9 is the CI pass's)."""
+    pairs = store_instance(spark, lakehouse, "crashed", CRASHED)
+    request = DesignRequest("crashed", "gpm", max_degree=3)
     real_append = lakehouse.append_run_rows
     appended = []
 
@@ -57,17 +62,18 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, in
         if table is S.OVERLAY_ROUNDS:
             appended.append(run_id)
 
+    settings = {"batch_size": 2, "diameters": False, "per_node": 1, "engine": design.EngineChoice(regime="rounds")}
     monkeypatch.setattr(lakehouse, "append_run_rows", crash_on_third_round_row)
     with pytest.raises(Crash):
-        run_design(spark, lakehouse, request, "mmo", batch_size=2, diameters=False, commit_seconds=0, per_node=1)
+        run_design(spark, lakehouse, request, "mmo", commit_seconds=0, **settings)
     monkeypatch.undo()
     with pytest.raises(InputError, match="not complete"):
         complete_run(lakehouse, "mmo")  # never looks complete before it is
     torn = lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "mmo").agg(F.max(S.ROUND)).first()[0]
     assert torn == 3  # the third round's edges were stored, its row was not
-    run = run_design(spark, lakehouse, request, "mmo", batch_size=2, diameters=False, per_node=1)
+    run = run_design(spark, lakehouse, request, "mmo", **settings)
     assert run[S.STATUS] == S.COMPLETE
-    assert stored_edges(lakehouse, "mmo") == greedy_oracle(instance, "gpm", max_degree=3)
+    assert stored_edges(lakehouse, "mmo") == greedy_oracle(pairs, "gpm", max_degree=3)
 
 
 @pytest.mark.ci  # two designs in threads at once

@@ -10,9 +10,9 @@ import pytest
 from overlay.design.classes import BlockClasses
 from overlay.design.greedy import GreedyDesign, GreedyParams
 from overlay.design.kernels import apart
+from tests.helpers import driver_copy, frame
 from tests.instances import random_instance
 from tests.ktco_oracle import blocks, gm2_ref, is_ktco, subscribers, verify_gm2_sequence
-from tests.test_greedy import driver_copy, frame
 
 
 def _row(subscriptions, node: int, topic: int) -> int:

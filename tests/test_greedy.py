@@ -17,23 +17,15 @@ from overlay.design.eligibility import DegreePhases, Unlimited
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.settle import Sample, outside_bound, settle
+from tests.helpers import driver_copy, frame
 from tests.instances import random_instance
 from tests.oracles import check_greedy_sequence, greedy_oracle, relaxed_report, tco_support_oracle
-
-
-def frame(spark, subscriptions):
-    return spark.createDataFrame(subscriptions, f"{S.NODE_ID} long, {S.TOPIC_ID} long")
 
 
 def run_engine(spark, subscriptions, params, start=None):
     rounds = list(GreedyDesign(frame(spark, subscriptions), params, start=start).rounds())
     edges = [edge for r in rounds for edge in r.edges]
     return edges, rounds
-
-
-def driver_copy(subscriptions, nodes=None) -> Subscriptions:
-    nodes = nodes or max(node for node, _ in subscriptions) + 1
-    return Subscriptions.from_pairs(nodes, np.array(subscriptions, dtype=np.int64))
 
 
 def test_shared_topic_counts_match_set_intersections(spark):

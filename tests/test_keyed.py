@@ -5,7 +5,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
 from overlay.instance.model import RowTally
-from tests.test_social import keyed_subscriptions, pairs
+from tests.helpers import keyed_subscriptions, pairs
 
 CSV = (
     "Node, topic ,extra\n"

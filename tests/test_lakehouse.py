@@ -10,7 +10,7 @@ from overlay import schema as S
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import lakehouse as lakehouse_module
 from pipelines.lakehouse import UnknownInstanceError
-from tests.conftest import run_at_once
+from tests.helpers import run_at_once
 
 
 def make(spark, seed, nodes=20):

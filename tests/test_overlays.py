@@ -11,7 +11,7 @@ from overlay.errors import InputError
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines import overlays
 from pipelines.lakehouse import UnknownRunError
-from tests.conftest import store_instance
+from tests.helpers import store_instance
 from tests.oracles import tco_support_oracle, topic_diameters_oracle
 
 SPEC = SyntheticSpec(dist="zipf", nodes=30, topics=20, min_subs=2, max_subs=5, seed=8)

@@ -9,8 +9,8 @@ from overlay import draws
 from overlay import schema as S
 from overlay.design.per_topic import cycle_pt, harary_pt
 from tests import ktco_oracle as oracle
+from tests.helpers import frame
 from tests.instances import random_instance
-from tests.test_greedy import frame
 
 
 def test_draws_repeat_the_oracle_splitmix64():

@@ -9,19 +9,8 @@ from overlay import schema as S
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from overlay.quality import summarise_degrees, summarise_tccs, topic_components, topic_diameters, topic_graph
-from tests.conftest import FACEBOOK
+from tests.helpers import EDGE_SCHEMA, FACEBOOK, SUBS_SCHEMA, random_overlay
 from tests.oracles import tco_support_oracle, topic_components_oracle
-
-SUBS_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
-EDGE_SCHEMA = f"{S.U} long, {S.V} long"
-
-
-def random_overlay(rng, nodes, count):
-    pairs = set()
-    while len(pairs) < count:
-        u, v = rng.sample(range(nodes), 2)
-        pairs.add((min(u, v), max(u, v)))
-    return sorted(pairs)
 
 
 def check_against_oracle(spark, subscriptions, edges):

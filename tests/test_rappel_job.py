@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from chispa import assert_df_equality
-from conftest import store_instance
 from pyspark.sql import functions as F
 from rappel_trees_oracle import coupled_run
 
@@ -23,6 +22,7 @@ from pipelines import rappel
 from pipelines.churn import SESSIONS, MassFailure, Sessions, parse_churn, parse_mass_failure
 from pipelines.rappel import RappelRequest, run_rappel
 from tests import routing_oracle
+from tests.helpers import store_instance
 
 NODES = 50
 # 9 min: 18 rounds; 40% of the nodes fail at 3 min and return at 6 min (Fig. 7 in small).

@@ -5,12 +5,12 @@ oracle (tests/rappel_trees_oracle.py), round by round."""
 import numpy as np
 import pytest
 from rappel_trees_oracle import coupled_run
-from test_rappel_simulation import feed_instance, tree_fields
 
 from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.feeds import DATA, JOIN, JOINS_IN, Feeds, FeedTree, Member
 from overlay.rappel.friendship import Interests
 from overlay.rappel.presence import Presence
+from tests.helpers import feed_instance, tree_fields
 
 
 class OneLeaver:

@@ -15,25 +15,7 @@ from overlay.rappel.friendship import RappelParams
 from overlay.rappel.presence import Presence
 from overlay.rappel.simulation import DELIVERY, MET, TRAFFIC, TREE, RappelSimulation
 from overlay.rappel.tree_codec import decode
-
-
-def feed_instance(nodes: int, feeds: int, seed: int):
-    """1-5 feeds per node from Zipf-popular feeds; each feed's publisher a node drawn apart."""
-    rng = np.random.default_rng(seed)
-    weight = rng.zipf(1.4, feeds).astype(float)
-    subs = {
-        v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()).tolist())
-        for v in range(nodes)
-    }
-    publishers = [int(p) for p in rng.integers(0, nodes, size=feeds)]
-    return subs, publishers
-
-
-def tree_fields(tree) -> dict:
-    return {
-        x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
-        for x, m in tree.members.items()
-    }
+from tests.helpers import feed_instance, tree_fields
 
 
 def stored_tree(row):

@@ -12,10 +12,8 @@ import pickle
 import numpy as np
 import pytest
 from chispa import assert_df_equality
-from conftest import store_instance
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-from test_rappel_simulation import feed_instance
 
 from overlay import schema as S
 from overlay.instance.synthetic import SyntheticSpec
@@ -28,6 +26,7 @@ from overlay.rappel.simulation import RappelSimulation
 from overlay.rappel.tree_codec import decode, encode, from_pickle
 from pipelines.lakehouse import Lakehouse
 from pipelines.rappel import RappelRequest, run_rappel
+from tests.helpers import feed_instance, store_instance
 
 
 def churned_rounds(rounds: int = 30):

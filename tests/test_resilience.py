@@ -9,8 +9,8 @@ import pytest
 from overlay import schema as S
 from overlay.resilience import FailurePlan, resilience
 from tests import ktco_oracle as oracle
+from tests.helpers import frame
 from tests.instances import random_instance
-from tests.test_greedy import frame
 
 
 @pytest.mark.parametrize("model", ["random-nodes", "targeted-nodes", "random-links"])

@@ -9,7 +9,7 @@ import pytest
 
 from overlay.errors import InputError
 from pipelines import cli, config, resources
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"

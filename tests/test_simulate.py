@@ -2,7 +2,6 @@
 an overlay run like any design."""
 
 import pytest
-from conftest import store_instance
 from feverfew_oracle import FeverfewOracle, healing_oracle, published_topics, push_pull_oracle
 from pyspark.sql import functions as F
 
@@ -15,6 +14,7 @@ from overlay.instance.synthetic import SyntheticSpec
 from pipelines import simulate
 from pipelines.disseminate import DisseminateRequest, run_dissemination, summary_rows
 from pipelines.simulate import SimulateRequest, run_simulation
+from tests.helpers import store_instance
 
 NODES = 60
 # BubbleSample from cycle 2 on: diffusions (8), agents and matches run within the 12 cycles.

@@ -1,25 +1,13 @@
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.model import RowTally
 from overlay.instance.social import SocialSpec, social_instance
-from tests.conftest import FACEBOOK, read_edges
+from tests.helpers import FACEBOOK, keyed_subscriptions, pairs, read_edges
 
 TINY = "# tiny\n1 2\n2 3\n1 3\n3 1\n2 3\n4 4\n5 x\n"
-
-
-def keyed_subscriptions(frames):
-    """(subscriber key, topic key) pairs, so tests read in the user's own ids."""
-    nodes = frames.node_keys.select(F.col(S.ID).alias(S.NODE_ID), F.col(S.KEY).alias("subscriber"))
-    topics = frames.topic_keys.select(F.col(S.ID).alias(S.TOPIC_ID), F.col(S.KEY).alias("topic"))
-    return frames.subscriptions.join(nodes, S.NODE_ID).join(topics, S.TOPIC_ID).select("subscriber", "topic")
-
-
-def pairs(spark, rows):
-    return spark.createDataFrame(rows, "subscriber string, topic string")
 
 
 def test_directed_a_follows_b(spark, write_text):

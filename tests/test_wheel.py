@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import python_env, run_cli
+from tests.helpers import python_env, run_cli
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent

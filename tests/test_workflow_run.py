@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {"quality_vs_budget.png", "degree_distribution.png", "routing_ratios.png", "routing_load.png"}

@@ -18,7 +18,7 @@ from pipelines.workflow.runner import (
     run_workflow,
 )
 from pipelines.workflow.spec import bundle_grid, load_workflow, parse_workflow
-from tests.test_bundle import WORKFLOWS
+from tests.helpers import WORKFLOWS
 
 SHARED_DATASETS = Path("../shared/datasets")  # as the workflows name it, from the clone's root
 

@@ -1,0 +1,135 @@
+"""Helpers the test modules share: instances and frames for oracles, CLI runs in this process,
+second processes, thread races. Fixtures live in conftest.py."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from pyspark.sql import functions as F
+
+from overlay import schema as S
+from overlay.design.classes import Subscriptions
+from pipelines.lakehouse import Lakehouse
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python_env(**extra: str) -> dict[str, str]:
+    """The environment of a second Python process of these tests: unbuffered, its Spark workers on
+    this interpreter."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYSPARK_PYTHON": sys.executable, **extra}
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """`python -m pipelines ARGV` in this process: exit code, stdout, stderr."""
+    from pipelines.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+TINY_WORKFLOW = ROOT / "tests" / "workflows" / "tiny_refresh.yaml"
+
+
+def store_instance(spark, lakehouse: Lakehouse, name: str, spec) -> list[tuple[int, int]]:
+    """Ingest a synthetic instance under `name`; its (node_id, topic_id) pairs, for oracles."""
+    from overlay.instance.synthetic import synthetic_instance
+
+    lakehouse.replace_instance(name, synthetic_instance(spark, spec))
+    return [(r[S.NODE_ID], r[S.TOPIC_ID]) for r in lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).collect()]
+
+
+def read_edges(path: Path) -> list[tuple[int, int]]:
+    """A plain reading of a SNAP edge list, for oracles."""
+    with gzip.open(path, "rt") as handle:
+        return [tuple(int(x) for x in line.split()) for line in handle if line.strip() and not line.startswith("#")]
+
+
+def run_at_once(tasks: dict[str, Callable[[], object]]) -> list[tuple[str, BaseException]]:
+    """Run the tasks in threads released together (jobs started at once); the (name, error) of
+    every task that raised, for the test to assert there are none."""
+    start = threading.Barrier(len(tasks))
+    errors: list[tuple[str, BaseException]] = []
+
+    def work(name: str, task: Callable[[], object]) -> None:
+        start.wait()
+        try:
+            task()
+        except BaseException as error:
+            errors.append((name, error))
+
+    threads = [threading.Thread(target=work, args=item) for item in tasks.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+FACEBOOK = ROOT / "pipelines" / "datasets" / "facebook_combined.txt.gz"
+
+
+def random_overlay(rng, nodes, count):
+    pairs = set()
+    while len(pairs) < count:
+        u, v = rng.sample(range(nodes), 2)
+        pairs.add((min(u, v), max(u, v)))
+    return sorted(pairs)
+
+
+EDGE_SCHEMA = f"{S.U} long, {S.V} long"
+
+
+SUBS_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
+
+
+def driver_copy(subscriptions, nodes=None) -> Subscriptions:
+    nodes = nodes or max(node for node, _ in subscriptions) + 1
+    return Subscriptions.from_pairs(nodes, np.array(subscriptions, dtype=np.int64))
+
+
+def frame(spark, subscriptions):
+    return spark.createDataFrame(subscriptions, f"{S.NODE_ID} long, {S.TOPIC_ID} long")
+
+
+def pairs(spark, rows):
+    return spark.createDataFrame(rows, "subscriber string, topic string")
+
+
+def keyed_subscriptions(frames):
+    """(subscriber key, topic key) pairs, so tests read in the user's own ids."""
+    nodes = frames.node_keys.select(F.col(S.ID).alias(S.NODE_ID), F.col(S.KEY).alias("subscriber"))
+    topics = frames.topic_keys.select(F.col(S.ID).alias(S.TOPIC_ID), F.col(S.KEY).alias("topic"))
+    return frames.subscriptions.join(nodes, S.NODE_ID).join(topics, S.TOPIC_ID).select("subscriber", "topic")
+
+
+def tree_fields(tree) -> dict:
+    return {
+        x: (m.online, m.parent, list(m.children), m.since, m.plan, m.rejoin, m.skip, m.detect)
+        for x, m in tree.members.items()
+    }
+
+
+def feed_instance(nodes: int, feeds: int, seed: int):
+    """1-5 feeds per node from Zipf-popular feeds; each feed's publisher a node drawn apart."""
+    rng = np.random.default_rng(seed)
+    weight = rng.zipf(1.4, feeds).astype(float)
+    subs = {
+        v: set(rng.choice(feeds, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()).tolist())
+        for v in range(nodes)
+    }
+    publishers = [int(p) for p in rng.integers(0, nodes, size=feeds)]
+    return subs, publishers
+
+
+WORKFLOWS = sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
