@@ -2,16 +2,19 @@
 in one process, on the same inputs, with the same answer checked.
 
 Operations: connected components of the (topic, node) graph (`overlay.graph`), node degrees and
-topic diameters (`overlay.quality`), Scribe routing (`routing.simulate` against `routing.pregel`).
+topic diameters (`overlay.quality`). Scribe routing was measured here too (`routing.simulate`
+against a GraphFrames Pregel form, the rows below); the Pregel form was 1.8-2.5x slower, covered
+Scribe only, and is gone: routing keeps the DataFrame supersteps as its Spark form.
 Sizes (`--sizes`):
 
 * full = 1k + 10k;
 * 1k: fb-1k (1,000-node BFS sample of the shipped Facebook graph, seed 1) with RandomM at
-  d = 12 (its budget at ratio 0.2); Scribe on fb-1k over RandomS + Chord, 1,000 publications;
+  d = 12 (its budget at ratio 0.2); (then) Scribe on fb-1k over RandomS + Chord, 1,000
+  publications;
 * 10k: the Zipf 10,000 x 10,000 instance of benchmarks/evaluate_10k.py (20-60 subscriptions,
-  a random 20,000-link overlay); Scribe on tw-10k (benchmarks/routing_10k.py) over RandomS +
-  Chord, 10,000 publications;
-* small: a quick check (fb-200 with RandomM d = 8, Zipf 500 x 500, Scribe on fb-200).
+  a random 20,000-link overlay); (then) Scribe on tw-10k (benchmarks/routing_10k.py) over
+  RandomS + Chord, 10,000 publications;
+* small: a quick check (fb-200 with RandomM d = 8, Zipf 500 x 500).
 
 Each measurement materialises its result (a local checkpoint), runs in its own Spark job group
 (the jobs column counts them), DataFrame first. `same answer`: the two results are equal as
@@ -19,7 +22,7 @@ multisets of rows (two `exceptAll` jobs, nothing collected). Load averages are p
 and after: the machine may be shared.
 
 Usage: .venv/bin/python benchmarks/backends.py [--sizes small|1k|10k|full]
-           [--operations components,degrees,diameters,routing]
+           [--operations components,degrees,diameters]
 
 Measured 2026-11-26, `--sizes full`, one run of 908 s on 2 cores shared with other jobs (load
 average 9.2 before, 6.0 after; other Spark test runs throughout). Jobs include AQE's map-stage
@@ -72,18 +75,12 @@ from overlay.graph import ID, connected_components  # noqa: E402
 from overlay.instance.social import SocialSpec, social_instance  # noqa: E402
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance  # noqa: E402
 from overlay.quality import node_degrees, topic_diameters, topic_graph  # noqa: E402
-from overlay.smallworld.gswico import small_world_overlay  # noqa: E402
 from pipelines.config import LabSettings, apply_overrides  # noqa: E402
 from pipelines.spark import build_local_session, shuffle_partitions  # noqa: E402
-from routing.network import AT, build_network  # noqa: E402
-from routing.pregel import simulate_pregel  # noqa: E402
-from routing.simulate import simulate  # noqa: E402
-from routing.workload import publications  # noqa: E402
 
 FACEBOOK = ROOT / "pipelines" / "datasets" / "facebook_combined.txt.gz"
-TWITTER = ROOT / "pipelines" / "datasets" / "twitter_bofa_careers.edges.gz"
 BACKENDS = ("dataframe", "graphframes")
-OPERATIONS = ("components", "degrees", "diameters", "routing")
+OPERATIONS = ("components", "degrees", "diameters")
 _groups = itertools.count()
 HEADER = "| operation | size | DataFrame s | GraphFrames s | ratio (GF / DF) | same answer | jobs (DF / GF) |"
 RULE = "|---|---|---:|---:|---:|---|---:|"
@@ -94,13 +91,6 @@ class Overlay:
     label: str
     subscriptions: DataFrame  # (node_id, topic_id)
     links: DataFrame  # (u, v)
-
-
-@dataclass
-class Routing:
-    label: str
-    network: object
-    publications: DataFrame  # (pub_id, topic_id, publisher as a ring position)
 
 
 def social_sample(spark: SparkSession, spec: SocialSpec) -> tuple[DataFrame, int]:
@@ -131,19 +121,6 @@ def zipf(spark: SparkSession, nodes: int, links: int, min_subs: int, max_subs: i
         pairs.add((min(u, v), max(u, v)))
     frame = local_frame(spark, sorted(pairs), f"{S.U} long, {S.V} long").localCheckpoint(eager=True)
     return Overlay(f"zipf {nodes:,} x {nodes:,}, {links:,} random links", subscriptions, frame)
-
-
-def scribe_workload(label: str, subscriptions: DataFrame, n: int, count: int) -> Routing:
-    """A RandomS + Chord overlay over nodes 0..n-1 and `count` publications (seed 1)."""
-    overlay = small_world_overlay(subscriptions, n, "random", "chord", seed=1)
-    network = build_network(overlay.ring, overlay.fingers, subscriptions, n)
-    placed = (
-        publications(subscriptions, count, seed=1)
-        .join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
-        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
-        .localCheckpoint(eager=True)
-    )
-    return Routing(f"{label} RandomS + Chord, {count:,} publications", network, placed)
 
 
 def timed(spark: SparkSession, compute) -> tuple[float, DataFrame, int]:
@@ -196,17 +173,6 @@ def overlay_rows(spark: SparkSession, overlay: Overlay, operations: set[str]) ->
     return [measure() for name, measure in measures.items() if name in operations]
 
 
-def routing_row(spark: SparkSession, routing: Routing) -> str:
-    partitions = shuffle_partitions(spark)
-
-    def route(backend: str) -> DataFrame:
-        if backend == "dataframe":
-            return simulate(routing.network, routing.publications, "scribe", partitions=partitions).arrivals
-        return simulate_pregel(routing.network, routing.publications, "scribe").arrivals
-
-    return compare(spark, "Scribe routing (arrivals)", routing.label, route)
-
-
 def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -244,23 +210,14 @@ def main() -> None:
     print(HEADER + "\n" + RULE, flush=True)
     rows = []
     if args.sizes == "small":
-        fb, n = social_sample(spark, facebook_spec(200))
+        fb, _ = social_sample(spark, facebook_spec(200))
         rows += overlay_rows(spark, random_m_overlay("fb-200", fb, 8), operations)
         rows += overlay_rows(spark, zipf(spark, 500, 1000, 5, 15), operations)
-        if "routing" in operations:
-            rows.append(routing_row(spark, scribe_workload("fb-200", fb, n, 200)))
     if args.sizes in ("1k", "full"):
-        fb, n = social_sample(spark, facebook_spec(1000))
+        fb, _ = social_sample(spark, facebook_spec(1000))
         rows += overlay_rows(spark, random_m_overlay("fb-1k", fb, 12), operations)
-        if "routing" in operations:
-            rows.append(routing_row(spark, scribe_workload("fb-1k", fb, n, 1000)))
     if args.sizes in ("10k", "full"):
         rows += overlay_rows(spark, zipf(spark, 10_000, 20_000, 20, 60), operations)
-        if "routing" in operations:
-            tw, n = social_sample(
-                spark, SocialSpec(path=str(TWITTER), directed=True, reverse=True, sample_bfs=10_000, seed=1)
-            )
-            rows.append(routing_row(spark, scribe_workload("tw-10k", tw, n, 10_000)))
     print("\n" + "\n".join([HEADER, RULE, *rows]))
     print(f"\ntotal {time.monotonic() - started:.0f} s\nafter: {load()}\n{busiest()}", flush=True)
 

@@ -35,20 +35,15 @@ from pipelines.progress import Progress
 from pipelines.rappel import PROTOCOL as RAPPEL
 from pipelines.rappel import node_coordinates
 from pipelines.spark import jobs_started, shuffle_partitions
-from routing.compiled import simulate_compiled
+from routing.engines import DEFAULT_ENGINE, ENGINES
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS
-from routing.simulate import simulate
 from routing.workload import feed_publications, publications
 
 log = logging.getLogger(__name__)
 __all__ = ["ENGINES", "PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
 ROUTING = {"table": S.ROUTING_RUNS, "key": S.ROUTING_RUN_ID}
-# How the supersteps run: compiled, each task carrying its publications to the end (one Spark
-# job; the routing tables on the driver, capped), or as DataFrame supersteps (a job or two a
-# superstep; nothing on the driver). Both give the same arrivals (tests/test_routing.py).
-ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
 
 
 class RoutingError(RuntimeError):
@@ -63,7 +58,7 @@ class RouteRequest:
     seed: int = 1
     feeds: str | None = None  # a Rappel run of the same instance: its publishers and coordinates
     model_seed: int = 1  # the latency model's seed (without --feeds)
-    engine: str = "compiled"  # how the supersteps run (ENGINES): not part of the stored request
+    engine: str = DEFAULT_ENGINE  # how the supersteps run (`routing.engines`): not part of the stored request
 
     def check(self) -> None:
         """Every check that needs no Spark."""

@@ -20,7 +20,6 @@ from overlay.graph import jvm_class_available, resolve_backend
 from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
 from pipelines import jars, jvm_archive
 from pipelines.config import LabSettings
-from routing.pregel import ROUTING_DEFAULT
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +167,6 @@ def stack_report(spark: SparkSession, settings_repositories: list[str] | tuple[s
             "connected components": "graphframes",
             "topic diameters": DIAMETERS_DEFAULT,
             "degrees": DEGREES_DEFAULT,
-            "routing": ROUTING_DEFAULT,
         }
         report["graph backend (auto)"] = "; ".join(f"{operation}: {how}" for operation, how in chosen.items())
     else:

@@ -2,8 +2,9 @@
 
 Publications never interact, so a task can carry each of its publications through every
 superstep on its own and emit the arrivals the DataFrame supersteps (`routing.simulate`) emit:
-a message's hop count is its superstep. The rules are `routing.protocols` and `routing.trees`
-over the same tables (`routing.network`), in array form:
+a message's hop count is its superstep. The hop rules are `routing.rules`, the functions the
+DataFrame supersteps run too; the trees are `routing.trees`' over the same tables
+(`routing.network`), in array form:
 
 * fingers by ring position in CSR form: `f_offsets` (n + 1), `f_dist` (sorted clockwise
   distances per node), `f_lat` (each link's latency, NaN without latencies);
@@ -21,28 +22,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-SCRIBE = 3  # codes below it are Protocol 5's range protocols; iScribe is 4
-PROTOCOL_CODES = {"po": 0, "pa1": 1, "pie": 2, "scribe": SCRIBE, "iscribe": 4}
+from routing.rules import PROTOCOL_CODES, SCRIBE, send, spread
 
-
-@nb.njit(cache=True, nogil=True)
-def _first_above(values, lo, hi, x):
-    """The first index in the sorted values[lo:hi] holding a value > x (hi: none)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if values[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+__all__ = ["PROTOCOL_CODES", "route_publications"]
 
 
 @nb.njit(cache=True, nogil=True)
 def _finger(f_offsets, f_dist, at, distance):
-    """Index into f_dist of the finger `send` takes towards a position `distance` ahead: the
-    largest distance not past it (-1: none fits, and the message is lost as in the supersteps)."""
-    after = _first_above(f_dist, f_offsets[at], f_offsets[at + 1], distance)
-    return after - 1 if after > f_offsets[at] else -1
+    """Index into f_dist of the finger `rules.send` takes from the node `at` (-1: none fits)."""
+    i = send(f_dist[f_offsets[at] : f_offsets[at + 1]], distance)
+    return f_offsets[at] + i if i >= 0 else -1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -63,50 +52,6 @@ def _emit(arrivals, lats, count, row, at, hops, lat, sender, target):
     arrivals[count, 3], arrivals[count, 4] = sender, target
     lats[count] = lat
     return arrivals, lats, count + 1
-
-
-@nb.njit(cache=True, nogil=True)
-def next_hops(protocol, n, at, span, f_offsets, f_dist, subs_lo, subs_hi, t_subs, out):
-    """Protocol 5 at the node `at` = low (`routing.protocols.next_hops`): the sorted next-hop
-    offsets X into `out`; their count."""
-    count = 0
-    for i in range(f_offsets[at], f_offsets[at + 1]):  # the subscribed fingers inside the range
-        d = f_dist[i]
-        if d >= span:
-            break
-        position = (at + d) % n
-        k = _first_above(t_subs, subs_lo, subs_hi, position - 1)
-        if k < subs_hi and t_subs[k] == position:
-            out[count] = d
-            count += 1
-    # and the nearest subscriber clockwise (wrapping to the first), if inside (0, span)
-    first = _first_above(t_subs, subs_lo, subs_hi, at)
-    nearest = t_subs[first] if first < subs_hi else t_subs[subs_lo]
-    near = (nearest - at) % n
-    if 0 < near < span:
-        slot = 0
-        while slot < count and out[slot] < near:
-            slot += 1
-        if slot == count or out[slot] != near:
-            for k in range(count, slot, -1):
-                out[k] = out[k - 1]
-            out[slot] = near
-            count += 1
-    if protocol == 0:  # Po
-        return count
-    middle = (span + 1) // 2
-    if count > 0 and out[count - 1] < middle:  # Pa1 and Pie: a pivot in the distant range
-        pivot = -1
-        for i in range(f_offsets[at], f_offsets[at + 1]):
-            if middle <= f_dist[i] < span:
-                pivot = f_dist[i]
-                break
-        if pivot < 0 and protocol == 1:
-            pivot = middle
-        if pivot >= 0:
-            out[count] = pivot
-            count += 1
-    return count
 
 
 @nb.njit(cache=True, nogil=True)
@@ -138,7 +83,8 @@ def route_publications(
     max_fingers = 0
     for v in range(n):
         max_fingers = max(max_fingers, f_offsets[v + 1] - f_offsets[v])
-    hop_buffer = np.empty(max_fingers + 2, np.int64)
+    low_buffer = np.empty(max_fingers + 2, np.int64)
+    high_buffer = np.empty(max_fingers + 2, np.int64)
     # Scribe: each node's next hop towards RP(t) on the topic's tree (-2: not on it)
     parent = np.full(n, -2, np.int64)
     parent_lat = np.zeros(n, np.float64)
@@ -160,24 +106,16 @@ def route_publications(
                     continue  # a node without fingers: the supersteps' join drops the message
                 if hops + 1 >= limit:
                     raise RuntimeError("messages still moving after the superstep limit: routing does not terminate")
-                span = 0
                 if at != low:  # `send`: one hop towards low, the range kept
                     outgoing = 1
-                    hop_buffer[0] = (low - at) % n
+                    low_buffer[0], high_buffer[0] = low, high
                 else:
-                    span = (high - low) % n
-                    if span == 0:
-                        span = n
-                    outgoing = next_hops(protocol, n, at, span, f_offsets, f_dist, subs_lo, subs_hi, t_subs, hop_buffer)
+                    fdist = f_dist[f_offsets[at] : f_offsets[at + 1]]
+                    subs = t_subs[subs_lo:subs_hi]
+                    outgoing = spread(protocol, n, at, high, fdist, subs, low_buffer, high_buffer)
                 for j in range(outgoing):
-                    if at != low:
-                        new_low, new_high = low, high
-                        d = hop_buffer[0]
-                    else:
-                        d = hop_buffer[j]
-                        upper = hop_buffer[j + 1] if j + 1 < outgoing else span
-                        new_low, new_high = (at + d) % n, (at + upper) % n
-                    i = _finger(f_offsets, f_dist, at, d)
+                    new_low, new_high = low_buffer[j], high_buffer[j]
+                    i = _finger(f_offsets, f_dist, at, (new_low - at) % n)
                     if i < 0:
                         continue
                     nxt = (at + f_dist[i]) % n

@@ -1,62 +1,81 @@
-"""One hop of BeaConvey's Protocols 4-5 as Spark column expressions over ring offsets.
+"""The routing rules (`routing.rules`) as Spark columns, for the DataFrame supersteps.
 
-A message carries a target range [low, high) of ring positions, clockwise, low == high meaning
-the whole ring. Offsets are clockwise distances from the node holding the message.
-
-* `send` (Protocol 4): forward towards a position along the finger nearest to it clockwise,
-  i.e. the finger with the largest distance not past it (finger[0], distance 1, always fits).
-* next hops (Protocol 5) at the node v = low: Po takes v's nearest subscriber clockwise and v's
-  subscribed fingers, inside (low, high), in clockwise order. When the last of them is not in
-  the distant range [ceil(span / 2), span) of offsets, Pa1 and Pie add a pivot: v's nearest
-  finger in the distant range; Pa1, when v has none, pivots at the start of the distant range.
-  (The paper leaves both choices open; these are ours.)
+Each column is an Arrow UDF that hands a batch of rows to the same numba functions the compiled
+engine runs, so the two engines cannot read a rule differently: the rows carry the routing
+table of the node holding each message (`fdist`, `subs`: `routing.network`), as list columns.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StructField, StructType
+
+from routing import rules
 
 PROTOCOLS = ("po", "pa1", "pie", "scribe", "iscribe")
 BEACONVEY = ("po", "pa1", "pie")
-
-
-def greedy_step(fdist: Column, distance: Column) -> Column:
-    """The distance of the finger to forward along towards a position `distance` ahead."""
-    return F.try_element_at(F.filter(fdist, lambda d: d <= distance), F.lit(-1))
-
-
-def hop_latency(fdist: Column, flat: Column, distance: Column) -> Column:
-    """The latency of the link `greedy_step` takes (`flat` in `fdist`'s order; null without
-    latencies): `fdist` is sorted, so the fingers not past the position are a prefix whose
-    length is the chosen finger's index."""
-    return F.try_element_at(flat, F.size(F.filter(fdist, lambda d: d <= distance)))
-
-
-def range_span(low: Column, high: Column, n: int) -> Column:
-    """How many positions [low, high) covers: n when low == high (the whole ring)."""
-    width = F.pmod(high - low, F.lit(n))
-    return F.when(width == 0, F.lit(n)).otherwise(width)
-
-
-def next_hops(protocol: str, at: Column, span: Column, fdist: Column, subs: Column, n: int) -> Column:
-    """The sorted next-hop offsets X of Protocol 5 at the node `at` = low of a message."""
-    after = F.filter(subs, lambda p: p > at)
-    nearest = F.coalesce(F.try_element_at(after, F.lit(1)), F.try_element_at(subs, F.lit(1)))
-    nearest_offset = F.pmod(nearest - at, F.lit(n))
-    near = F.when((nearest_offset > 0) & (nearest_offset < span), F.array(nearest_offset)).otherwise(
-        F.array().cast("array<bigint>")
+HOP_LOW, HOP_HIGH, HOP_FINGER = "low", "high", "finger"
+# Types as objects, not DDL strings: parsing DDL needs a session, and the Python workers that
+# import this module have none.
+_HOPS_TYPE = ArrayType(
+    StructType(
+        [
+            StructField(HOP_LOW, LongType()),
+            StructField(HOP_HIGH, LongType()),
+            StructField(HOP_FINGER, IntegerType()),
+        ]
     )
-    finger_positions = F.transform(fdist, lambda d: F.pmod(at + d, F.lit(n)))
-    matched = F.filter(
-        F.transform(F.array_intersect(finger_positions, subs), lambda p: F.pmod(p - at, F.lit(n))),
-        lambda d: d < span,
-    )
-    hops = F.array_sort(F.array_distinct(F.concat(near, matched)))
-    if protocol == "po":
-        return hops
-    middle = F.floor((span + 1) / 2).cast("long")
-    wants_pivot = (F.size(hops) > 0) & (F.try_element_at(hops, F.lit(-1)) < middle)
-    finger_pivot = F.try_element_at(F.filter(fdist, lambda d: (d >= middle) & (d < span)), F.lit(1))
-    pivot = finger_pivot if protocol == "pie" else F.coalesce(finger_pivot, middle)
-    return F.when(wants_pivot & pivot.isNotNull(), F.concat(hops, F.array(pivot))).otherwise(hops)
+)
+
+
+def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, values) of a list<bigint> batch; the offsets index the unsliced values."""
+    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    values = lists.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return offsets, values
+
+
+def _longs(column: pa.Array) -> np.ndarray:
+    return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _send_batch(fdist: pa.Array, distance: pa.Array) -> pa.Array:
+    index = rules.send_rows(*_list_parts(fdist), _longs(distance))
+    return pa.array(index.astype(np.int32), mask=index < 0)
+
+
+_send = arrow_udf(_send_batch, IntegerType())
+
+
+def send_finger(fdist: Column, distance: Column) -> Column:
+    """`rules.send`: the index into `fdist` (0-based; null when none fits) of the finger to
+    forward along towards a position `distance` ahead."""
+    return _send(fdist, distance)
+
+
+def along(table: Column, finger: Column) -> Column:
+    """A finger's entry of a per-finger array (`fdist`, `flat`), by `send_finger`'s index."""
+    return F.get(table, finger)
+
+
+def hop_messages(protocol: str, n: int, at: Column, low: Column, high: Column, fdist: Column, subs: Column) -> Column:
+    """`rules.hop_rows`: the messages a range message [low, high) at the node `at` sends this
+    superstep (towards low, or spread at low), as an array of (low, high, finger) structs,
+    `finger` indexing `fdist` (null when none fits). `subs` may be null away from low."""
+    code = rules.PROTOCOL_CODES[protocol]
+
+    def hop_batch(at: pa.Array, low: pa.Array, high: pa.Array, fdist: pa.Array, subs: pa.Array) -> pa.Array:
+        offsets, lows, highs, fingers = rules.hop_rows(
+            code, n, _longs(at), _longs(low), _longs(high), *_list_parts(fdist), *_list_parts(subs)
+        )
+        sent = pa.StructArray.from_arrays(
+            [pa.array(lows), pa.array(highs), pa.array(fingers.astype(np.int32), mask=fingers < 0)],
+            names=[HOP_LOW, HOP_HIGH, HOP_FINGER],
+        )
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), sent)
+
+    return arrow_udf(hop_batch, _HOPS_TYPE)(at, low, high, fdist, subs)

@@ -1,8 +1,15 @@
 """Publications routed as Pregel-style supersteps: every message moves one hop per superstep.
 
+This is the Spark form of routing the design card asks for (message passing, one superstep a
+hop), and the one kept: the GraphFrames Pregel form covered Scribe only, with hashed roots, and
+took 1.8-2.5x as long (benchmarks/backends.py, before it was removed). The compiled engine
+(`routing.compiled`) gives the same arrivals in one Spark job and is the route job's default.
+
 A superstep joins the live messages with the routing tables of the nodes holding them
 (`routing.network`) and emits the next messages, all publications at once; no per-message
-Python runs on the driver. Message kinds:
+Python runs on the driver. A node's part of a hop (which finger `send` takes, Protocol 5's next
+hops) is `routing.rules`, run on the executors through Arrow UDFs, the functions the compiled
+engine runs too. Message kinds:
 
 * RANGE (Po / Pa1 / Pie, Protocol 4): a message addressed to `low` with target range
   [low, high). At a node other than `low` it is forwarded by `send`; at `low` the next hops X are
@@ -30,12 +37,13 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.progress import OnStep, report
 from routing.network import AT, FDIST, FLAT, HIGH, HOPS, KEY, KIND, LATENCY, LOW, RP, SENDER, SUBS, TARGET, Network
-from routing.protocols import BEACONVEY, PROTOCOLS, greedy_step, hop_latency, next_hops, range_span
+from routing.protocols import BEACONVEY, HOP_FINGER, HOP_HIGH, HOP_LOW, PROTOCOLS, along, hop_messages, send_finger
 from routing.trees import CHILD_AT, CHILD_KEY, CHILD_LATENCY, iscribe_tree, rendezvous, scribe_tree
 
 log = logging.getLogger(__name__)
 
 RANGE, UNICAST, TREE = 0, 1, 2
+_FINGER = "_finger"
 MESSAGE_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, LOW, HIGH, HOPS, LATENCY, SENDER, KIND, KEY, TARGET)
 ARRIVAL_COLUMNS = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, LATENCY, SENDER, TARGET)
 ARRIVAL_SCHEMA = (
@@ -60,35 +68,31 @@ def default_max_supersteps(n: int) -> int:
 
 class _Step:
     """The column expressions of one superstep, built once per simulation: every F.* call is a
-    round trip to the JVM, and a hop's expressions take hundreds of them."""
+    round trip to the JVM. The hop rules themselves are `routing.rules`, evaluated by Arrow UDFs
+    (`routing.protocols`): the compiled engine runs the same functions."""
 
     def __init__(self, network: Network, protocol: str) -> None:
         n = network.n
         self.network = network
         distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
-        after = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n))
-        # `target` is computed in a second projection: one higher-order-function column used
-        # twice in a projection shares its lambda variable, and Spark then returned nulls.
-        self.after = after.alias(AT)
-        self.hop = (F.col(LATENCY) + hop_latency(F.col(FDIST), F.col(FLAT), distance)).alias(LATENCY)
+        # The finger index is a column of its own, computed once and read by the next projection.
+        self.towards_low = send_finger(F.col(FDIST), distance).alias(_FINGER)
+        self.after = F.pmod(F.col(AT) + along(F.col(FDIST), F.col(_FINGER)), F.lit(n)).alias(AT)
         sent_here = F.col(AT).alias(SENDER)
-        others = [c for c in MESSAGE_COLUMNS if c not in (AT, LATENCY, SENDER, TARGET)]
-        self.forward = [*others, self.hop, sent_here, self.after]
         self.mark_target = [*[c for c in MESSAGE_COLUMNS if c != TARGET], (F.col(AT) == F.col(LOW)).alias(TARGET)]
         self.kept = (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, HOPS, LATENCY, KIND, KEY)
-        self.span = range_span(F.col(LOW), F.col(HIGH), n).alias("_span")
-        self.hops = next_hops(protocol, F.col(AT), F.col("_span"), F.col(FDIST), F.col(SUBS), n).alias("_x")
-        upper = F.coalesce(F.try_element_at(F.col("_x"), F.col("_j") + 2), F.col("_span"))
-        low = F.pmod(F.col(AT) + F.col("_d"), F.lit(n))
-        after_spread = F.pmod(F.col(AT) + greedy_step(F.col(FDIST), F.col("_d")), F.lit(n))
-        spread_latency = (F.col(LATENCY) + hop_latency(F.col(FDIST), F.col(FLAT), F.col("_d"))).alias(LATENCY)
-        self.spread = [
+        # Range protocols read the topic's subscribers at low; a unicast message never needs them.
+        self.ranges = protocol in BEACONVEY
+        subs = F.col(SUBS) if self.ranges else F.lit(None).cast("array<bigint>")
+        self.hop_out = hop_messages(protocol, n, F.col(AT), F.col(LOW), F.col(HIGH), F.col(FDIST), subs).alias("_x")
+        finger = F.col("_m")[HOP_FINGER]
+        self.sent = [
             *[c for c in self.kept if c != LATENCY],
-            spread_latency,
+            (F.col(LATENCY) + along(F.col(FLAT), finger)).alias(LATENCY),
             sent_here,
-            after_spread.alias(AT),
-            low.alias(LOW),
-            F.pmod(F.col(AT) + upper, F.lit(n)).alias(HIGH),
+            F.pmod(F.col(AT) + along(F.col(FDIST), finger), F.lit(n)).alias(AT),
+            F.col("_m")[HOP_LOW].alias(LOW),
+            F.col("_m")[HOP_HIGH].alias(HIGH),
         ]
         others = [c for c in MESSAGE_COLUMNS if c not in (AT, KEY, LATENCY, SENDER, TARGET)]
         self.multicast = [
@@ -109,30 +113,21 @@ class _Step:
         ]
         self.next_hop = [(F.col(HOPS) + 1).alias(HOPS) if c == HOPS else F.col(c) for c in MESSAGE_COLUMNS]
         self.moving = F.col(AT) != F.col(LOW)
-        self.unicast_or_range = F.col(KIND) != TREE
-        self.arrived_range = (F.col(KIND) == RANGE) & ~self.moving
+        self.hopping = (F.col(KIND) == RANGE) | ((F.col(KIND) == UNICAST) & self.moving)
         self.in_tree = (F.col(KIND) == TREE) | ((F.col(KIND) == UNICAST) & ~self.moving)
 
-    def forward_all(self, messages: DataFrame) -> DataFrame:
-        """`send`: one hop towards `low` along the nearest finger (RANGE and UNICAST messages)."""
-        return (
-            messages.filter(self.unicast_or_range & self.moving)
-            .join(self.network.fingers, on=AT)
-            .select(*self.forward)
-            .select(*self.mark_target)
-        )
-
-    def spread_all(self, messages: DataFrame) -> DataFrame:
-        """Protocol 4 at the node v = low: one message per next hop X_j, sent on at once."""
+    def hop_all(self, messages: DataFrame) -> DataFrame:
+        """Protocol 4 for every RANGE and moving UNICAST message: `send` one hop towards low, or
+        at low, one message per next hop X_j, sent on at once (`rules.hop_rows`, one Arrow UDF
+        call a batch)."""
         kept = self.kept
+        here = messages.filter(self.hopping).join(self.network.fingers, on=AT)
+        if self.ranges:
+            here = here.join(self.network.topics, on=S.TOPIC_ID, how="left")
         return (
-            messages.filter(self.arrived_range)
-            .join(self.network.fingers, on=AT)
-            .join(self.network.topics, on=S.TOPIC_ID)
-            .select(*kept, AT, FDIST, FLAT, self.span, SUBS)
-            .select(*kept, AT, FDIST, FLAT, "_span", self.hops)
-            .select(*kept, AT, FDIST, FLAT, "_span", "_x", F.posexplode("_x").alias("_j", "_d"))
-            .select(*self.spread)
+            here.select(*kept, AT, FDIST, FLAT, self.hop_out)
+            .select(*kept, AT, FDIST, FLAT, F.explode("_x").alias("_m"))
+            .select(*self.sent)
             .select(*self.mark_target)
         )
 
@@ -179,9 +174,10 @@ def initial_messages(publications: DataFrame, protocol: str, network: Network) -
 
 def superstep(messages: DataFrame, step: _Step, protocol: str, tree: DataFrame | None, partitions: int) -> DataFrame:
     """The messages one hop later, in `partitions` partitions."""
-    second = step.spread_all(messages) if protocol in BEACONVEY else step.multicast_all(messages, tree)
-    out = step.forward_all(messages).select(*MESSAGE_COLUMNS).unionByName(second.select(*MESSAGE_COLUMNS))
-    # A union adds up its inputs' partitions: without this they would double every superstep.
+    out = step.hop_all(messages).select(*MESSAGE_COLUMNS)
+    if protocol not in BEACONVEY:
+        # A union adds up its inputs' partitions: without the coalesce they would double every superstep.
+        out = out.unionByName(step.multicast_all(messages, tree).select(*MESSAGE_COLUMNS))
     return out.select(*step.next_hop).coalesce(partitions)
 
 
@@ -261,6 +257,7 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
             break
         stepped = (
             moving.join(network.fingers, on=AT)
+            .select("pair", AT, LOW, HOPS, FDIST, step.towards_low)
             .select("pair", step.after, LOW, (F.col(HOPS) + 1).alias(HOPS))
             .localCheckpoint(eager=True)
         )

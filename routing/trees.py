@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.progress import OnStep, report
 from routing.network import AT, FDIST, FLAT, KEY, LOW, RP, SUBS, TARGET, Network
-from routing.protocols import greedy_step, hop_latency
+from routing.protocols import along, send_finger
 
 KNUTH = 2654435761
 CHILD_KEY, CHILD_AT, CHILD_LATENCY = "child_key", "child_at", "child_latency"
@@ -59,8 +59,9 @@ def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnSt
         distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
         stepped = (
             active.join(network.fingers, on=AT)
-            .withColumn("_next", F.pmod(F.col(AT) + greedy_step(F.col(FDIST), distance), F.lit(n)))
-            .withColumn("_hop", hop_latency(F.col(FDIST), F.col(FLAT), distance))
+            .withColumn("_f", send_finger(F.col(FDIST), distance))
+            .withColumn("_next", F.pmod(F.col(AT) + along(F.col(FDIST), F.col("_f")), F.lit(n)))
+            .withColumn("_hop", along(F.col(FLAT), F.col("_f")))
             .select(
                 S.TOPIC_ID,
                 "_s",

@@ -1,0 +1,22 @@
+"""The routing engines by the name `route --engine` takes, and the default.
+
+Both route every publication of a workload to completion and give the same arrivals, message by
+message (tests/test_routing.py runs every protocol on both against the oracle); the hop rules
+they evaluate are one set of functions (`routing.rules`).
+
+* `compiled` (the default): each Spark task carries its publications through every superstep in
+  numba (`routing.compiled`), one Spark job a run whatever the number of supersteps; the
+  routing tables are broadcast from the driver, which caps the subscriptions it takes.
+* `supersteps`: the Pregel-style form (`routing.simulate`), every message one hop a superstep as
+  DataFrame joins with the routing tables, a Spark job or two a superstep and nothing on the
+  driver: for networks whose tables do not fit a driver, and the message-passing reading of the
+  protocols that the design card asks for.
+"""
+
+from __future__ import annotations
+
+from routing.compiled import simulate_compiled
+from routing.simulate import simulate
+
+ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
+DEFAULT_ENGINE = "compiled"
