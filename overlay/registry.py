@@ -195,7 +195,12 @@ ENGINES: tuple[Engine, ...] = (
         "each Spark task routes its publications to the end, the routing tables broadcast from the driver",
         default=True,
     ),
-    Engine("supersteps", ROUTING_ENGINE, "Pregel-style: one DataFrame superstep a hop for all publications"),
+    Engine(
+        "supersteps",
+        ROUTING_ENGINE,
+        "Pregel-style: one DataFrame superstep a hop for all publications (the same hop rules as Arrow UDFs), "
+        "nothing on the driver",
+    ),
     Engine(
         "auto",
         GREEDY_REGIME,

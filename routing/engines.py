@@ -15,8 +15,12 @@ they evaluate are one set of functions (`routing.rules`).
 
 from __future__ import annotations
 
+from overlay import registry
 from routing.compiled import simulate_compiled
 from routing.simulate import simulate
 
+# Named (with their summaries for --help) in overlay.registry; here, what runs each name.
 ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
-DEFAULT_ENGINE = "compiled"
+DEFAULT_ENGINE = registry.default_engine(registry.ROUTING_ENGINE)
+if set(ENGINES) != set(registry.engines(registry.ROUTING_ENGINE)):
+    raise ImportError("routing.engines and overlay.registry name different routing engines")

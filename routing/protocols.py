@@ -14,9 +14,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StructField, StructType
 
+from overlay import registry
 from routing import rules
 
-PROTOCOLS = ("po", "pa1", "pie", "scribe", "iscribe")
+PROTOCOLS = registry.protocols(registry.ROUTING)
 BEACONVEY = ("po", "pa1", "pie")
 HOP_LOW, HOP_HIGH, HOP_FINGER = "low", "high", "finger"
 # Types as objects, not DDL strings: parsing DDL needs a session, and the Python workers that

@@ -133,3 +133,17 @@ def feed_instance(nodes: int, feeds: int, seed: int):
 
 
 WORKFLOWS = sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
+
+
+def ring_network(overlay, subscriptions):
+    """A small-world run as plain Python for the routing oracle: positions, finger distances per
+    position, and each topic's subscribers' positions."""
+    position = {r[S.NODE_ID]: r[S.POSITION] for r in overlay.ring.collect()}
+    n = len(position)
+    fingers = {}
+    for r in overlay.fingers.collect():
+        fingers.setdefault(position[r[S.NODE_ID]], set()).add((position[r[S.FINGER]] - position[r[S.NODE_ID]]) % n)
+    subs = {}
+    for node, topic in subscriptions:
+        subs.setdefault(topic, set()).add(position[node])
+    return position, {v: sorted(ds) for v, ds in fingers.items()}, subs

@@ -22,7 +22,7 @@ from pipelines import rappel
 from pipelines.churn import SESSIONS, MassFailure, Sessions, parse_churn, parse_mass_failure
 from pipelines.rappel import RappelRequest, run_rappel
 from tests import routing_oracle
-from tests.helpers import store_instance
+from tests.helpers import ring_network, store_instance
 
 NODES = 50
 # 9 min: 18 rounds; 40% of the nodes fail at 3 min and return at 6 min (Fig. 7 in small).
@@ -276,8 +276,6 @@ def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scr
     there and latencies come from the run's coordinates: deliveries, hops and latencies are the
     routing oracle's with RP(t) = the publisher; Scribe reaches subscribers through
     non-subscribers (Fig. 10), Rappel (the run above) never does."""
-    from tests.test_routing import _python_network
-
     lakehouse, run, subs = simulated
     overlay, routed = scribed
     assert routed[S.STATUS] == S.COMPLETE
@@ -288,7 +286,7 @@ def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scr
         fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == overlay[S.RUN_ID])
 
     pairs = [(v, t) for v, ts in subs.items() for t in ts]
-    position, fingers, by_topic = _python_network(Ring, pairs)
+    position, fingers, by_topic = ring_network(Ring, pairs)
     node_at = {p: v for v, p in position.items()}
     coords = {r[S.NODE_ID]: (r[S.X_MS], r[S.Y_MS]) for r in lakehouse.read(S.NODE_COORDINATES).collect()}
     publishers = {r[S.TOPIC_ID]: r[S.PUBLISHER] for r in stored(lakehouse, S.FEED_PUBLISHERS, run[S.RUN_ID]).collect()}

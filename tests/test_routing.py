@@ -28,6 +28,7 @@ from routing.simulate import Simulation, simulate
 from routing.trees import rendezvous, rendezvous_of
 from routing.workload import feed_publications, publications
 from tests import routing_oracle as oracle
+from tests.helpers import ring_network
 
 SUBSCRIPTION_SCHEMA = f"{S.NODE_ID} long, {S.TOPIC_ID} long"
 COORDINATE_SCHEMA = f"{S.NODE_ID} long, {S.X_MS} double, {S.Y_MS} double"
@@ -124,18 +125,6 @@ def small_overlays(spark):
     return cases
 
 
-def _python_network(overlay, subscriptions):
-    position = {r[S.NODE_ID]: r[S.POSITION] for r in overlay.ring.collect()}
-    n = len(position)
-    fingers = {}
-    for r in overlay.fingers.collect():
-        fingers.setdefault(position[r[S.NODE_ID]], set()).add((position[r[S.FINGER]] - position[r[S.NODE_ID]]) % n)
-    subs = {}
-    for node, topic in subscriptions:
-        subs.setdefault(topic, set()).add(position[node])
-    return position, {v: sorted(ds) for v, ds in fingers.items()}, subs
-
-
 def _placed(frame, network, rows):
     """Publications (pub_id, topic_id, publisher node) placed on the ring."""
     return (
@@ -172,7 +161,7 @@ def hard_cases(spark):
             None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
         )
         network = build_network(overlay.ring, overlay.fingers, frame, n, coordinate_frame, root_frame)
-        position, fingers, subs = _python_network(overlay, subscriptions)
+        position, fingers, subs = ring_network(overlay, subscriptions)
         node_at = {p: node for node, p in position.items()}
         publishers = [(node, t) for node, t in subscriptions]
         if roots is None:
@@ -251,7 +240,7 @@ def test_the_hashed_rendezvous_is_one_rule(spark):
 def test_the_outcome_agrees_with_the_oracle(spark, small_overlays, protocol):
     for case in small_overlays:
         n, network, placed = case.n, case.network, case.publications
-        position, fingers, subs = _python_network(case.overlay, case.subscriptions)
+        position, fingers, subs = ring_network(case.overlay, case.subscriptions)
         outcome = summarise(ENGINES[DEFAULT_ENGINE](network, placed, protocol), network, placed)
         node_at = {p: node for node, p in position.items()}
         xy = {p: case.coordinates[node] for node, p in position.items()}
@@ -404,7 +393,7 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
         .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
         .localCheckpoint(eager=True)
     )
-    position, fingers, subs = _python_network(overlay, subscriptions)
+    position, fingers, subs = ring_network(overlay, subscriptions)
     xy = {p: coordinates[node] for node, p in position.items()}
 
     def link(u, v):
