@@ -241,10 +241,10 @@ OVERLAY_RUNS = TableSpec(
     ),
     partition_by=(),
     description=(
-        "One row per overlay run (designed or imported): its instance version, algorithm, "
-        "parameters, status (running / complete / failed), timing and summary figures. "
-        "`attempt` names the process that owns a running design run. `seconds` is the last "
-        "attempt's time from claiming the run to completing it; of it, a greedy run spent "
+        "One row per overlay run (designed, imported or simulated): its instance version, "
+        "algorithm, parameters, status (running / complete / failed / deleted), timing and summary "
+        "figures. `attempt` names the process that owns the run (`pipelines.ledger`). `seconds` is "
+        "the last attempt's time from claiming the run to completing it; of it, a greedy run spent "
         "`seconds_setup` before its first round (driver copy, shared-topic counts), "
         "`seconds_rounds` in rounds, `seconds_commits` storing them and `seconds_evaluate` on "
         "the check and the quality metrics. `regime`: where a greedy ran (memory: compiled in "
@@ -487,12 +487,16 @@ ROUTING_RUNS = TableSpec(
         (COUNTER_EXAMPLE, StringType(), True),
         (SPARK_JOBS, LongType(), True),
         (DELTA_COMMITS, LongType(), True),
+        (ATTEMPT, StringType(), True),
     ),
     partition_by=(),
     description=(
         "One row per routing simulation: the overlay run it routes on, the protocol, the workload "
         "(publications, seed), status (running / complete / failed), supersteps and messages; a "
-        "run whose deliveries are not exactly once is failed with its first counter-example."
+        "run whose deliveries are not exactly once is failed with its first counter-example. "
+        "`attempt` names the process that owns the run (`pipelines.ledger`): its completion is "
+        "conditional on it, so a process whose run another one took over cannot complete it; "
+        "null in rows stored before the column existed."
     ),
 )
 

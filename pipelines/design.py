@@ -9,8 +9,8 @@ Storage protocol (what makes a run resumable and safe to read):
   `COMMIT_SECONDS` apart (`--commit-every`): each Delta commit costs about a second locally;
 * at the end the job checks the engine's TCC count against the topic components, labelled on
   the driver and proven by Spark joins (`overlay.certified`), stores the quality metrics, and only then flips the run to `complete`, in a write that
-  checks the attempt token (`Lakehouse.update_run_if_owned`): a process that was taken over
-  can neither complete nor fail its successor's run.
+  checks the attempt token (`pipelines.ledger`, as every job's runs): a process that was taken
+  over can neither complete nor fail its successor's run.
 
 Running the same command again after a crash (or `kill -9`) resumes after the last completed
 round: the greedy output is the canonical sequence (see `overlay.design.greedy`), so a resumed
@@ -28,7 +28,6 @@ import json
 import logging
 import math
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -57,10 +56,11 @@ from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
-from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError
+from pipelines import ledger
+from pipelines.lakehouse import Lakehouse, UnknownRunError
+from pipelines.ledger import RunTakenOver as RunTakenOver  # what a taken-over design raises (the CLI's)
 from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
 from pipelines.progress import Progress
-from pipelines.runs import OVERLAY, delete_run
 from pipelines.spark import jobs_started, task_slots
 
 log = logging.getLogger(__name__)
@@ -311,46 +311,30 @@ def claim_run(
     ingest_id: str,
     params: str,
     wait: bool,
-) -> tuple[Row | None, str]:
-    """Insert the run row (status running), or take over an unfinished run with the same request.
-
-    A takeover is conditional on the attempt it replaces, so of two processes taking over at once
-    one wins and the other looks again. With `wait`, a run another process is computing is
-    awaited (`_await_owner`), and taken over only when that process looks dead."""
-    attempt = uuid.uuid4().hex
+) -> ledger.Claim:
+    """The run's row claimed for this process (`ledger.claim`): inserted, or the same request's
+    unfinished run taken over, or its complete run found. With `wait`, a run another process is
+    computing is awaited (`_await_owner`), and taken over only when that process looks dead."""
     record = {
         S.RUN_ID: run_id,
         S.INSTANCE: request.instance,
         S.INGEST_ID: ingest_id,
         S.ALGORITHM: request.algorithm,
         S.PARAMS: params,
-        S.STATUS: S.RUNNING,
         S.STARTED_AT: _now(),
-        S.ATTEMPT: attempt,
     }
-    if lakehouse.insert_run(record):
-        return None, attempt
-    while True:
-        existing = lakehouse.run_row(run_id)
-        _check_same_run(existing, run_id, request, ingest_id, params)
-        if wait and existing[S.STATUS] == S.RUNNING:
-            existing = _await_owner(lakehouse, run_id, existing)
-        if existing[S.STATUS] == S.COMPLETE:
-            return existing, attempt
-        if lakehouse.update_run_if_owned(
-            run_id, existing[S.ATTEMPT], **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.MESSAGE: None}
-        ):
-            log.info("resuming run %s (was %s)", run_id, existing[S.STATUS])
-            return existing, attempt
-        log.info("run %s changed hands while this process claimed it; looking again", run_id)
+    return ledger.claim(
+        lakehouse,
+        ledger.OVERLAY,
+        record,
+        lambda existing: _check_same_run(existing, run_id, request, ingest_id, params),
+        wait=(lambda existing: _await_owner(lakehouse, run_id, existing)) if wait else None,
+        redo="or design it anew with --replace",
+    )
 
 
 def _check_same_run(existing: Row, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> None:
-    if existing[S.STATUS] == S.DELETED:
-        raise InputError(
-            f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`, "
-            "or design it anew with --replace"
-        )
+    """A stored run of this id must be this request on this instance version."""
     same = existing[S.ALGORITHM] == request.algorithm and existing[S.INSTANCE] == request.instance
     if not same or json.loads(existing[S.PARAMS]).get("request") != json.loads(params)["request"]:
         raise InputError(
@@ -451,45 +435,6 @@ def _report_round(bar: Progress, r: GreedyRound) -> None:
 COMMIT_SECONDS = 30.0
 
 
-def taken_over(run_id: str) -> RunTakenOver:
-    return RunTakenOver(f"run '{run_id}' was resumed by another process; this one stops")
-
-
-def check_owner(lakehouse: Lakehouse, run_id: str, attempt: str) -> Row:
-    """Stop early when taken over (the final write checks ownership again, in the same commit);
-    the run row as read."""
-    run = lakehouse.run_row(run_id)
-    if run[S.ATTEMPT] != attempt:
-        raise taken_over(run_id)
-    return run
-
-
-@contextlib.contextmanager
-def failing_run(lakehouse: Lakehouse, run_id: str, attempt: str, job: str):
-    """The body owns the run: an error marks it failed with the error's text (unless another
-    process took it over meanwhile: then its new owner decides) and goes on up."""
-    try:
-        yield
-    except RunTakenOver:
-        raise
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("%s %s failed: %s", job, run_id, error)
-        try:
-            message = f"{type(error).__name__}: {error}"[:2000]
-            if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message}):
-                log.warning("run %s was taken over by another process: not marking it failed", run_id)
-        except Exception:
-            log.exception("could not mark run %s failed", run_id)
-        raise
-
-
-def complete_owned(lakehouse: Lakehouse, run_id: str, attempt: str, **values: object) -> None:
-    """Flip the run to complete with `values`, in the write that checks it is still this attempt's."""
-    if not lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.COMPLETE, S.MESSAGE: None, **values}):
-        raise taken_over(run_id)
-
-
 def _store_rounds(
     spark,
     lakehouse: Lakehouse,
@@ -502,7 +447,7 @@ def _store_rounds(
     point). Each Delta commit costs about a second here, so rounds are committed in groups.
     `owner_checked`: the caller has just checked that the run is still this attempt's."""
     if not owner_checked:
-        check_owner(lakehouse, run_id, attempt)
+        ledger.check_owner(lakehouse, run_id, attempt)
     rows = [(u, v, r.first_order + i, r.round, gain) for r in rounds for i, (u, v, gain) in enumerate(r.edges)]
     if rows:
         frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
@@ -654,7 +599,7 @@ def _run_small_world(
         if violation is not None:
             raise DesignError(f"run '{run_id}': the overlay breaks Property 1: {violation}")
         bar.step("Property 1 holds", check="Property 1")
-        check_owner(lakehouse, run_id, attempt)
+        ledger.check_owner(lakehouse, run_id, attempt)
         lakehouse.write_run_tables(
             run_id,
             [(S.RING, overlay.ring), (S.FINGERS, overlay.fingers), (S.OVERLAY_EDGES, overlay.links)],
@@ -678,7 +623,7 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
                 parallelism=task_slots(spark),
             ),
         )
-    check_owner(lakehouse, run_id, attempt)
+    ledger.check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
 
@@ -689,7 +634,7 @@ def _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request) ->
         edges = harary_pt(subscriptions, request.k, request.node_order, request.seed, partitions)
     else:
         edges = cycle_pt(subscriptions, request.seed, partitions)
-    check_owner(lakehouse, run_id, attempt)
+    ledger.check_owner(lakehouse, run_id, attempt)
     lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges)
 
 
@@ -710,7 +655,7 @@ def run_design(
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row.
 
-    `replace`: delete the run of this id first, whatever it is (`runs.delete_run`: with the
+    `replace`: delete the run of this id first, whatever it is (`ledger.delete_run`: with the
     routing runs on it), and design it anew on the current instance version.
 
     `wait`: when another process is designing this run, wait for it instead of taking it over
@@ -725,17 +670,18 @@ def run_design(
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
     if replace:
         with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete
-            delete_run(lakehouse, run_id, OVERLAY.name)
+            ledger.delete_run(lakehouse, run_id, ledger.OVERLAY.name)
             log.info("design %s: --replace: deleted the stored run first", run_id)
     params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
     jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
-    existing, attempt = claim_run(lakehouse, run_id, request, ingest_id, params, wait)
-    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+    claimed = claim_run(lakehouse, run_id, request, ingest_id, params, wait)
+    if claimed.done:
         log.info("run %s is complete already", run_id)
-        return existing
+        return claimed.found
+    attempt = claimed.attempt
     clock = time.monotonic()
     timings: dict[str, float] = {}
-    with failing_run(lakehouse, run_id, attempt, "design"):
+    with ledger.failing(lakehouse, claimed, "design"):
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(
             S.NODE_ID, S.TOPIC_ID
         )
@@ -752,7 +698,7 @@ def run_design(
                 request,
                 batch_size,
                 progress,
-                resuming=existing is not None,
+                resuming=claimed.resumed,
                 commit_seconds=commit_seconds,
                 timings=timings,
                 per_node=per_node,
@@ -782,7 +728,7 @@ def run_design(
         else:
             engine_tcc = driver_subscriptions = None
             _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget, request, backend)
-        run = check_owner(lakehouse, run_id, attempt)
+        run = ledger.check_owner(lakehouse, run_id, attempt)
         evaluating = time.monotonic()
         # The last rounds are stored while the metrics are computed and stored (each write is mostly
         # commit latency); what reads the stored links (diameters, a cross-check) waits for them.
@@ -831,6 +777,6 @@ def run_design(
             S.SPARK_JOBS: jobs_started(spark) - jobs,
             S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
         }
-        complete_owned(lakehouse, run_id, attempt, **completed)
+        ledger.complete(lakehouse, claimed, **completed)
     # The row as the completing MERGE left it (that write checked it was still this attempt's).
     return Row(**{**run.asDict(), S.STATUS: S.COMPLETE, S.MESSAGE: None, **completed})

@@ -4,9 +4,10 @@ with its completion per publication and cycle (`dissemination_completion`). With
 Feverfew simulation only, the gossip goes on while the publications spread and the overlay heals
 (`overlay.gossip.healing`): protocol `push-pull-live`, same table.
 
-Like `route`: the routing run row is claimed first (status running); the dissemination is a
-function of its request, so rerunning an unfinished one recomputes it, and its rows are replaced
-in one commit before the row is flipped to complete. GPM, the small-world overlays and Feverfew
+Like `route`: the routing run row is claimed first (`pipelines.ledger`: status running, an
+attempt token); the dissemination is a function of its request, so rerunning an unfinished one
+takes it over and recomputes it, and its rows are replaced in one commit before the row is
+flipped to complete in a write that checks the attempt token. GPM, the small-world overlays and Feverfew
 are compared under the very same failures: the failures depend on the seed and the node ids only.
 """
 
@@ -27,10 +28,11 @@ from overlay.frames import local_frame
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
 from overlay.gossip.feverfew import FeverfewParams
 from overlay.gossip.healing import heal_and_disseminate
+from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 from pipelines.progress import Progress
-from pipelines.route import ROUTING, claim_run, failing_routing_run
+from pipelines.route import claim_run
 from pipelines.simulate import last_snapshot, stored_state
 from pipelines.spark import task_slots
 
@@ -100,13 +102,12 @@ def run_dissemination(
     routing_run_id = routing_run_id or request.default_routing_run_id()
     check_run_id(routing_run_id)
     run = complete_run(lakehouse, request.run_id)
-    existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
-    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+    claimed = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
+    if claimed.done:
         log.info("dissemination %s is complete already", routing_run_id)
-        return existing
+        return claimed.found
     clock = time.monotonic()
-    with failing_routing_run(lakehouse, routing_run_id, "dissemination"):
-        lakehouse.update_run(routing_run_id, **ROUTING, **{S.STATUS: S.RUNNING, S.MESSAGE: None})
+    with ledger.failing(lakehouse, claimed, "dissemination"):
         instance, subscriptions, links = run_inputs(lakehouse, run)
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
             topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
@@ -121,18 +122,17 @@ def run_dissemination(
                 completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
             lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
             bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
-        lakehouse.update_run(
-            routing_run_id,
-            **ROUTING,
+        ledger.complete(
+            lakehouse,
+            claimed,
             **{
-                S.STATUS: S.COMPLETE,
                 S.FINISHED_AT: _now(),
                 S.SECONDS: time.monotonic() - clock,
                 S.SUPERSTEPS: request.cycles,
                 S.PUBLICATIONS: chosen,
             },
         )
-    return lakehouse.run_row(routing_run_id, **ROUTING)
+    return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)
 
 
 def _live(

@@ -112,10 +112,6 @@ class RetainedVersions:
     dropped: list[str]
 
 
-class RunTakenOver(RuntimeError):
-    """Another process took this run over (a new `attempt` token); this one stops."""
-
-
 def _condition(error: Exception) -> str:
     """Spark's error condition (`DELTA_TABLE_NOT_FOUND`, ...), else the exception's class name."""
     getter = getattr(error, "getCondition", None)
@@ -499,7 +495,8 @@ class Lakehouse:
         return RetainedVersions(kept=sorted(kept), dropped=dropped)
 
     # Run tables --------------------------------------------------------------------------
-    # Tables keyed by a run: overlay runs (run_id) and routing runs (routing_run_id).
+    # Tables keyed by a run: overlay runs (run_id) and routing runs (routing_run_id). The run
+    # rows themselves are claimed, completed and deleted through `pipelines.ledger`.
 
     def run_row(self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID) -> Row:
         rows = self.read(table).filter(F.col(key) == run_id).collect()
@@ -626,14 +623,21 @@ class Lakehouse:
         )
         return int(metrics.first()["num_inserted_rows"])
 
-    def update_run_if_owned(self, run_id: str, owner: str | None, **values: object) -> bool:
-        """Set some columns of one overlay run row if its `attempt` is still `owner` (None: a row
-        without an attempt); True when it was.
+    def update_run_if_owned(
+        self,
+        run_id: str,
+        owner: str | None,
+        table: S.TableSpec = S.OVERLAY_RUNS,
+        key: str = S.RUN_ID,
+        **values: object,
+    ) -> bool:
+        """Set some columns of one run row if its `attempt` is still `owner` (None: a row without
+        an attempt, as stored before the column existed); True when it was (`pipelines.ledger`).
 
         The check and the write are one MERGE (one commit), so a process that was taken over can
         never complete, fail or re-claim the run of its successor. A concurrent commit makes the
         MERGE run again on the new snapshot, checking the owner again."""
-        table, key = S.OVERLAY_RUNS, S.RUN_ID
+        self._ensure_once(table)  # a ledger table from before the attempt column gains it first
         fields = {f.name: f.dataType for f in table.schema.fields}
         source = local_frame(self.spark, [(run_id, owner)], S.frame_schema(table, (key, S.ATTEMPT)))
         assignments = {name: F.lit(value).cast(fields[name]) for name, value in values.items()}
@@ -658,9 +662,8 @@ class Lakehouse:
     def update_run(
         self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object
     ) -> None:
-        """Set some columns of one run row, whoever owns it: summary figures, and routing runs
-        (which have no attempt token). Design and import runs are committed or failed through
-        `update_run_if_owned`."""
+        """Set some columns of one run row, whoever owns it: summary figures, a delete's mark. A
+        run's owner completes or fails it through `update_run_if_owned` (`pipelines.ledger`)."""
         assignments = {name: F.lit(value) for name, value in values.items()}
         self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(table)).update(F.col(key) == run_id, assignments),

@@ -37,7 +37,8 @@ from overlay.quality import (
     topic_components,
     topic_diameters,
 )
-from pipelines.lakehouse import Lakehouse, RunTakenOver, UnknownRunError, UnknownVersionError
+from pipelines import ledger
+from pipelines.lakehouse import Lakehouse, UnknownRunError, UnknownVersionError
 from pipelines.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -112,20 +113,18 @@ def run_import(
     path: str,
     replace: bool = False,
 ) -> Row:
-    """Store an overlay file as a complete run. The run id is claimed first (a `running` row with
-    an attempt token), so an import never writes links under a run id it does not own; the row
-    turns `complete` last, in a write that checks the token, so a reader never sees a complete
-    run without its links. `replace`: delete a stored run of this id first (`runs.delete_run`)."""
+    """Store an overlay file as a complete run. The run id is claimed first (`pipelines.ledger`:
+    a `running` row with an attempt token), so an import never writes links under a run id it
+    does not own; the row turns `complete` last, in a write that checks the token, so a reader
+    never sees a complete run without its links. `replace`: delete a stored run of this id first."""
     check_run_id(run_id)
     instance_row = lakehouse.instance_row(instance)
     if replace:
-        from pipelines.runs import OVERLAY, delete_run  # runs reads overlay tables; no cycle at import time
-
         with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete
-            delete_run(lakehouse, run_id, OVERLAY.name)
+            ledger.delete_run(lakehouse, run_id, ledger.OVERLAY.name)
     started, clock = _now(), time.monotonic()
-    attempt = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
-    try:
+    claimed = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
+    with ledger.failing(lakehouse, claimed, "import"):
         node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, instance_row[S.INGEST_ID]).select(S.KEY, S.ID)
         imported = import_overlay(spark, path, node_keys)
         t = imported.tally
@@ -139,42 +138,27 @@ def run_import(
         )
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, imported.edges)
         lakehouse.write_run_rows(S.REJECTED_OVERLAY_EDGES, run_id, imported.rejected)
-        completed = lakehouse.update_run_if_owned(
-            run_id,
-            attempt,
+        ledger.complete(
+            lakehouse,
+            claimed,
             **{
-                S.STATUS: S.COMPLETE,
                 S.FINISHED_AT: _now(),
                 S.SECONDS: time.monotonic() - clock,
                 S.EDGES: t.accepted,
                 S.ROWS_READ: t.read,
                 S.REJECTED: t.rejected,
                 S.DUPLICATES: t.duplicates,
-                S.MESSAGE: None,
             },
         )
-        if not completed:
-            raise RunTakenOver(f"run '{run_id}' was taken over by another import; this one stops")
-    except RunTakenOver:
-        raise
-    except BaseException as error:
-        try:
-            message = f"{type(error).__name__}: {error}"[:2000]
-            lakehouse.update_run_if_owned(run_id, attempt, **{S.STATUS: S.FAILED, S.MESSAGE: message})
-        except Exception:
-            log.exception("could not mark run %s failed", run_id)
-        raise
     return lakehouse.run_row(run_id)
 
 
 def _claim_import(
     lakehouse: Lakehouse, run_id: str, instance: str, ingest_id: str, path: str, started: datetime
-) -> str:
-    """Insert the import's run row (status running); its attempt token. A run id that exists is
-    refused, unless it is an import into the same instance version that failed, or that did not
-    finish and reads the same file (a crashed attempt): that one is taken over, conditionally on
-    the attempt it replaces."""
-    attempt = uuid.uuid4().hex
+) -> ledger.Claim:
+    """The import's run row, claimed (`ledger.claim`). A run id that exists is refused, unless it
+    is an import into the same instance version that failed, or that did not finish and reads
+    the same file (a crashed attempt): that one is taken over."""
     params = json.dumps({"path": path})
     record = {
         S.RUN_ID: run_id,
@@ -182,33 +166,32 @@ def _claim_import(
         S.INGEST_ID: ingest_id,
         S.ALGORITHM: "imported",
         S.PARAMS: params,
-        S.STATUS: S.RUNNING,
         S.STARTED_AT: started,
-        S.ATTEMPT: attempt,
     }
-    if lakehouse.insert_run(record):
-        return attempt
-    existing = lakehouse.run_row(run_id)
-    if existing[S.STATUS] == S.DELETED:
-        raise InputError(
-            f"run '{run_id}' is being deleted: finish that with `python -m pipelines runs delete {run_id}`"
+
+    def unfinished_import(existing: Row) -> None:
+        retry = (
+            existing[S.ALGORITHM] == "imported"
+            and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
+            and (existing[S.STATUS] == S.FAILED or (existing[S.STATUS] == S.RUNNING and existing[S.PARAMS] == params))
         )
-    retry = (
-        existing[S.ALGORITHM] == "imported"
-        and (existing[S.INSTANCE], existing[S.INGEST_ID]) == (instance, ingest_id)
-        and (existing[S.STATUS] == S.FAILED or (existing[S.STATUS] == S.RUNNING and existing[S.PARAMS] == params))
+        if not retry:
+            raise InputError(
+                f"run id '{run_id}' exists already: choose another --run-id, or delete it first with "
+                f"`python -m pipelines runs delete {run_id}` (`runs show {run_id}` says what it is)"
+            )
+
+    claimed = ledger.claim(
+        lakehouse,
+        ledger.OVERLAY,
+        record,
+        unfinished_import,
+        reset={S.PARAMS: params, S.STARTED_AT: started},
+        redo="or import it anew with --replace",
     )
-    if retry and lakehouse.update_run_if_owned(
-        run_id,
-        existing[S.ATTEMPT],
-        **{S.STATUS: S.RUNNING, S.ATTEMPT: attempt, S.PARAMS: params, S.STARTED_AT: started, S.MESSAGE: None},
-    ):
-        log.info("import %s: taking over an unfinished import (was %s)", run_id, existing[S.STATUS])
-        return attempt
-    raise InputError(
-        f"run id '{run_id}' exists already: choose another --run-id, or delete it first with "
-        f"`python -m pipelines runs delete {run_id}` (`runs show {run_id}` says what it is)"
-    )
+    if claimed.resumed:
+        log.info("import %s: taking over an unfinished import (was %s)", run_id, claimed.found[S.STATUS])
+    return claimed
 
 
 def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:

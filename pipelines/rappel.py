@@ -8,18 +8,18 @@ feed's publisher (`feed_publishers`): on a social instance the node whose key is
 (the followed user), else a seeded subscriber (the one of least draw(RAPPEL_PUBLISHER, topic,
 node)). Publishers never fail.
 
-Storage: the run row is claimed first (status `running`); every `snapshot_every` rounds (and at
-the last) the rounds since the last commit are stored: `rappel_rounds`, `rappel_deliveries`,
-`rappel_traffic`, the trees' layout (`feed_trees`), then the snapshot the next round starts
-from (`rappel_states`, then `rappel_tree_states`). A stopped run (a crash, kill -9) is resumed
-by the same command from its last snapshot: rows of later rounds are debris and are deleted
-first, and since the run is a function of its seed the resumed run is the uninterrupted one.
-The trees are stored as columns (`overlay.rappel.tree_codec`, versioned); a `rappel_tree_states`
-of an older layout (the pickles stored before layout 1) is rewritten once, when a Rappel job
-starts (`migrate_tree_states`), so the runs stored then still resume.
-At the end the friendships go to `overlay_edges` (undirected), each
+Storage: the run row is claimed first (status `running`, an attempt token: `pipelines.ledger`);
+every `snapshot_every` rounds (and at the last) the rounds since the last commit are stored:
+`rappel_rounds`, `rappel_deliveries`, `rappel_traffic`, the trees' layout (`feed_trees`), then
+the snapshot the next round starts from (`rappel_states`, then `rappel_tree_states`). A stopped
+run (a crash, kill -9) is resumed by the same command from its last snapshot: rows of later
+rounds are debris and are deleted first, and since the run is a function of its seed the resumed
+run is the uninterrupted one. The trees are stored as columns (`overlay.rappel.tree_codec`,
+versioned); a `rappel_tree_states` of an older layout (the pickles stored before layout 1) is
+rewritten once, when a Rappel job starts (`migrate_tree_states`), so the runs stored then still
+resume. At the end the friendships go to `overlay_edges` (undirected), each
 node's coverage and neighbour overlap to `rappel_nodes`, the run is evaluated like any design and
-marked complete."""
+marked complete, in the write that checks its attempt token."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from overlay.rappel.friendship import UTILITIES, RappelParams
 from overlay.rappel.interest import MODES
 from overlay.rappel.presence import Presence
 from overlay.rappel.simulation import RappelSimulation, RoundResult
-from pipelines.design import check_owner
+from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
@@ -306,7 +306,7 @@ def _simulate(
     def on_round(result: RoundResult) -> dict:
         pending.add(result)
         if result.round % snapshot_every == 0 or result.round == last:
-            check_owner(lakehouse, run_id, attempt)
+            ledger.check_owner(lakehouse, run_id, attempt)
             stored = pending.commit(lakehouse, run_id)[-1]
             _snapshot(lakehouse, run_id, simulation, result)
             return {
@@ -326,7 +326,7 @@ def _simulate(
             step = trees
         if first <= last:
             friendship, step = simulation.run(state, trees, first, last, on_round=on_round, on_step=bar.on_step)
-        check_owner(lakehouse, run_id, attempt)
+        ledger.check_owner(lakehouse, run_id, attempt)
         links = (
             friendship.select(F.col(S.NODE_ID).alias("a"), F.explode("friends").alias("b"))
             .select(F.least("a", "b").alias(S.U), F.greatest("a", "b").alias(S.V))

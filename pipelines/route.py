@@ -1,11 +1,13 @@
 """The route job: simulate a publication workload on a small-world overlay run and store what
 happened (routing_runs, routing_publications, routing_deliveries, routing_load, routing_metrics).
 
-The run row is inserted first (status running). The simulation is deterministic (seeded workload,
-deterministic protocols), so a rerun of an unfinished routing run simply recomputes it; a
-complete one is returned as it is. Every result table is replaced per routing run in one commit,
-and the run row is flipped last: `complete`, or `failed` with the first (publication,
-subscriber) pair that was not delivered exactly once.
+The run row is claimed first (`pipelines.ledger`: status running, an attempt token). The
+simulation is deterministic (seeded workload, deterministic protocols), so a rerun of an
+unfinished routing run takes it over and simply recomputes it; a complete one is returned as it
+is. Every result table is replaced per routing run in one commit, and the run row is flipped
+last, in a write that checks the attempt token (a process whose run was taken over meanwhile
+stops with RunTakenOver): `complete`, or `failed` with the first (publication, subscriber) pair
+that was not delivered exactly once.
 
 Latency: links have the latencies of the instance's `node_coordinates` (the seeded model of
 `overlay.rappel.coordinates`, model seed `--model-seed`; stored the first time), so every
@@ -17,7 +19,6 @@ publishers, at which Scribe and iScribe root the feeds' trees (RP(t) = the publi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
+from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
 from pipelines.progress import Progress
@@ -43,7 +45,6 @@ from routing.workload import feed_publications, publications
 
 log = logging.getLogger(__name__)
 __all__ = ["ENGINES", "PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
-ROUTING = {"table": S.ROUTING_RUNS, "key": S.ROUTING_RUN_ID}
 
 
 class RoutingError(RuntimeError):
@@ -93,9 +94,11 @@ class RouteRequest:
         return json.dumps(fields, sort_keys=True)
 
 
-def claim_run(lakehouse: Lakehouse, routing_run_id: str, request, instance: str) -> Row | None:
-    """Insert the routing run row; an existing one must have the same request (a route or a
-    dissemination request: both give their stored form as `params_json()`)."""
+def claim_run(lakehouse: Lakehouse, routing_run_id: str, request, instance: str) -> ledger.Claim:
+    """The routing run's row claimed for this process (`ledger.claim`); a stored one must have the
+    same request (a route or a dissemination request: both give their stored form as
+    `params_json()`). A rerun of an unfinished one takes it over and recomputes it (a process
+    still routing it can then no longer complete it)."""
     params = request.params_json()
     record = {
         S.ROUTING_RUN_ID: routing_run_id,
@@ -105,35 +108,17 @@ def claim_run(lakehouse: Lakehouse, routing_run_id: str, request, instance: str)
         S.PUBLICATIONS: request.publications,
         S.SEED: request.seed,
         S.PARAMS: params,
-        S.STATUS: S.RUNNING,
         S.STARTED_AT: _now(),
     }
-    if lakehouse.insert_run(record, **ROUTING):
-        return None
-    existing = lakehouse.run_row(routing_run_id, **ROUTING)
-    if existing[S.PARAMS] != params:
-        raise InputError(
-            f"routing run id '{routing_run_id}' exists with other settings ({existing[S.PARAMS]}): "
-            f"choose another --routing-run-id, or delete it first with `python -m pipelines runs delete {routing_run_id}`"
-        )
-    return existing
 
-
-@contextlib.contextmanager
-def failing_routing_run(lakehouse: Lakehouse, routing_run_id: str, job: str):
-    """An error in the body marks the routing run failed with its text and goes on up."""
-    try:
-        yield
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            log.error("%s %s failed: %s", job, routing_run_id, error)
-        try:
-            lakehouse.update_run(
-                routing_run_id, **ROUTING, **{S.STATUS: S.FAILED, S.MESSAGE: f"{type(error).__name__}: {error}"[:2000]}
+    def same_request(existing: Row) -> None:
+        if existing[S.PARAMS] != params:
+            raise InputError(
+                f"routing run id '{routing_run_id}' exists with other settings ({existing[S.PARAMS]}): choose "
+                f"another --routing-run-id, or delete it first with `python -m pipelines runs delete {routing_run_id}`"
             )
-        except Exception:
-            log.exception("could not mark %s %s failed", job, routing_run_id)
-        raise
+
+    return ledger.claim(lakehouse, ledger.ROUTING, record, same_request, reset={S.COUNTER_EXAMPLE: None})
 
 
 def run_route(
@@ -161,18 +146,12 @@ def run_route(
         )
     feeds = _feeds_run(lakehouse, request, run)
     jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
-    existing = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
-    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+    claimed = claim_run(lakehouse, routing_run_id, request, run[S.INSTANCE])
+    if claimed.done:
         log.info("routing run %s is complete already", routing_run_id)
-        return existing
+        return claimed.found
     clock = time.monotonic()
-    with failing_routing_run(lakehouse, routing_run_id, "routing run"):
-        if existing is not None:  # a rerun of an unfinished run: clear what the last attempt left
-            lakehouse.update_run(
-                routing_run_id,
-                **ROUTING,
-                **{S.STATUS: S.RUNNING, S.MESSAGE: None, S.COUNTER_EXAMPLE: None},
-            )
+    with ledger.failing(lakehouse, claimed, "routing run"):
         key = request.inputs_key()
         if inputs is not None and key in inputs:
             network, placed = inputs[key]
@@ -209,9 +188,9 @@ def run_route(
                 on_stored=lambda table: bar.step(f"stored {table.name}", stored=table.name),
             )
         failed = outcome.counter_example is not None
-        lakehouse.update_run(
-            routing_run_id,
-            **ROUTING,
+        ledger.complete(  # failed when not exactly once, in the same write that checks the attempt
+            lakehouse,
+            claimed,
             **{
                 S.STATUS: S.FAILED if failed else S.COMPLETE,
                 S.FINISHED_AT: _now(),
@@ -226,7 +205,7 @@ def run_route(
         )
         if failed:
             log.error("routing run %s: deliveries are not exactly once: %s", routing_run_id, outcome.counter_example)
-    return lakehouse.run_row(routing_run_id, **ROUTING)
+    return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)
 
 
 def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, ring, feeds):

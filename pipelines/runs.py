@@ -1,13 +1,13 @@
 """Runs as first-class objects: list them, show one, delete one with everything derived from it.
 
-Every kind of run is a row in its own table, keyed by its id, and owns rows in other tables
-keyed the same way (`RunKind`). An id is looked up in every kind's table, never guessed from its
-shape. Deleting is resumable and atomic for readers:
+Every kind of run is a row in its own ledger table, keyed by its id, and owns rows in other
+tables keyed the same way (`pipelines.ledger.RunKind`). An id is looked up in every kind's
+table, never guessed from its shape. Deleting (`pipelines.ledger.delete_run`) is resumable and
+atomic for readers:
 
-1. one commit sets the run's status to `deleted` (and clears a design's attempt token, so a
-   process still designing it stops at its next ownership check): from then on no reader that
-   asks for complete runs (evaluate, export, route, resilience, the report, workflow skips) sees
-   it;
+1. one commit sets the run's status to `deleted` (and clears its attempt token, so a process
+   still running it stops at its next ownership check): from then on no reader that asks for
+   complete runs (evaluate, export, route, resilience, the report, workflow skips) sees it;
 2. the runs derived from it are deleted the same way (the routing runs on an overlay, and the
    comparisons that include a deleted routing run);
 3. its rows go from every table it owns, one commit per table;
@@ -21,58 +21,19 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.errors import InputError
 from overlay.summaries import BUDGET, with_budget
 from pipelines.console import format_table
-from pipelines.lakehouse import Lakehouse, UnknownRunError, sql_literal
+from pipelines.lakehouse import Lakehouse
+from pipelines.ledger import KINDS as KINDS  # the kinds `runs --kind` takes
+from pipelines.ledger import OVERLAY, ROUTING, RunKind, find_run
+from pipelines.ledger import delete_run as delete_run  # `runs delete`: the ledger deletes
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class RunKind:
-    """A kind of run: its table and key, what made it (algorithm or protocol), the tables whose
-    rows are its own, and the column of its instance version (None: it has none of its own)."""
-
-    name: str
-    table: S.TableSpec
-    key: str
-    maker: str
-    owned: tuple[S.TableSpec, ...]
-
-
-OVERLAY = RunKind(
-    "overlay",
-    S.OVERLAY_RUNS,
-    S.RUN_ID,
-    S.ALGORITHM,
-    (
-        S.OVERLAY_EDGES,
-        S.OVERLAY_ROUNDS,
-        S.REJECTED_OVERLAY_EDGES,
-        S.TOPIC_COMPONENTS,
-        S.OVERLAY_METRICS,
-        S.TOPIC_CONNECTIVITY,
-        S.OVERLAY_KTCO,
-        S.RESILIENCE,
-        S.RING,
-        S.FINGERS,
-        *S.GOSSIP_TABLES,
-        *S.RAPPEL_RUN_TABLES,
-    ),
-)
-ROUTING = RunKind(
-    "routing",
-    S.ROUTING_RUNS,
-    S.ROUTING_RUN_ID,
-    S.PROTOCOL,
-    (S.ROUTING_PUBLICATIONS, S.ROUTING_DELIVERIES, S.ROUTING_LOAD, S.ROUTING_METRICS, S.DISSEMINATION_COMPLETION),
-)
-KINDS = {kind.name: kind for kind in (OVERLAY, ROUTING)}
 
 KIND, AGE, VERSION, ON_RUN, QUALITY = "kind", "age", "version", "on_run", "quality"
 LIST_COLUMNS = (KIND, S.RUN_ID, S.INSTANCE, VERSION, "made_by", S.STATUS, BUDGET, S.EDGES, QUALITY, S.SECONDS, AGE)
@@ -92,24 +53,6 @@ def age(started: datetime | None, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
-
-
-def find_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> tuple[RunKind, Row]:
-    """The kind and row of the run with this id, looked up in every kind's table (or in `kind`'s)."""
-    kinds = [KINDS[kind]] if kind is not None else list(KINDS.values())
-    found = []
-    for candidate in kinds:
-        if lakehouse.exists(candidate.table):
-            row = lakehouse.read(candidate.table).filter(F.col(candidate.key) == run_id).first()
-            if row is not None:
-                found.append((candidate, row))
-    if not found:
-        raise UnknownRunError(
-            f"no {kind or 'overlay or routing'} run '{run_id}'; list them with `python -m pipelines runs`"
-        )
-    if len(found) > 1:
-        raise InputError(f"'{run_id}' names runs of several kinds ({', '.join(k.name for k, _ in found)}): add --kind")
-    return found[0]
 
 
 # Listing ---------------------------------------------------------------------------------
@@ -250,64 +193,6 @@ def show_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None, rounds:
         sections["metrics"] = rows_of(S.ROUTING_METRICS, S.ROUTING_RUN_ID, run_id)
         sections["comparisons that include it"] = rows_of(S.ROUTING_COMPARISON, S.ROUTING_RUN_ID, run_id)
     return RunDetails(found, record, params, sections)
-
-
-# Deleting --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DeletedRun:
-    kind: str
-    run_id: str
-    rows: dict[str, int]  # rows deleted per table (the run's own row included)
-
-
-def delete_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> list[DeletedRun]:
-    """Delete a run and every run and row derived from it (see module doc); the runs deleted,
-    dependents first."""
-    found, row = find_run(lakehouse, run_id, kind)
-    if row[S.STATUS] != S.DELETED:
-        _mark_deleted(lakehouse, found, run_id)
-    deleted: list[DeletedRun] = []
-    if found is OVERLAY and lakehouse.exists(S.ROUTING_RUNS):
-        routed = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.RUN_ID) == run_id)
-        for dependent in sorted(r[S.ROUTING_RUN_ID] for r in routed.select(S.ROUTING_RUN_ID).collect()):
-            deleted += delete_run(lakehouse, dependent, ROUTING.name)
-    counts: dict[str, int] = {}
-    if found is ROUTING and lakehouse.exists(S.ROUTING_COMPARISON):
-        counts[S.ROUTING_COMPARISON.name] = _delete_comparisons_with(lakehouse, run_id)
-    for table in found.owned:
-        if lakehouse.exists(table):
-            counts[table.name] = _delete_where(lakehouse, table, found.key, run_id)
-    counts[found.table.name] = _delete_where(lakehouse, found.table, found.key, run_id)
-    log.info("deleted %s run %s: %s", found.name, run_id, counts)
-    return [*deleted, DeletedRun(found.name, run_id, {t: n for t, n in counts.items() if n})]
-
-
-def _mark_deleted(lakehouse: Lakehouse, kind: RunKind, run_id: str) -> None:
-    values: dict[str, object] = {S.STATUS: S.DELETED, S.MESSAGE: f"deleted at {_now():%Y-%m-%d %H:%M:%S} UTC"}
-    if S.ATTEMPT in kind.table.columns:
-        values[S.ATTEMPT] = None  # a design still running stops at its next ownership check
-    lakehouse.update_run(run_id, table=kind.table, key=kind.key, **values)
-
-
-def _delete_where(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> int:
-    return lakehouse.delete_rows(table, f"{key} = {sql_literal(value)}")
-
-
-def _delete_comparisons_with(lakehouse: Lakehouse, routing_run_id: str) -> int:
-    """Every comparison that includes the routing run goes whole (a comparison is all its systems)."""
-    ids = [
-        r[S.COMPARISON_ID]
-        for r in lakehouse.read(S.ROUTING_COMPARISON)
-        .filter(F.col(S.ROUTING_RUN_ID) == routing_run_id)
-        .select(S.COMPARISON_ID)
-        .distinct()
-        .collect()
-    ]  # the comparisons one routing run is part of: a handful
-    if not ids:
-        return 0
-    return lakehouse.delete_rows(S.ROUTING_COMPARISON, f"{S.COMPARISON_ID} IN ({', '.join(map(sql_literal, ids))})")
 
 
 def print_details(details: RunDetails) -> None:

@@ -43,11 +43,11 @@ from overlay.gossip.measures import (
     view_links,
     view_summary,
 )
-from pipelines.design import check_owner, claim_run, complete_owned, failing_run
+from pipelines import ledger
+from pipelines.design import claim_run
 from pipelines.lakehouse import Lakehouse, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run
 from pipelines.progress import Progress
-from pipelines.runs import OVERLAY, delete_run
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -242,22 +242,21 @@ def simulated_run(
         raise InputError(f"instance '{request.instance}' has no subscriptions: {nothing}")
     if replace:
         with contextlib.suppress(UnknownRunError):
-            delete_run(lakehouse, run_id, OVERLAY.name)
+            ledger.delete_run(lakehouse, run_id, ledger.OVERLAY.name)
             log.info("simulate %s: --replace: deleted the stored run first", run_id)
-    existing, attempt = claim_run(lakehouse, run_id, request, instance[S.INGEST_ID], request.params_json(), wait=False)
-    if existing is not None and existing[S.STATUS] == S.COMPLETE:
+    claimed = claim_run(lakehouse, run_id, request, instance[S.INGEST_ID], request.params_json(), wait=False)
+    if claimed.done:
         log.info("run %s is complete already", run_id)
-        return existing.asDict()
+        return claimed.found.asDict()
     clock = time.monotonic()
-    with failing_run(lakehouse, run_id, attempt, "simulate"):
-        simulate_rounds(spark, lakehouse, request, run_id, attempt, instance, snapshot_every, progress)
-        run = check_owner(lakehouse, run_id, attempt)
+    with ledger.failing(lakehouse, claimed, "simulate"):
+        simulate_rounds(spark, lakehouse, request, run_id, claimed.attempt, instance, snapshot_every, progress)
+        run = ledger.check_owner(lakehouse, run_id, claimed.attempt)
         simulated = time.monotonic() - clock
         metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
-        complete_owned(
+        ledger.complete(
             lakehouse,
-            run_id,
-            attempt,
+            claimed,
             **{
                 S.FINISHED_AT: _now(),
                 S.SECONDS: time.monotonic() - clock,
@@ -293,7 +292,7 @@ def _simulate(
             views = chosen_views(
                 spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark)
             )
-            check_owner(lakehouse, run_id, attempt)
+            ledger.check_owner(lakehouse, run_id, attempt)
             _store_views(spark, lakehouse, run_id, views.localCheckpoint(eager=True), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
         return
@@ -318,7 +317,7 @@ def _simulate(
     def on_cycle(cycle: int, state: DataFrame, seconds: float) -> dict:
         summary = pending.add(cycle, state, seconds)
         if cycle % snapshot_every == 0 or cycle == last:
-            check_owner(lakehouse, run_id, attempt)
+            ledger.check_owner(lakehouse, run_id, attempt)
             pending.commit(lakehouse, run_id)
             _snapshot(lakehouse, run_id, state, cycle)
         share = summary[S.COVERED_SHARE]
@@ -327,7 +326,7 @@ def _simulate(
     with Progress(run_id, total=max(0, last - first + 1), unit="cycle", enabled=progress, logger=log) as bar:
         if first <= last:
             state = engine.run(state, first, last, on_cycle=on_cycle, on_step=bar.on_step)
-        check_owner(lakehouse, run_id, attempt)
+        ledger.check_owner(lakehouse, run_id, attempt)
         if request.protocol == "feverfew":
             views = state if "covered" in state.columns else _covered(engine, state)
         else:

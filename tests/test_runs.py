@@ -9,7 +9,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
-from pipelines import overlays, runs
+from pipelines import ledger, overlays, runs
 from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Retention, UnknownRunError
@@ -177,7 +177,7 @@ def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishe
 ):
     imported(spark, lakehouse, write_text, "halfway", [(1, 2)])
     overlays.run_evaluate(spark, lakehouse, "halfway", diameters=False)
-    runs._mark_deleted(lakehouse, runs.OVERLAY, "halfway")  # a delete that stopped after its first commit
+    ledger.mark_deleted(lakehouse, ledger.OVERLAY, "halfway")  # a delete that stopped after its first commit
     with pytest.raises(InputError, match="deleted.*runs delete halfway"):
         overlays.complete_run(lakehouse, "halfway")
     from pipelines.workflow.complete import _current_run
