@@ -7,8 +7,9 @@ Feverfew simulation only, the gossip goes on while the publications spread and t
 Like `route`: the routing run row is claimed first (`pipelines.ledger`: status running, an
 attempt token); the dissemination is a function of its request, so rerunning an unfinished one
 takes it over and recomputes it, and its rows are replaced in one commit before the row is
-flipped to complete in a write that checks the attempt token. GPM, the small-world overlays and Feverfew
-are compared under the very same failures: the failures depend on the seed and the node ids only.
+flipped to complete, in a write that checks the attempt token. GPM, the small-world overlays and
+Feverfew are compared under the very same failures: the failures depend on the seed and the node
+ids only.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def _claim_import(
                 f"`python -m pipelines runs delete {run_id}` (`runs show {run_id}` says what it is)"
             )
 
-    claimed = ledger.claim(
+    return ledger.claim(
         lakehouse,
         ledger.OVERLAY,
         record,
@@ -189,9 +189,6 @@ def _claim_import(
         reset={S.PARAMS: params, S.STARTED_AT: started},
         redo="or import it anew with --replace",
     )
-    if claimed.resumed:
-        log.info("import %s: taking over an unfinished import (was %s)", run_id, claimed.found[S.STATUS])
-    return claimed
 
 
 def run_evaluate(spark: SparkSession, lakehouse: Lakehouse, run_id: str, backend: Backend = "auto", **options) -> dict:

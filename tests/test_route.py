@@ -11,6 +11,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from pipelines import route
 from pipelines.cli import main
+from pipelines.ledger import RunTakenOver
 from pipelines.route import RouteRequest, run_route
 
 NODES = 24  # of the instance `tiny` in tests/workflows/tiny_refresh.yaml
@@ -109,6 +110,29 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     (run,) = rows_of(lakehouse, S.ROUTING_RUNS, "lossy")
     assert run[S.STATUS] == S.FAILED and "received it 0 times, not once" in run[S.COUNTER_EXAMPLE]
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
+
+
+@pytest.mark.ci  # uses the shared small workflow, about 10 s
+def test_a_routing_run_taken_over_meanwhile_is_left_to_its_new_owner(spark, lakehouse, small_world, monkeypatch):
+    """The same route started again while the first is simulating takes the routing run over (a
+    new attempt token): the first one's completing write then fails, and it leaves the row to
+    its successor instead of completing it or marking it failed."""
+    real = route.summarise
+    request = RouteRequest(small_world[S.RUN_ID], "scribe", 6, 3)
+    successor = []
+
+    def taken_over_meanwhile(simulation, network, placed):
+        successor.append(route.claim_run(lakehouse, "taken", request, small_world[S.INSTANCE]))
+        return real(simulation, network, placed)
+
+    monkeypatch.setattr(route, "summarise", taken_over_meanwhile)
+    with pytest.raises(RunTakenOver, match="routing run 'taken' was taken over by another process"):
+        run_route(spark, lakehouse, request, "taken", progress=False)
+    (run,) = rows_of(lakehouse, S.ROUTING_RUNS, "taken")
+    assert (run[S.STATUS], run[S.ATTEMPT], run[S.MESSAGE]) == (S.RUNNING, successor[0].attempt, None)
+    assert successor[0].resumed and run[S.FINISHED_AT] is None
+    monkeypatch.undo()
+    assert run_route(spark, lakehouse, request, "taken", progress=False)[S.STATUS] == S.COMPLETE  # taken over again
 
 
 @pytest.mark.ci  # uses the shared small workflow (and the lossy run of the check above)
