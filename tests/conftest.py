@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import os
 
 import pytest
 
 from pipelines.config import LabSettings, apply_overrides
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import build_local_session
-from tests.helpers import TINY_WORKFLOW, run_cli
+from tests.helpers import TINY_WORKFLOW, on_ci, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -42,10 +41,6 @@ def spark(settings):
     session = build_local_session(settings)
     yield session
     session.stop()
-
-
-def on_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
 
 
 @pytest.fixture(scope="session")

@@ -209,7 +209,7 @@ def test_info_says_whether_graphframes_is_loaded_and_ci_requires_it(spark, tmp_p
     fails, it does not skip. Elsewhere `info` says which backend connected components use."""
     from importlib.metadata import version
 
-    from tests.conftest import on_ci
+    from tests.helpers import on_ci
 
     monkeypatch.setenv("OVERLAY_LAB_MAVEN_REPOS", "file:///srv/mirror, https://mirror.example/maven2")
     code, out, _ = run(capsys, "--lakehouse", str(tmp_path / "lh"), "info")

@@ -66,7 +66,7 @@ def test_both_backends_label_a_facebook_sample_topic_graph_alike(spark, graphfra
     from overlay import schema as S
     from overlay.instance.social import SocialSpec, social_instance
     from overlay.quality import topic_graph
-    from tests.conftest import FACEBOOK
+    from tests.helpers import FACEBOOK
 
     frames = social_instance(spark, SocialSpec(path=str(FACEBOOK), directed=False, sample_bfs=80, seed=2))
     subscriptions = frames.subscriptions.select(S.NODE_ID, S.TOPIC_ID).localCheckpoint(eager=True)

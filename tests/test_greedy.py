@@ -309,7 +309,7 @@ def facebook_sample(size: int) -> list:
     """Subscriptions of a BFS sample of the Facebook graph: each user is a topic, friends subscribe."""
     from collections import deque
 
-    from tests.conftest import FACEBOOK, read_edges
+    from tests.helpers import FACEBOOK, read_edges
 
     friends = {}
     for a, b in read_edges(FACEBOOK):
