@@ -1,4 +1,6 @@
-"""The route job end to end: tables, reuse, a failed exactly-once check, bad input."""
+"""The route job end to end: tables, reuse, a failed exactly-once check, a takeover, bad input;
+on a module lakehouse holding the tiny workflow's small-world overlay (the same instance and
+design as tests/workflows/tiny_refresh.yaml), so the default run covers them."""
 
 from __future__ import annotations
 
@@ -9,33 +11,47 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
+from overlay.instance.synthetic import SyntheticSpec
 from pipelines import route
 from pipelines.cli import main
+from pipelines.design import DesignRequest, run_design
 from pipelines.ledger import RunTakenOver
 from pipelines.route import RouteRequest, run_route
+from tests.helpers import run_cli, store_instance
 
-NODES = 24  # of the instance `tiny` in tests/workflows/tiny_refresh.yaml
-SCRIBE_RUN = "tiny.swico.random-chord.s1.scribe.p12.s1"  # the workflow's route_scribe step
-
-
-@pytest.fixture(scope="module")
-def lakehouse(refreshed):
-    return refreshed["lakehouse"]
+NODES = 24
+TINY = SyntheticSpec(dist="zipf", nodes=NODES, topics=10, min_subs=2, max_subs=4, seed=3)  # as tiny_refresh.yaml
+SCRIBE_RUN = "tiny.swico.random-chord.s1.scribe.p12.s1"
 
 
 @pytest.fixture(scope="module")
-def small_world(lakehouse):
-    """The workflow's RandomS + Chord overlay of instance `tiny`."""
-    return lakehouse.run_row("tiny.swico.random-chord.s1")
+def lakehouse(module_lakehouse):
+    return module_lakehouse
+
+
+@pytest.fixture(scope="module")
+def small_world(spark, lakehouse):
+    """A RandomS + Chord overlay of instance `tiny`."""
+    store_instance(spark, lakehouse, "tiny", TINY)
+    request = DesignRequest("tiny", "swico", short="random", long="chord")
+    return run_design(spark, lakehouse, request, diameters=False, progress=False)
+
+
+@pytest.fixture(scope="module")
+def scribed(lakehouse, small_world):
+    """`route` through the CLI, as the workflow's route_scribe step runs it: (exit code, stdout)."""
+    argv = ["--lakehouse", lakehouse.root, "route", "--run-id", small_world[S.RUN_ID], "--protocol", "scribe"]
+    code, out, err = run_cli(*argv, "--publications", "12")
+    assert code == 0, err[-3000:]
+    return code, out
 
 
 def rows_of(lakehouse, table, routing_run_id):
     return lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).collect()
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
-def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, refreshed):
-    out = refreshed["first"][1]
+def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, scribed):
+    out = scribed[1]
     assert f"Routing run {SCRIBE_RUN} (scribe on {small_world[S.RUN_ID]}): complete" in out
     (run,) = rows_of(lakehouse, S.ROUTING_RUNS, SCRIBE_RUN)
     (metrics,) = rows_of(lakehouse, S.ROUTING_METRICS, SCRIBE_RUN)
@@ -68,7 +84,7 @@ ROUTE_COMMITS = 6  # claim, publications, deliveries, load, metrics, completion
 ROUTE_JOBS = {"compiled": 69, "supersteps": 94}
 
 
-@pytest.mark.ci  # uses the shared small workflow
+@pytest.mark.ci  # a routing run per engine
 @pytest.mark.parametrize("engine", ["compiled", "supersteps"])
 def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, small_world, engine):
     """The counts are stored on the routing run row and pinned here, so fixed costs cannot creep
@@ -80,7 +96,6 @@ def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse,
     assert 0 < run[S.SPARK_JOBS] <= ROUTE_JOBS[engine], run[S.SPARK_JOBS]
 
 
-@pytest.mark.ci  # about 15 s
 def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small_world, monkeypatch, capsys):
     real = route.summarise
 
@@ -112,7 +127,6 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
 
 
-@pytest.mark.ci  # uses the shared small workflow, about 10 s
 def test_a_routing_run_taken_over_meanwhile_is_left_to_its_new_owner(spark, lakehouse, small_world, monkeypatch):
     """The same route started again while the first is simulating takes the routing run over (a
     new attempt token): the first one's completing write then fails, and it leaves the row to
@@ -135,7 +149,6 @@ def test_a_routing_run_taken_over_meanwhile_is_left_to_its_new_owner(spark, lake
     assert run_route(spark, lakehouse, request, "taken", progress=False)[S.STATUS] == S.COMPLETE  # taken over again
 
 
-@pytest.mark.ci  # uses the shared small workflow (and the lossy run of the check above)
 def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_text):
     from pipelines.overlays import run_import
 
@@ -146,7 +159,7 @@ def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_te
         run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "po", 7), "lossy")
 
 
-@pytest.mark.ci  # uses the shared small workflow
+@pytest.mark.ci  # both engines on one workload (every protocol on both: tests/test_routing.py)
 def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
     """`--engine compiled` and `--engine supersteps` store the same metrics, deliveries and load,
     and the same stored request (the engine is not part of it)."""
