@@ -152,3 +152,17 @@ def ring_network(overlay, subscriptions):
 def on_ci() -> bool:
     """Whether this is the CI pass (`.ci/run` sets CI=true): a missing GraphFrames jar fails there."""
     return os.environ.get("CI", "").lower() == "true"
+
+
+# Every table a Rappel run writes: a resumed or migrated run must equal a straight one in all.
+RAPPEL_RUN_TABLES = (
+    S.RAPPEL_ROUNDS,
+    S.RAPPEL_DELIVERIES,
+    S.RAPPEL_TRAFFIC,
+    S.FEED_TREES,
+    S.FEED_PUBLISHERS,
+    S.RAPPEL_NODES,
+    S.OVERLAY_EDGES,
+    S.RAPPEL_STATES,
+    S.RAPPEL_TREE_STATES,
+)

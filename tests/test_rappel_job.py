@@ -22,7 +22,7 @@ from pipelines import rappel
 from pipelines.churn import SESSIONS, MassFailure, Sessions, parse_churn, parse_mass_failure
 from pipelines.rappel import RappelRequest, run_rappel
 from tests import routing_oracle
-from tests.helpers import ring_network, store_instance
+from tests.helpers import RAPPEL_RUN_TABLES, ring_network, store_instance
 
 NODES = 50
 # 9 min: 18 rounds; 40% of the nodes fail at 3 min and return at 6 min (Fig. 7 in small).
@@ -137,17 +137,7 @@ def test_a_rappel_runs_traffic_adds_up(simulated):
     assert totals[1] > 0
 
 
-RESUMED_TABLES = (
-    S.RAPPEL_ROUNDS,
-    S.RAPPEL_DELIVERIES,
-    S.RAPPEL_TRAFFIC,
-    S.FEED_TREES,
-    S.FEED_PUBLISHERS,
-    S.RAPPEL_NODES,
-    S.OVERLAY_EDGES,
-    S.RAPPEL_STATES,
-    S.RAPPEL_TREE_STATES,
-)
+RESUMED_TABLES = RAPPEL_RUN_TABLES
 
 
 @pytest.mark.slow  # the same run stopped twice and finished (about 25 more rounds, 6 min in the CI pass)

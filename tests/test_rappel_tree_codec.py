@@ -26,7 +26,7 @@ from overlay.rappel.simulation import RappelSimulation
 from overlay.rappel.tree_codec import decode, encode, from_pickle
 from pipelines.lakehouse import Lakehouse
 from pipelines.rappel import RappelRequest, run_rappel
-from tests.helpers import feed_instance, store_instance
+from tests.helpers import RAPPEL_RUN_TABLES, feed_instance, store_instance
 
 
 def churned_rounds(rounds: int = 30):
@@ -155,17 +155,7 @@ def test_stored_pickled_trees_become_layout_1_rows(spark):
 NODES = 40
 # 6 rounds, snapshots at 2, 4 and 6; 40% of the nodes fail in round 4 and return in round 6.
 REQUEST = RappelRequest("codec-40", hours=0.05, seed=2, alpha=3, beta=2, mode="exact", failure=(0.4, 0.02, 0.04))
-TABLES = (
-    S.RAPPEL_ROUNDS,
-    S.RAPPEL_DELIVERIES,
-    S.RAPPEL_TRAFFIC,
-    S.FEED_TREES,
-    S.FEED_PUBLISHERS,
-    S.RAPPEL_NODES,
-    S.OVERLAY_EDGES,
-    S.RAPPEL_STATES,
-    S.RAPPEL_TREE_STATES,
-)
+TABLES = RAPPEL_RUN_TABLES
 
 
 @pytest.mark.ci  # two small Rappel runs, one stopped and resumed: 2-6 min
