@@ -58,7 +58,6 @@ from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse, UnknownRunError
-from pipelines.ledger import RunTakenOver as RunTakenOver  # what a taken-over design raises (the CLI's)
 from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
 from pipelines.progress import Progress
 from pipelines.spark import jobs_started, task_slots
@@ -208,6 +207,17 @@ class EngineChoice:
     memory_budget: int = MEMORY_BUDGET
     cross_check: bool = False
     keep_round_rows: bool = True  # the rounds' partitions keep their rows between rounds
+
+
+def check_greedy_options(algorithm: str, **given: object) -> None:
+    """Refuse the greedy engine's options (batch size, per-node cap, regime, memory budget,
+    cross-check) on an algorithm that does not run it: one rule for the library and the CLI, which
+    passes its flags by their option names (a value of None or False counts as not given)."""
+    if algorithm in GREEDY_ALGORITHMS:
+        return
+    named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value not in (None, False)]
+    if named:
+        raise InputError(f"{', '.join(named)}: only for the greedy algorithms ({', '.join(GREEDY_ALGORITHMS)})")
 
 
 @dataclass(frozen=True)
@@ -661,6 +671,7 @@ def run_design(
     `wait`: when another process is designing this run, wait for it instead of taking it over
     (the shared MinMaxODA reference; see `_await_owner`)."""
     request.check()
+    check_greedy_options(request.algorithm, batch_size=batch_size, per_node=per_node, cross_check=engine.cross_check)
     run_id = run_id or request.default_run_id()
     check_run_id(run_id)
     instance = lakehouse.instance_row(request.instance)

@@ -17,6 +17,7 @@ from pipelines import design
 from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError
+from pipelines.ledger import RunTakenOver
 from pipelines.overlays import _now, complete_run
 from tests.helpers import run_at_once, store_instance
 from tests.oracles import greedy_oracle, tcc_span
@@ -197,6 +198,16 @@ def stored_edges_count(lakehouse, run_id):
 def test_bad_requests_fail_before_spark(argv, message, capsys, tmp_path):
     assert exit_code(["--lakehouse", str(tmp_path / "none"), "design", "--instance", "z", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "options", [{"batch_size": 4}, {"per_node": 2}, {"engine": design.EngineChoice(cross_check=True)}]
+)
+def test_the_library_refuses_greedy_options_on_other_algorithms(options):
+    """A notebook calling `run_design` gets the CLI's refusal, before anything is read or written
+    (no session, no lakehouse needed)."""
+    with pytest.raises(InputError, match="only for the greedy algorithms"):
+        run_design(None, None, DesignRequest("z", "swico"), **options)
 
 
 def exit_code(argv: list[str]) -> int:
@@ -416,7 +427,7 @@ def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(
         return metrics if outcome == "complete" else {**metrics, S.TCC: -1}  # -1: this run then fails
 
     monkeypatch.setattr(design, "evaluate_run", taken_over_meanwhile)
-    with pytest.raises(design.RunTakenOver if outcome == "complete" else design.DesignError):
+    with pytest.raises(RunTakenOver if outcome == "complete" else design.DesignError):
         run_design(spark, lakehouse, DesignRequest("z", "gpa", max_edges=3), run_id, progress=False, diameters=False)
     run = lakehouse.run_row(run_id)
     assert (run[S.STATUS], run[S.ATTEMPT], run[S.MESSAGE]) == (S.RUNNING, "successor", None)

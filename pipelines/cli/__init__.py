@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from overlay.errors import InputError
-from pipelines import design, logs
+from pipelines import logs
 from pipelines.cli.flags import StepArgumentError, StepParser
 from pipelines.cli.parser import build_parser, parse_arguments
 from pipelines.cli.workflows import DEFAULT_WORKFLOW, WorkflowPlan, execute_workflow, parse_step, plan_workflow
@@ -26,6 +26,7 @@ from pipelines.lakehouse import (
     UnknownTableError,
     UnknownVersionError,
 )
+from pipelines.ledger import RunTakenOver
 from pipelines.spark import get_spark
 
 __all__ = [
@@ -51,7 +52,7 @@ USER_ERRORS = (
     UnknownRunError,
     UnknownTableError,
     UnknownVersionError,
-    design.RunTakenOver,
+    RunTakenOver,
 )
 
 

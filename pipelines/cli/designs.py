@@ -145,17 +145,16 @@ def _design_arguments(designer: argparse.ArgumentParser) -> None:
     )
 
 
-GREEDY_ONLY = ("batch_size", "per_node", "regime", "memory_budget", "cross_check")
-
-
 def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
     """The design requests (one per k of a kTCO sweep, else one), checked before Spark starts."""
-    if args.algorithm not in design.GREEDY_ALGORITHMS:
-        given = [f"--{n.replace('_', '-')}" for n in GREEDY_ONLY if getattr(args, n) not in (None, False)]
-        if given:
-            raise InputError(
-                f"{', '.join(given)}: only for the greedy algorithms ({', '.join(design.GREEDY_ALGORITHMS)})"
-            )
+    design.check_greedy_options(
+        args.algorithm,
+        batch_size=args.batch_size,
+        per_node=args.per_node,
+        regime=args.regime,
+        memory_budget=args.memory_budget,
+        cross_check=args.cross_check,
+    )
     requests = [
         design.DesignRequest(
             instance=args.instance,
