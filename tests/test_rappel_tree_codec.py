@@ -26,6 +26,7 @@ from overlay.rappel.simulation import RappelSimulation
 from overlay.rappel.tree_codec import decode, encode, from_pickle
 from pipelines.lakehouse import Lakehouse
 from pipelines.rappel import RappelRequest, run_rappel
+from pipelines.spark import jobs_started
 from tests.helpers import RAPPEL_RUN_TABLES, feed_instance, store_instance
 
 
@@ -149,7 +150,9 @@ def test_stored_pickled_trees_become_layout_1_rows(spark):
     got = {r[S.TOPIC_ID]: r.asDict(recursive=True) for r in rows.collect()}  # run b's tree is unreadable
     assert {(r[S.RUN_ID], r[S.ROUND], r[S.LAYOUT_VERSION]) for r in got.values()} == {("a", 6, 1)}
     assert {f: decode(f, r) for f, r in got.items()} == {t.feed: t for t in trees}
+    jobs = jobs_started(spark)
     assert not tree_codec.outdated(rows)
+    assert jobs_started(spark) == jobs  # current rows are told by their schema: a run's start runs no job
 
 
 NODES = 40

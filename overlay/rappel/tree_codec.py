@@ -36,6 +36,7 @@ from overlay import schema as S
 from overlay.rappel.feeds import NONE, FeedTree, Member
 
 LAYOUT_VERSION = 1
+FIRST_COLUMN_LAYOUT = 1  # the first layout with `layout_version` (layout 0 was one pickle per tree)
 TREE_ARROW = to_arrow_type(S.RAPPEL_TREE)  # the struct the trees' step rows carry
 TREE_COLUMNS = tuple(name for name, _, _ in S.RAPPEL_TREE_COLUMNS)
 # Member's fields, in the order of a member struct (after node_id): a field of `Member` missing
@@ -173,9 +174,13 @@ def upgrade(row: Mapping) -> dict | None:
 
 def outdated(frame: DataFrame) -> bool:
     """Whether stored tree rows hold a tree of an older layout (a layout-0 column, or a row
-    whose `layout_version` is older): one small job when the columns are current."""
+    whose `layout_version` is older). Read from the schema alone while the current layout is the
+    first with columns (no row can be older then): a Rappel run's start costs no Spark job; a
+    later layout adds one small job."""
     if S.LEGACY_TREE in frame.columns or S.LAYOUT_VERSION not in frame.columns:
         return True
+    if LAYOUT_VERSION == FIRST_COLUMN_LAYOUT:
+        return False
     return not frame.where(frame[S.LAYOUT_VERSION] < LAYOUT_VERSION).isEmpty()
 
 
