@@ -657,6 +657,51 @@ RESILIENCE = TableSpec(
     ),
 )
 
+# Day two (docs/concepts/day-two.md): how an overlay differs from an earlier one of its instance.
+PREVIOUS_RUN_ID = "previous_run_id"
+PREVIOUS_INGEST_ID = "previous_ingest_id"
+CHANGE_KIND = "change_kind"
+LINKS_KEPT, LINKS_ADDED, LINKS_REMOVED = "links_kept", "links_added", "links_removed"
+REMOVED_DEPARTED, REMOVED_UNSHARED, REMOVED_BUDGET = "removed_departed", "removed_unshared", "removed_budget"
+CHANGED_SUBSCRIPTIONS = "changed_subscriptions"
+SECONDS_ENGINE = "seconds_engine"
+INCREMENTAL, FRESH, REBUILT = "incremental", "fresh", "rebuilt"
+
+OVERLAY_CHANGES = TableSpec(
+    name="overlay_changes",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (PREVIOUS_RUN_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (INGEST_ID, StringType(), False),
+        (PREVIOUS_INGEST_ID, StringType(), False),
+        (CHANGE_KIND, StringType(), False),
+        (LINKS_KEPT, LongType(), False),
+        (LINKS_ADDED, LongType(), False),
+        (LINKS_REMOVED, LongType(), False),
+        (REMOVED_DEPARTED, LongType(), False),
+        (REMOVED_UNSHARED, LongType(), True),
+        (REMOVED_BUDGET, LongType(), True),
+        (CHANGED_SUBSCRIPTIONS, LongType(), False),
+        (EDGES, LongType(), False),
+        (TCO_SUPPORT, DoubleType(), True),
+        (MAX_DEGREE, LongType(), True),
+        (SECONDS, DoubleType(), True),
+        (SECONDS_ENGINE, DoubleType(), True),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per overlay run compared with an earlier run of the same instance (by node keys): "
+        "links kept, added and removed (removed_departed: an end left; removed_unshared: the ends share "
+        "no topic any more; removed_budget: removed to restore the budget; the last two for an "
+        "incremental design only), the subscriptions that changed between the two versions (by keys), "
+        "and the run's links, TcoSuppR, max degree, seconds and engine seconds. change_kind: "
+        "incremental (designed from the previous run), fresh (designed from scratch, compared with it), "
+        "rebuilt (an incremental design that fell back to a fresh one)."
+    ),
+)
+
 # Gossip simulations (Feverfew): a simulation is an overlay run; these hold its cycles.
 CYCLE = "cycle"
 COVERED = "covered"
@@ -1175,6 +1220,7 @@ OVERLAY_TABLES = (
     TOPIC_CONNECTIVITY,
     OVERLAY_KTCO,
     RESILIENCE,
+    OVERLAY_CHANGES,
 )
 SMALL_WORLD_TABLES = (RING, FINGERS)
 ALL_TABLES = (

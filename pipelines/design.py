@@ -49,6 +49,7 @@ from overlay.design.greedy import (
     GreedyRound,
     GreedyStart,
 )
+from overlay.design.incremental import KeptLinks, keep_links
 from overlay.design.per_topic import NODE_ORDERS, cycle_pt, harary_pt
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
@@ -56,9 +57,10 @@ from overlay.frames import local_frame
 from overlay.graph import Backend
 from overlay.smallworld.fingers import property_1_violation
 from overlay.smallworld.gswico import LONG_KINDS, SHORT_KINDS, small_world_overlay
+from pipelines import incremental as day_two
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse, UnknownRunError
-from pipelines.overlays import _now, check_run_id, evaluate_run, store_ktco
+from pipelines.overlays import _now, check_run_id, complete_run, evaluate_run, store_ktco
 from pipelines.progress import Progress
 from pipelines.spark import jobs_started, task_slots
 
@@ -211,7 +213,7 @@ class EngineChoice:
 
 def check_greedy_options(algorithm: str, **given: object) -> None:
     """Refuse the greedy engine's options (batch size, per-node cap, regime, memory budget,
-    cross-check) on an algorithm that does not run it: one rule for the library and the CLI, which
+    cross-check, an incremental start) on an algorithm that does not run it: one rule for the library and the CLI, which
     passes its flags by their option names (a value of None or False counts as not given)."""
     if algorithm in GREEDY_ALGORITHMS:
         return
@@ -346,7 +348,8 @@ def claim_run(
 def _check_same_run(existing: Row, run_id: str, request: DesignRequest, ingest_id: str, params: str) -> None:
     """A stored run of this id must be this request on this instance version."""
     same = existing[S.ALGORITHM] == request.algorithm and existing[S.INSTANCE] == request.instance
-    if not same or json.loads(existing[S.PARAMS]).get("request") != json.loads(params)["request"]:
+    stored, asked = json.loads(existing[S.PARAMS]), json.loads(params)
+    if not same or any(stored.get(part) != asked.get(part) for part in ("request", "start")):
         raise InputError(
             f"run id '{run_id}' exists with other settings ({existing[S.ALGORITHM]} {existing[S.PARAMS]}): "
             f"choose another --run-id, or redo it with these settings with --replace "
@@ -504,20 +507,56 @@ def _run_greedy(
     per_node: int | None = None,
     engine: EngineChoice = EngineChoice(),
     subscription_rows: int | None = None,
+    carry: Carry | None = None,
 ) -> GreedyOutcome:
     """Run (or resume) the greedy rounds. `timings` receives the seconds spent on setup, rounds
-    and commits.
+    and commits. `carry`: an incremental design's previous links, kept as far as they may be
+    (`overlay.design.incremental.keep_links`) and stored as round 0 before its first round.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
     commit (0: every round); the last group is left to the caller (`GreedyOutcome.unstored`),
     which stores it beside the metrics: a crash loses at most that much work."""
+    clock = time.monotonic()
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
+    collected = kept = None
+    if carry is not None:  # deterministic: a resumed run keeps the same links again
+        collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
+        kept = keep_links(
+            collected,
+            carry.links,
+            carry.departed,
+            max_degree=budget.max_degree if request.algorithm == "gpm" else None,
+            max_edges=budget.max_edges if request.algorithm == "gpa" else None,
+        )
     if last is not None and last[S.FINISHED]:
-        return GreedyOutcome(last[S.TCC], None, None, None, [])
+        return GreedyOutcome(last[S.TCC], None, None, None, [], kept)
+    edge_cap = budget.max_edges if request.algorithm == "gpa" else None
+    if carry is not None:
+        if carry.max_changes is not None:
+            allowance = max(0, carry.max_changes - kept.unshared - kept.over_budget)
+            edge_cap = min(len(kept.links) + allowance, edge_cap if edge_cap is not None else math.inf)
+        if last is None:  # nothing of the greedy stored yet: (re)store the kept links as round 0
+            ledger.check_owner(lakehouse, run_id, attempt)
+            lakehouse.delete_run_rows(S.OVERLAY_EDGES, run_id)
+            rows = [(int(u), int(v), i + 1, 0, None) for i, (u, v) in enumerate(kept.links.tolist())]
+            frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
+            if rows:
+                lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
+            start = GreedyStart(edges=frame.select(S.U, S.V))
+        log.info(
+            "%s: kept %d of the previous run's links (%d with an end gone, %d sharing no topic now, %d over the "
+            "budget)%s",
+            run_id,
+            len(kept.links),
+            kept.departed,
+            kept.unshared,
+            kept.over_budget,
+            "" if carry.max_changes is None else f"; at most {edge_cap - len(kept.links)} links added (--max-changes)",
+        )
     regime = "rounds" if request.mode == "relaxed" and engine.regime == "auto" else engine.regime
     params = GreedyParams(
         request.algorithm,
-        max_edges=budget.max_edges if request.algorithm == "gpa" else None,
+        max_edges=edge_cap,
         max_degree=budget.max_degree if request.algorithm == "gpm" else None,
         batch_size=batch_size,
         per_node=per_node,
@@ -531,9 +570,11 @@ def _run_greedy(
     bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
     tcc = last[S.TCC] if last is not None else None
     pending: list[GreedyRound] = []
-    clock = committed = time.monotonic()
+    committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
-    design = GreedyDesign(subscriptions, params, start=start, subscription_rows=subscription_rows)
+    design = GreedyDesign(
+        subscriptions, params, start=start, subscription_rows=subscription_rows, driver_subscriptions=collected
+    )
     greedy = design.engine()
     links = [np.asarray(design.initial_links, dtype=np.int64).reshape(-1, 2)]
     try:
@@ -559,20 +600,31 @@ def _run_greedy(
     )
     if tcc is None:
         tcc = greedy.classes.components  # nothing left to add: the start is the overlay
-    return GreedyOutcome(tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime, pending)
+    return GreedyOutcome(tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime, pending, kept)
 
 
 @dataclass
 class GreedyOutcome:
     """What a greedy run leaves for the check: the engine's TCC count, its driver copy of the
     subscriptions and every link of the run in order (None when nothing ran), the regime that ran,
-    and the rounds not stored yet (the last group)."""
+    the rounds not stored yet (the last group), and what an incremental design kept."""
 
     tcc: int | None
     driver_subscriptions: Subscriptions | None
     links: np.ndarray | None
     regime: str | None
     unstored: list[GreedyRound]
+    kept: KeptLinks | None = None
+
+
+@dataclass(frozen=True)
+class Carry:
+    """An incremental design's start: the previous run's links in today's ids (both ends still
+    there), how many had an end that left, and the cap on link changes."""
+
+    links: np.ndarray
+    departed: int
+    max_changes: int | None = None
 
 
 def _run_small_world(
@@ -662,6 +714,9 @@ def run_design(
     wait: bool = False,
     replace: bool = False,
     engine: EngineChoice = EngineChoice(),
+    incremental: day_two.IncrementalChoice | None = None,
+    changes_from: str | None = None,
+    rebuild: str | None = None,
 ) -> Row:
     """Design (or finish designing) one overlay; returns the complete run row.
 
@@ -669,25 +724,67 @@ def run_design(
     routing runs on it), and design it anew on the current instance version.
 
     `wait`: when another process is designing this run, wait for it instead of taking it over
-    (the shared MinMaxODA reference; see `_await_owner`)."""
+    (the shared MinMaxODA reference; see `_await_owner`).
+
+    `incremental`: start from an earlier run's links (`pipelines.incremental`; the default run
+    id then ends in the instance version); `changes_from`: a fresh design's `overlay_changes`
+    row against that earlier run. `rebuild` (internal): why an incremental design runs fresh."""
     request.check()
-    check_greedy_options(request.algorithm, batch_size=batch_size, per_node=per_node, cross_check=engine.cross_check)
-    run_id = run_id or request.default_run_id()
-    check_run_id(run_id)
+    check_greedy_options(
+        request.algorithm,
+        batch_size=batch_size,
+        per_node=per_node,
+        cross_check=engine.cross_check,
+        incremental_from=incremental and incremental.from_run,
+    )
+    if incremental is not None:
+        incremental.check()
+        if changes_from is not None:
+            raise InputError(
+                "--changes-from compares a fresh design with an earlier run; an incremental design records its "
+                "changes against --incremental-from"
+            )
     instance = lakehouse.instance_row(request.instance)
     ingest_id = instance[S.INGEST_ID]
+    run_id = run_id or request.default_run_id() + ("" if incremental is None else f".{ingest_id}")
+    check_run_id(run_id)
     if not instance[S.SUBSCRIPTIONS]:
         raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")
+    request_params = json.loads(_params_json(request))
+    previous, start, comparison = None, None, None
+    if incremental is not None:
+        previous = day_two.previous_run(
+            lakehouse, incremental, request.instance, ingest_id, request.algorithm, request_params
+        )
+        if previous is None:
+            log.info("design %s: no earlier run of this design to start from: a fresh design", run_id)
+        else:
+            start = _day_two_start(previous, incremental)
+            if rebuild is None and incremental.rebuild_every is not None:
+                rebuild = "scheduled" if start["days_since_fresh"] >= incremental.rebuild_every else None
+    if changes_from is not None:
+        comparison = complete_run(lakehouse, changes_from)
+        day_two.check_previous(comparison, request.instance, ingest_id, comparison[S.ALGORITHM], {})
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
     if replace:
         with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete
             ledger.delete_run(lakehouse, run_id, ledger.OVERLAY.name)
             log.info("design %s: --replace: deleted the stored run first", run_id)
-    params = json.dumps({"request": json.loads(_params_json(request)), "budget": asdict(budget)}, sort_keys=True)
+    described = {"request": request_params, "budget": asdict(budget)}
+    if start is not None:
+        described["start"] = start
+    if rebuild is not None and start is not None:
+        described["rebuilt"] = rebuild
+    params = json.dumps(described, sort_keys=True)
     jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     claimed = claim_run(lakehouse, run_id, request, ingest_id, params, wait)
+    if claimed.found is not None:  # a resumed (or complete) run goes on as it started
+        rebuild = json.loads(claimed.found[S.PARAMS]).get("rebuilt")
+    kind = S.REBUILT if rebuild else S.INCREMENTAL
     if claimed.done:
         log.info("run %s is complete already", run_id)
+        if (previous or comparison) is not None and not _has_changes(lakehouse, run_id):
+            _record_changes(spark, lakehouse, claimed.found, previous or comparison, kind if previous else S.FRESH)
         return claimed.found
     attempt = claimed.attempt
     clock = time.monotonic()
@@ -696,8 +793,12 @@ def run_design(
         subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(
             S.NODE_ID, S.TOPIC_ID
         )
-        engine_links = regime = None
+        engine_links = regime = kept = None
         unstored: list[GreedyRound] = []
+        carry = None
+        if previous is not None and rebuild is None:
+            links, departed = day_two.carried_links(lakehouse, previous, ingest_id)
+            carry = Carry(links, departed, incremental.max_changes)
         if request.algorithm in GREEDY_ALGORITHMS:
             outcome = _run_greedy(
                 spark,
@@ -715,9 +816,10 @@ def run_design(
                 per_node=per_node,
                 engine=engine,
                 subscription_rows=instance[S.SUBSCRIPTIONS],
+                carry=carry,
             )
             engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
-            engine_links, regime, unstored = outcome.links, outcome.regime, outcome.unstored
+            engine_links, regime, unstored, kept = outcome.links, outcome.regime, outcome.unstored, outcome.kept
         elif request.algorithm in registry.algorithms(registry.PER_TOPIC):
             engine_tcc = driver_subscriptions = None
             _run_per_topic(spark, lakehouse, run_id, attempt, subscriptions, request)
@@ -788,6 +890,82 @@ def run_design(
             S.SPARK_JOBS: jobs_started(spark) - jobs,
             S.DELTA_COMMITS: lakehouse.commits + 1 - commits,
         }
+        if (previous or comparison) is not None:  # before the commit point: a rerun writes it again
+            _record_changes(
+                spark,
+                lakehouse,
+                Row(**{**run.asDict(), **completed}),
+                previous or comparison,
+                kind if previous else S.FRESH,
+                kept,
+            )
         ledger.complete(lakehouse, claimed, **completed)
     # The row as the completing MERGE left it (that write checked it was still this attempt's).
-    return Row(**{**run.asDict(), S.STATUS: S.COMPLETE, S.MESSAGE: None, **completed})
+    done = Row(**{**run.asDict(), S.STATUS: S.COMPLETE, S.MESSAGE: None, **completed})
+    if carry is not None and incremental.rebuild_below is not None:
+        anchor = _anchor_tco(lakehouse, start["anchor_run"])
+        if anchor is not None and done[S.TCO_SUPPORT] < anchor - incremental.rebuild_below:
+            log.warning(
+                "design %s: TcoSuppR %.4f is more than %g below the last fresh design's (%s, %.4f): designing it "
+                "fresh instead (--rebuild-below)",
+                run_id,
+                done[S.TCO_SUPPORT],
+                incremental.rebuild_below,
+                start["anchor_run"],
+                anchor,
+            )
+            return run_design(
+                spark,
+                lakehouse,
+                request,
+                run_id,
+                batch_size,
+                backend,
+                progress,
+                per_node,
+                diameters,
+                commit_seconds,
+                wait,
+                replace=True,
+                engine=engine,
+                incremental=incremental,
+                rebuild="below",
+            )
+    return done
+
+
+def _day_two_start(previous: Row, choice: day_two.IncrementalChoice) -> dict:
+    """What an incremental design records of its start (part of its identity, as its request)."""
+    chain = day_two.chain_of(previous)
+    return {
+        "from_run": previous[S.RUN_ID],
+        "anchor_run": chain["anchor_run"],
+        "days_since_fresh": chain["days_since_fresh"] + 1,
+        "max_changes": choice.max_changes,
+        "rebuild_below": choice.rebuild_below,
+        "rebuild_every": choice.rebuild_every,
+    }
+
+
+def _anchor_tco(lakehouse: Lakehouse, anchor_run: str) -> float | None:
+    """The TcoSuppR of the chain's last fresh design (None when it is gone)."""
+    try:
+        return lakehouse.run_row(anchor_run)[S.TCO_SUPPORT]
+    except UnknownRunError:
+        log.warning("the last fresh design of this chain, %s, is gone: no --rebuild-below check", anchor_run)
+        return None
+
+
+def _has_changes(lakehouse: Lakehouse, run_id: str) -> bool:
+    return lakehouse.exists(S.OVERLAY_CHANGES) and (
+        lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
+    )
+
+
+def _record_changes(spark, lakehouse: Lakehouse, run: Row, previous: Row, kind: str, kept: KeptLinks | None = None):
+    """The run's `overlay_changes` row (its max degree from its stored metrics)."""
+    metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).first()
+    removed = None if kept is None else {S.REMOVED_UNSHARED: kept.unshared, S.REMOVED_BUDGET: kept.over_budget}
+    return day_two.store_changes(
+        spark, lakehouse, run, previous, kind, None if metrics is None else metrics[S.MAX_DEGREE], removed
+    )

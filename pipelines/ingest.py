@@ -16,16 +16,18 @@ from pyspark.sql import Row, SparkSession
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance import InstanceFrames
+from overlay.instance.churn import ChurnSpec
 from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from overlay.progress import OnStep
 from pipelines.config import LabSettings
+from pipelines.instance_churn import ChurnRequest, run_churn
 from pipelines.lakehouse import Lakehouse, Retention
 from pipelines.progress import Progress
 
 log = logging.getLogger(__name__)
-SOURCES = ("synthetic", "social", "subscriptions")
+SOURCES = ("synthetic", "social", "subscriptions", "churn")
 INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 # Graphs shipped inside the package (so a wheel task on a cluster has them too), with their
@@ -69,6 +71,7 @@ def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
 
 
 SourceSpec = SyntheticSpec | SocialSpec | SubscriptionsFileSpec
+CHURN_FLAGS = ("from_instance", "days", "rate", "node_rate", "attachment")
 
 
 def check_input_path(path: str, flag: str = "--path") -> None:
@@ -89,9 +92,12 @@ def check_instance_name(name: str) -> None:
         )
 
 
-def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
+def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec | ChurnRequest:
     """Check the arguments of one source and turn them into its validated spec (no Spark yet)."""
     check_instance_name(args.instance)
+    if args.source == "churn":
+        return churn_request(args)
+    _reject_unused(args, args.source, *CHURN_FLAGS)
     if args.source == "synthetic":
         _require(args, "synthetic", "dist", "nodes", "topics", "min_subs", "max_subs", "seed")
         _reject_unused(
@@ -161,6 +167,35 @@ def source_spec(args: argparse.Namespace, settings: LabSettings) -> SourceSpec:
     return spec
 
 
+def churn_request(args: argparse.Namespace) -> ChurnRequest:
+    """`--source churn`: days of churn on the current version of --from (default: --instance)."""
+    _require(args, "churn", "days", "rate", "seed")
+    _reject_unused(
+        args,
+        "churn",
+        "dist",
+        "nodes",
+        "topics",
+        "min_subs",
+        "max_subs",
+        "path",
+        "dataset",
+        "directed",
+        "reverse",
+        "sample_bfs",
+        "feed_seeds",
+        "feed_publishers",
+    )
+    if args.alpha != 2.0 or args.expo_rate != 10.0:
+        raise InputError("--alpha and --expo-rate do not apply to --source churn")
+    origin = args.from_instance or args.instance
+    check_instance_name(origin)
+    spec = ChurnSpec(rate=args.rate, seed=args.seed, node_rate=args.node_rate or 0.0, attachment=args.attachment)
+    request = ChurnRequest(args.instance, origin, args.days, spec)
+    request.check()
+    return request
+
+
 def build_instance(spark: SparkSession, spec: SourceSpec, on_step: OnStep | None = None) -> InstanceFrames:
     """The instance frames of a source; `on_step` hears of the BFS sample's levels (social)."""
     if isinstance(spec, SyntheticSpec):
@@ -190,7 +225,7 @@ def _file_size(spec: SourceSpec) -> str:
 class IngestRequest:
     """A checked ingest: its source and the versions it keeps (`history` in the settings)."""
 
-    spec: SourceSpec
+    spec: SourceSpec | ChurnRequest
     kept: Retention
 
 
@@ -208,7 +243,10 @@ def run(
     progress: bool = True,
 ) -> Row:
     """Build and store one instance. `progress`: the source's size when it is one local file,
-    then a step per BFS level (a sampled social graph), for the rows read, and per table stored."""
+    then a step per BFS level (a sampled social graph), for the rows read, and per table stored.
+    A churn request stores its days (`pipelines.instance_churn`); the last day's row returns."""
+    if isinstance(spec, ChurnRequest):
+        return run_churn(spark, lakehouse, spec, kept, progress)[-1]
     started = time.monotonic()
     log.info("ingest %s: building from %s%s", instance, spec, _file_size(spec))
     with Progress(f"ingest {instance}", enabled=progress, logger=log) as bar:

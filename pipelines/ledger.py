@@ -66,6 +66,7 @@ OVERLAY = RunKind(
         S.TOPIC_CONNECTIVITY,
         S.OVERLAY_KTCO,
         S.RESILIENCE,
+        S.OVERLAY_CHANGES,
         S.RING,
         S.FINGERS,
         *S.GOSSIP_TABLES,

@@ -197,13 +197,13 @@ def estimates(subscriptions, edges) -> dict:
     return result
 
 
-def gm2_ref(subscriptions) -> list[tuple[int, int, int]]:
+def gm2_ref(subscriptions, start=()) -> list[tuple[int, int, int]]:
     """GM2 (Alg. 1): while some estimate is positive, add the non-link with the largest, ties
     by the smallest (min id, max id); [(u, v, est)] in order. Every estimate recomputed at
-    every step."""
+    every step. `start`: links already in the overlay (not returned)."""
     sequence: list[tuple[int, int, int]] = []
     while True:
-        current = estimates(subscriptions, [(u, v) for u, v, _ in sequence])
+        current = estimates(subscriptions, [*start, *((u, v) for u, v, _ in sequence)])
         if not current:
             return sequence
         (u, v), gain = min(current.items(), key=lambda item: (-item[1], item[0]))

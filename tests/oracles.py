@@ -129,12 +129,15 @@ def tcc_span(subscriptions) -> tuple[int, int]:
     return len(subscriptions), len({t for _, t in subscriptions})
 
 
-def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> list:
+def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, start=()) -> list:
     """The canonical greedy sequence [(u, v, gain)]: a plain lazy greedy in pure Python.
 
     A heap of gain upper bounds (the shared-topic counts; gains only fall) and one union-find
     per topic. Key order: gain descending, then (u, v) ascending. MinMaxODA / GPM work in
     phases D = 1, 2, ...: pairs with an end of degree >= D wait for a later phase.
+    `start`: links already in the overlay (an incremental design's kept links): they merge their
+    topics' components and count towards degrees and GPA's m first; the links added after them
+    are returned.
     """
     import heapq
 
@@ -142,6 +145,15 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> 
     forests = TopicForests(topics)
     empty, complete = tcc_span(subscriptions)
     nodes = sorted(topics)
+    degree = {}
+    merged = 0
+    for u, v in start:
+        merged += forests.gain(u, v)
+        forests.add(u, v)
+        degree[u] = degree.get(u, 0) + 1
+        degree[v] = degree.get(v, 0) + 1
+    if max_edges is not None:
+        max_edges -= len(start)
     heap = []
     for i, u in enumerate(nodes):
         for v in nodes[i + 1 :]:
@@ -151,9 +163,7 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None) -> 
     heapq.heapify(heap)
     phased = algorithm in ("minmaxoda", "gpm")
     phase = 1
-    degree = {}
     edges = []
-    merged = 0
     version = 0
     while True:
         waiting = []

@@ -427,16 +427,20 @@ class GreedyDesign:
         start: GreedyStart | None = None,
         shared_counts: DataFrame | None = None,
         subscription_rows: int | None = None,
+        driver_subscriptions: Subscriptions | None = None,
     ) -> None:
         self.params = params
         self.start = start or GreedyStart()
         self.frame = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
         self.shared_counts = shared_counts
         self.subscription_rows = subscription_rows  # when the caller knows: saves the copy a count
+        self.collected = driver_subscriptions  # when the caller has collected them already
 
     @cached_property
     def driver_subscriptions(self) -> Subscriptions:
         """The engine's capped driver copy, kept for the caller's check (`overlay.certified`)."""
+        if self.collected is not None:
+            return self.collected
         return Subscriptions.collect(self.frame, rows=self.subscription_rows)
 
     @cached_property

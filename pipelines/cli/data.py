@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 
 from overlay import schema as S
+from overlay.instance.churn import ATTACHMENTS
 from overlay.instance.synthetic import DISTRIBUTIONS
 from pipelines import catalog, ingest, overlays, runs
 from pipelines.cli.command import Command, add_command
-from pipelines.cli.flags import non_negative_int, positive_int
+from pipelines.cli.flags import non_negative_int, positive_int, share
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import stack_report
@@ -90,7 +91,33 @@ def _ingest_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="social: the feed sample's publishers, the journals most followed from the universe",
     )
-    parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling)")
+    churn = parser.add_argument_group("--source churn (the next days of an instance: docs/concepts/day-two.md)")
+    churn.add_argument(
+        "--from",
+        dest="from_instance",
+        metavar="INSTANCE",
+        help="churn: start from this instance's current version (default: --instance's own)",
+    )
+    churn.add_argument("--days", type=positive_int, help="churn: how many days (versions) to write")
+    churn.add_argument(
+        "--rate",
+        type=share,
+        help="churn: subscription changes a day, as a share of the subscriptions in [0, 1] "
+        "(unsubscribe, swap and subscribe in equal thirds)",
+    )
+    churn.add_argument(
+        "--node-rate",
+        type=share,
+        help="churn: nodes leaving a day as a share of the nodes in [0, 1] (as many arrive; default 0)",
+    )
+    churn.add_argument(
+        "--attachment",
+        choices=ATTACHMENTS,
+        help="churn: how a subscriber picks a new topic: popularity (in proportion to its subscribers) or "
+        "triadic (a topic of a co-subscriber: a friend of a friend); default triadic on social instances, "
+        "else popularity",
+    )
+    parser.add_argument("--seed", type=non_negative_int, help="random seed (synthetic, BFS sampling, churn)")
 
 
 def _ingest(args, request, spark, lakehouse) -> None:
@@ -213,7 +240,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         add_command(
             commands,
             "ingest",
-            "create or replace an instance from a synthetic, social or subscriptions source",
+            "create or replace an instance from a synthetic, social or subscriptions source, or churn its next days",
             common,
             Command(_ingest, prepare=ingest.ingest_request),
         )

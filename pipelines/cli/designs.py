@@ -10,8 +10,20 @@ from overlay.design.memory import parse_bytes
 from overlay.errors import InputError
 from pipelines import design, failures, overlays, structure
 from pipelines.cli.command import Command, add_command
-from pipelines.cli.flags import integer, positive_float, positive_int, positive_ints, ratio, seconds, shares, size
+from pipelines.cli.flags import (
+    integer,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    positive_ints,
+    ratio,
+    seconds,
+    share,
+    shares,
+    size,
+)
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
+from pipelines.incremental import LATEST, IncrementalChoice
 
 DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
 COMPONENTS = registry.engines(registry.COMPONENTS)
@@ -98,6 +110,39 @@ def _design_arguments(designer: argparse.ArgumentParser) -> None:
         action="store_true",
         help="redo the run id: delete the stored run (and the routing runs on it) first, then design it anew",
     )
+    day_two = designer.add_argument_group(
+        "day two: designing from yesterday's overlay (greedy algorithms; docs/concepts/day-two.md)"
+    )
+    day_two.add_argument(
+        "--incremental-from",
+        metavar="RUN|latest",
+        help="start from the links of RUN, a complete design of the same instance, algorithm and budget rule on an "
+        "earlier version (latest: the newest such run, else a fresh design); default run id "
+        "INSTANCE.ALGORITHM.BUDGET.sSEED.INGEST_ID",
+    )
+    day_two.add_argument(
+        "--max-changes",
+        type=non_negative_int,
+        metavar="N",
+        help="incremental: at most N link changes (links removed by choice plus links added)",
+    )
+    day_two.add_argument(
+        "--rebuild-below",
+        type=share,
+        metavar="X",
+        help="incremental: design fresh instead when TcoSuppR ends more than X below the last fresh design's",
+    )
+    day_two.add_argument(
+        "--rebuild-every",
+        type=positive_int,
+        metavar="DAYS",
+        help="incremental: design fresh when the last fresh design is DAYS versions back (a weekly rebuild: 7)",
+    )
+    day_two.add_argument(
+        "--changes-from",
+        metavar="RUN",
+        help="a fresh design: record its link changes against RUN, an earlier run of the instance (overlay_changes)",
+    )
     greedy = designer.add_argument_group("greedy algorithms: speed only (an exact overlay is the same)")
     greedy.add_argument(
         "--batch-size", type=positive_int, default=None, help="best candidates sampled per partition and round"
@@ -154,7 +199,14 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
         regime=args.regime,
         memory_budget=args.memory_budget,
         cross_check=args.cross_check,
+        incremental_from=args.incremental_from,
     )
+    if args.incremental_from is None:
+        given = [f for f in ("max_changes", "rebuild_below", "rebuild_every") if getattr(args, f) is not None]
+        if given:
+            raise InputError(f"--{given[0].replace('_', '-')} shapes an incremental design: give --incremental-from")
+    elif args.k is not None and len(args.k) > 1:
+        raise InputError("--incremental-from continues one design: give one --k")
     requests = [
         design.DesignRequest(
             instance=args.instance,
@@ -196,12 +248,22 @@ def _engine_choice(args: argparse.Namespace, settings) -> design.EngineChoice:
     )
 
 
+def _incremental_choice(args: argparse.Namespace) -> IncrementalChoice | None:
+    if args.incremental_from is None:
+        return None
+    choice = IncrementalChoice(args.incremental_from, args.max_changes, args.rebuild_below, args.rebuild_every)
+    choice.check()
+    if args.incremental_from != LATEST:
+        overlays.check_run_id(args.incremental_from)
+    return choice
+
+
 def _prepare_design(args, settings):
-    return _design_requests(args), _engine_choice(args, settings)
+    return _design_requests(args), _engine_choice(args, settings), _incremental_choice(args)
 
 
 def _design(args, request, spark, lakehouse) -> None:
-    requests, engine = request
+    requests, engine, incremental = request
     designed = [
         design.run_design(
             spark,
@@ -216,6 +278,8 @@ def _design(args, request, spark, lakehouse) -> None:
             commit_seconds=args.commit_every,
             replace=args.replace,
             engine=engine,
+            incremental=incremental,
+            changes_from=args.changes_from,
         ).asDict()
         for one in requests
     ]

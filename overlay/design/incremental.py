@@ -1,0 +1,102 @@
+"""Day two: the links an incremental design keeps from yesterday's overlay, before its greedy.
+
+An incremental design (docs/concepts/day-two.md) starts from an earlier run's links, matched to
+today's node ids by their keys (the caller does the matching), and:
+
+1. drops the links with an end that left (`departed`);
+2. drops the links whose ends no longer share a topic (`unshared`): they connect nothing;
+3. restores the budget (`over_budget`): while a node has more links than the degree budget, the
+   link removed is the one with the most over-budget ends, then the fewest shared topics (the
+   least gain), then the largest (u, v), the link the canonical greedy would have taken last;
+   then, under an edge budget m, the links beyond m go by the fewest shared topics, then the
+   largest (u, v). Preferring links between two over-budget nodes removes the fewest links for
+   the degree budget when excess is spread thin, as it is after a day's churn;
+
+then the same greedy continues from the kept links (`overlay.design.greedy.GreedyStart`): its
+links after them are the canonical greedy sequence from that start.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from overlay.design.classes import Subscriptions
+
+
+@dataclass(frozen=True)
+class KeptLinks:
+    """What the carry-over kept of the previous links, and why the others went."""
+
+    links: np.ndarray  # (k, 2) int64, u < v, in (u, v) order
+    departed: int
+    unshared: int
+    over_budget: int
+
+    @property
+    def removed(self) -> int:
+        return self.departed + self.unshared + self.over_budget
+
+
+def shared_topics(subscriptions: Subscriptions, links: np.ndarray) -> np.ndarray:
+    """How many topics the two ends of each link share (each node's topics are sorted)."""
+    offsets, topics = subscriptions.offsets, subscriptions.topics
+    out = np.zeros(len(links), dtype=np.int64)
+    for i, (u, v) in enumerate(links.tolist()):
+        out[i] = len(np.intersect1d(topics[offsets[u] : offsets[u + 1]], topics[offsets[v] : offsets[v + 1]]))
+    return out
+
+
+def keep_links(
+    subscriptions: Subscriptions,
+    links: np.ndarray,
+    departed: int,
+    max_degree: int | None = None,
+    max_edges: int | None = None,
+) -> KeptLinks:
+    """The previous links that stay. `links`: those whose both ends are still there, in today's
+    ids (`departed` counts the others, dropped by the caller's key matching)."""
+    links = np.sort(np.asarray(links, dtype=np.int64).reshape(-1, 2), axis=1)
+    links = np.unique(links, axis=0)
+    links = links[links[:, 0] != links[:, 1]]
+    shared = shared_topics(subscriptions, links)
+    useful = shared > 0
+    unshared = int((~useful).sum())
+    links, shared = links[useful], shared[useful]
+    keep = np.ones(len(links), dtype=bool)
+    if max_degree is not None:
+        keep &= _within_degree(links, shared, max_degree, subscriptions.nodes)
+    if max_edges is not None and keep.sum() > max_edges:
+        order = [i for i in np.flatnonzero(keep)]
+        order.sort(key=lambda i: (shared[i], -links[i, 0], -links[i, 1]))
+        keep[order[: int(keep.sum()) - max_edges]] = False
+    return KeptLinks(links[keep], departed, unshared, int((~keep).sum()))
+
+
+def _within_degree(links: np.ndarray, shared: np.ndarray, max_degree: int, nodes: int) -> np.ndarray:
+    """Which links stay so that no node has more than `max_degree` (see the module doc)."""
+    degree = np.bincount(links.reshape(-1), minlength=nodes)
+    keep = np.ones(len(links), dtype=bool)
+
+    def over_ends(i: int) -> int:
+        u, v = links[i]
+        return int(degree[u] > max_degree) + int(degree[v] > max_degree)
+
+    heap = [(-over_ends(i), int(shared[i]), -int(links[i, 0]), -int(links[i, 1]), i) for i in range(len(links))]
+    heap = [entry for entry in heap if entry[0] < 0]
+    heapq.heapify(heap)
+    while heap:
+        negative, s, nu, nv, i = heapq.heappop(heap)
+        now = over_ends(i)
+        if now == 0:
+            continue
+        if -negative != now:  # an end came within the budget since: its place in the order moved
+            heapq.heappush(heap, (-now, s, nu, nv, i))
+            continue
+        keep[i] = False
+        u, v = links[i]
+        degree[u] -= 1
+        degree[v] -= 1
+    return keep

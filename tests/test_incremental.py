@@ -1,0 +1,141 @@
+"""Day two, the library: which of yesterday's links an incremental design keeps
+(`overlay.design.incremental`), and the greedy continued from them, link by link against the
+oracles given the same start (both regimes, small batches, phases, edge and degree budgets, GM2)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from overlay import schema as S
+from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
+from overlay.design.incremental import keep_links
+from tests.helpers import driver_copy, frame
+from tests.instances import random_instance
+from tests.ktco_oracle import gm2_ref
+from tests.oracles import greedy_oracle
+
+
+def keep_oracle(subscriptions, links, max_degree=None, max_edges=None):
+    """The kept links by the definition: drop links sharing no topic; then, one at a time, remove
+    the link with the most over-budget ends, the fewest shared topics, the largest (u, v); then
+    the links beyond m by the fewest shared topics, the largest (u, v)."""
+    topics = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+    kept = sorted({(min(u, v), max(u, v)) for u, v in links if u != v})
+    shared = {link: len(topics.get(link[0], set()) & topics.get(link[1], set())) for link in kept}
+    unshared = sum(1 for link in kept if shared[link] == 0)
+    kept = [link for link in kept if shared[link] > 0]
+    removed = 0
+    if max_degree is not None:
+        while True:
+            degree = {}
+            for u, v in kept:
+                degree[u] = degree.get(u, 0) + 1
+                degree[v] = degree.get(v, 0) + 1
+
+            def over(link, degree=degree):
+                return (degree[link[0]] > max_degree) + (degree[link[1]] > max_degree)
+
+            offenders = [link for link in kept if over(link)]
+            if not offenders:
+                break
+            worst = min(offenders, key=lambda link: (-over(link), shared[link], -link[0], -link[1]))
+            kept.remove(worst)
+            removed += 1
+    if max_edges is not None and len(kept) > max_edges:
+        order = sorted(kept, key=lambda link: (shared[link], -link[0], -link[1]))
+        gone = set(order[: len(kept) - max_edges])
+        removed += len(gone)
+        kept = [link for link in kept if link not in gone]
+    return kept, unshared, removed
+
+
+def random_links(subscriptions, count, seed):
+    """Links between random nodes, most sharing a topic, some not, a few repeated or reversed."""
+    rng = random.Random(seed)
+    nodes = sorted({n for n, _ in subscriptions})
+    by_topic = {}
+    for node, topic in subscriptions:
+        by_topic.setdefault(topic, []).append(node)
+    topics = [t for t, members in by_topic.items() if len(members) > 1]
+    links = []
+    for _ in range(count):
+        if rng.random() < 0.8 and topics:
+            u, v = rng.sample(by_topic[rng.choice(topics)], 2)
+        else:
+            u, v = rng.sample(nodes, 2)
+        links.append((v, u) if rng.random() < 0.5 else (u, v))
+    return links + links[: count // 10]
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("budget", [{}, {"max_degree": 2}, {"max_degree": 4}, {"max_edges": 25}])
+def test_kept_links_match_the_definition(seed, budget):
+    subscriptions = random_instance(("unif", "zipf", "expo")[seed % 3], 40, 15, 1, 5, seed)
+    links = random_links(subscriptions, 70, seed)
+    kept = keep_links(driver_copy(subscriptions), np.array(links), departed=3, **budget)
+    expected, unshared, removed = keep_oracle(subscriptions, links, **budget)
+    assert [tuple(link) for link in kept.links.tolist()] == expected
+    assert (kept.departed, kept.unshared, kept.over_budget) == (3, unshared, removed)
+    if "max_degree" in budget:
+        assert np.bincount(kept.links.reshape(-1)).max(initial=0) <= budget["max_degree"]
+
+
+def test_a_link_between_two_nodes_over_the_budget_goes_first():
+    """Node 0 and node 1 each have three links, the budget is two: removing (0, 1) alone fixes both,
+    though it shares the most topics."""
+    subscriptions = [(n, t) for n in range(5) for t in range(3)] + [(0, 3), (1, 3)]
+    links = np.array([(0, 1), (0, 2), (0, 3), (1, 3), (1, 4)])
+    kept = keep_links(driver_copy(subscriptions), links, departed=0, max_degree=2)
+    assert kept.links.tolist() == [[0, 2], [0, 3], [1, 3], [1, 4]] and kept.over_budget == 1
+
+
+ALGORITHMS = [
+    ("gm", {}),
+    ("gpa", {"max_edges": 30}),
+    ("minmaxoda", {}),
+    ("gpm", {"max_degree": 3}),
+]
+ENGINES = [{"regime": "memory"}, {"regime": "rounds", "batch_size": 2, "per_node": 1, "partitions": 3}]
+
+
+def start_frame(spark, links):
+    return spark.createDataFrame([(int(u), int(v)) for u, v in links], f"{S.U} long, {S.V} long")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["memory", "rounds"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_greedy_from_kept_links_is_the_oracles_sequence_from_them(spark, engine, seed):
+    """The links added after the kept ones are the canonical sequence from that start, gains
+    included; the phases start again at 1 (a node over the phase waits as in a fresh run)."""
+    subscriptions = random_instance(("zipf", "expo")[seed % 2], 36, 14, 1, 5, seed)
+    previous = random_links(subscriptions, 45, seed + 10)
+    for algorithm, budget in ALGORITHMS:
+        kept = keep_links(driver_copy(subscriptions), np.array(previous), departed=0, **budget)
+        start = [tuple(link) for link in kept.links.tolist()]
+        params = GreedyParams(algorithm, **budget, **engine)
+        design = GreedyDesign(frame(spark, subscriptions), params, start=GreedyStart(edges=start_frame(spark, start)))
+        rounds = list(design.rounds())
+        added = [edge for r in rounds for edge in r.edges]
+        assert added == greedy_oracle(subscriptions, algorithm, start=start, **budget), (algorithm, engine)
+        if rounds:
+            assert rounds[0].first_order == len(start) + 1
+        if algorithm == "gpm":
+            ends = np.array(start + [e[:2] for e in added]).reshape(-1)
+            assert np.bincount(ends).max() <= budget["max_degree"]
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["memory", "rounds"])
+def test_gm2_from_kept_links_is_the_oracles_sequence_from_them(spark, engine):
+    subscriptions = random_instance("unif", 14, 5, 1, 3, 6)
+    previous = random_links(subscriptions, 12, 3)
+    kept = keep_links(driver_copy(subscriptions), np.array(previous), departed=0)
+    start = [tuple(link) for link in kept.links.tolist()]
+    params = GreedyParams("gm2", **engine)
+    design = GreedyDesign(frame(spark, subscriptions), params, start=GreedyStart(edges=start_frame(spark, start)))
+    added = [edge for r in design.rounds() for edge in r.edges]
+    assert added == gm2_ref(subscriptions, start=start)
