@@ -737,13 +737,7 @@ def run_design(
         cross_check=engine.cross_check,
         incremental_from=incremental and incremental.from_run,
     )
-    if incremental is not None:
-        incremental.check()
-        if changes_from is not None:
-            raise InputError(
-                "--changes-from compares a fresh design with an earlier run; an incremental design records its "
-                "changes against --incremental-from"
-            )
+    day_two.check_start(incremental, changes_from)
     instance = lakehouse.instance_row(request.instance)
     ingest_id = instance[S.INGEST_ID]
     run_id = run_id or request.default_run_id() + ("" if incremental is None else f".{ingest_id}")
@@ -764,7 +758,7 @@ def run_design(
                 rebuild = "scheduled" if start["days_since_fresh"] >= incremental.rebuild_every else None
     if changes_from is not None:
         comparison = complete_run(lakehouse, changes_from)
-        day_two.check_previous(comparison, request.instance, ingest_id, comparison[S.ALGORITHM], {})
+        day_two.check_previous(comparison, request.instance, ingest_id, flag="--changes-from")
     budget = resolve_budget(spark, lakehouse, request, ingest_id, instance[S.NODES], progress)
     if replace:
         with contextlib.suppress(UnknownRunError):  # nothing stored under the id: nothing to delete

@@ -52,6 +52,18 @@ class IncrementalChoice:
             raise InputError(f"--rebuild-every must be a positive integer, got {self.rebuild_every}")
 
 
+def check_start(choice: IncrementalChoice | None, changes_from: str | None) -> None:
+    """The day-two options of one design, checked before anything is read."""
+    if choice is None:
+        return
+    choice.check()
+    if changes_from is not None:
+        raise InputError(
+            "--changes-from compares a fresh design with an earlier run; an incremental design records its "
+            "changes against --incremental-from"
+        )
+
+
 def budget_rule(request_params: dict) -> str | None:
     """Which budget a design request gave: max_degree, max_edges, budget_ratio or None."""
     given = [name for name in BUDGET_RULES if request_params.get(name) is not None]
@@ -67,25 +79,35 @@ def chain_of(run: Row) -> dict:
     return {"anchor_run": start["anchor_run"], "days_since_fresh": start["days_since_fresh"]}
 
 
-def check_previous(previous: Row, instance: str, ingest_id: str, algorithm: str, request_params: dict) -> None:
+def check_previous(
+    previous: Row,
+    instance: str,
+    ingest_id: str,
+    algorithm: str | None = None,
+    request_params: dict | None = None,
+    flag: str = "--incremental-from",
+) -> None:
     """An incremental design's previous run must be an earlier version's design of the same
-    algorithm and budget rule on this instance."""
+    algorithm and budget rule on this instance (`algorithm` None: any run of an earlier version,
+    as `--changes-from` takes)."""
     run_id = previous[S.RUN_ID]
     if previous[S.INSTANCE] != instance:
         raise InputError(
-            f"--incremental-from {run_id}: that run is on instance '{previous[S.INSTANCE]}', not '{instance}'; "
+            f"{flag} {run_id}: that run is on instance '{previous[S.INSTANCE]}', not '{instance}'; "
             "an incremental design continues an overlay of the same instance"
         )
     if previous[S.INGEST_ID] == ingest_id:
         raise InputError(
-            f"--incremental-from {run_id}: that run was made on the current version of '{instance}' itself: "
+            f"{flag} {run_id}: that run was made on the current version of '{instance}' itself: "
             "there is no churn to follow (it is today's overlay already); ingest the next version first"
         )
     if previous[S.INGEST_ID] > ingest_id:
-        raise InputError(f"--incremental-from {run_id}: that run was made on a later version of '{instance}'")
+        raise InputError(f"{flag} {run_id}: that run was made on a later version of '{instance}'")
+    if algorithm is None:
+        return
     if previous[S.ALGORITHM] != algorithm:
         raise InputError(
-            f"--incremental-from {run_id}: that run was designed by {previous[S.ALGORITHM]}, not {algorithm}: "
+            f"{flag} {run_id}: that run was designed by {previous[S.ALGORITHM]}, not {algorithm}: "
             "an incremental design continues the same greedy"
         )
     theirs = json.loads(previous[S.PARAMS]).get("request", {})
@@ -94,7 +116,7 @@ def check_previous(previous: Row, instance: str, ingest_id: str, algorithm: str,
     ):
         rule = budget_rule(theirs)
         raise InputError(
-            f"--incremental-from {run_id}: that run's budget rule is "
+            f"{flag} {run_id}: that run's budget rule is "
             f"{'--' + rule.replace('_', '-') if rule else 'none'} ({theirs}); an incremental design keeps the "
             "budget rule (the values may change): design with the same rule, or fresh"
         )

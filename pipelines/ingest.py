@@ -63,8 +63,11 @@ def _require(args: argparse.Namespace, source: str, *names: str) -> None:
         raise InputError(f"--source {source} needs {', '.join(missing)}")
 
 
+SPELLED = {"from_instance": "--from"}  # flags whose destination is not their spelling
+
+
 def _reject_unused(args: argparse.Namespace, source: str, *names: str) -> None:
-    used = ["--" + n.replace("_", "-") for n in names if getattr(args, n) not in (None, False)]
+    used = [SPELLED.get(n, "--" + n.replace("_", "-")) for n in names if getattr(args, n) not in (None, False)]
     if used:
         verb = "does" if len(used) == 1 else "do"
         raise InputError(f"{', '.join(used)} {verb} not apply to --source {source}")

@@ -38,6 +38,16 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def exit_code(argv: list[str]) -> int:
+    """`main`'s exit code, also when the parser itself refuses the arguments (it exits 2)."""
+    from pipelines.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return stop.code
+
+
 TINY_WORKFLOW = ROOT / "tests" / "workflows" / "tiny_refresh.yaml"
 
 

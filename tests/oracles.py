@@ -310,3 +310,42 @@ def relaxed_report(subscriptions, edges, algorithm, max_edges=None, max_degree=N
     if not (algorithm == "gpa" and len(edges) == max_edges):
         assert best() is None, "stopped while an eligible link still had a positive gain"
     return {"first_divergence": first_divergence, "below_best": below / len(edges) if edges else 0.0}
+
+
+# Day two (docs/concepts/day-two.md) ------------------------------------------------------
+
+
+def keep_oracle(subscriptions, links, max_degree=None, max_edges=None):
+    """The kept links by the definition: drop links sharing no topic; then, one at a time, remove
+    the link with the most over-budget ends, the fewest shared topics, the largest (u, v); then
+    the links beyond m by the fewest shared topics, the largest (u, v)."""
+    topics = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+    kept = sorted({(min(u, v), max(u, v)) for u, v in links if u != v})
+    shared = {link: len(topics.get(link[0], set()) & topics.get(link[1], set())) for link in kept}
+    unshared = sum(1 for link in kept if shared[link] == 0)
+    kept = [link for link in kept if shared[link] > 0]
+    removed = 0
+    if max_degree is not None:
+        while True:
+            degree = {}
+            for u, v in kept:
+                degree[u] = degree.get(u, 0) + 1
+                degree[v] = degree.get(v, 0) + 1
+
+            def over(link, degree=degree):
+                return (degree[link[0]] > max_degree) + (degree[link[1]] > max_degree)
+
+            offenders = [link for link in kept if over(link)]
+            if not offenders:
+                break
+            worst = min(offenders, key=lambda link: (-over(link), shared[link], -link[0], -link[1]))
+            kept.remove(worst)
+            removed += 1
+    if max_edges is not None and len(kept) > max_edges:
+        order = sorted(kept, key=lambda link: (shared[link], -link[0], -link[1]))
+        gone = set(order[: len(kept) - max_edges])
+        removed += len(gone)
+        kept = [link for link in kept if link not in gone]
+    return kept, unshared, removed

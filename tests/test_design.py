@@ -19,7 +19,7 @@ from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError
 from pipelines.ledger import RunTakenOver
 from pipelines.overlays import _now, complete_run
-from tests.helpers import run_at_once, store_instance
+from tests.helpers import exit_code, run_at_once, store_instance
 from tests.oracles import greedy_oracle, tcc_span
 
 SPEC = SyntheticSpec(dist="zipf", nodes=24, topics=16, min_subs=2, max_subs=5, seed=3)
@@ -208,14 +208,6 @@ def test_the_library_refuses_greedy_options_on_other_algorithms(options):
     (no session, no lakehouse needed)."""
     with pytest.raises(InputError, match="only for the greedy algorithms"):
         run_design(None, None, DesignRequest("z", "swico"), **options)
-
-
-def exit_code(argv: list[str]) -> int:
-    """`main`'s exit code, also when the parser itself refuses the arguments (it exits 2)."""
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return stop.code
 
 
 def test_a_ratio_of_degree_edges_is_its_own_run():

@@ -23,7 +23,7 @@ from pipelines.cli.flags import (
     size,
 )
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
-from pipelines.incremental import LATEST, IncrementalChoice
+from pipelines.incremental import LATEST, IncrementalChoice, check_start
 
 DESIGN_COLUMNS = (S.RUN_ID, S.INSTANCE, S.ALGORITHM, S.STATUS, S.EDGES, S.TCO_SUPPORT, S.SECONDS)
 COMPONENTS = registry.engines(registry.COMPONENTS)
@@ -252,7 +252,7 @@ def _incremental_choice(args: argparse.Namespace) -> IncrementalChoice | None:
     if args.incremental_from is None:
         return None
     choice = IncrementalChoice(args.incremental_from, args.max_changes, args.rebuild_below, args.rebuild_every)
-    choice.check()
+    check_start(choice, args.changes_from)
     if args.incremental_from != LATEST:
         overlays.check_run_id(args.incremental_from)
     return choice
