@@ -211,6 +211,22 @@ class EngineChoice:
     keep_round_rows: bool = True  # the rounds' partitions keep their rows between rounds
 
 
+def design_run_id(request: DesignRequest, ingest_id: str, incremental: day_two.IncrementalChoice | None) -> str:
+    """The default run id: the request's, and for an incremental design the instance version
+    after it (each day's run has its own)."""
+    return request.default_run_id() + ("" if incremental is None else f".{ingest_id}")
+
+
+@dataclass(frozen=True)
+class DesignPlan:
+    """A checked `design` command: its requests (one per k of a sweep), where the greedy runs,
+    and how it starts (None: fresh)."""
+
+    requests: list[DesignRequest]
+    engine: EngineChoice
+    incremental: day_two.IncrementalChoice | None = None
+
+
 def check_greedy_options(algorithm: str, **given: object) -> None:
     """Refuse the greedy engine's options (batch size, per-node cap, regime, memory budget,
     cross-check, an incremental start) on an algorithm that does not run it: one rule for the library and the CLI, which
@@ -740,7 +756,7 @@ def run_design(
     day_two.check_start(incremental, changes_from)
     instance = lakehouse.instance_row(request.instance)
     ingest_id = instance[S.INGEST_ID]
-    run_id = run_id or request.default_run_id() + ("" if incremental is None else f".{ingest_id}")
+    run_id = run_id or design_run_id(request, ingest_id, incremental)
     check_run_id(run_id)
     if not instance[S.SUBSCRIPTIONS]:
         raise InputError(f"instance '{request.instance}' has no subscriptions: nothing to connect")

@@ -19,7 +19,7 @@ from pipelines.design import DesignRequest, run_design
 from pipelines.incremental import IncrementalChoice
 from pipelines.instance_churn import ChurnRequest, run_churn
 from pipelines.lakehouse import UnknownRunError
-from tests.helpers import exit_code, store_instance
+from tests.helpers import exit_code, run_cli, store_instance
 from tests.oracles import greedy_oracle, keep_oracle
 
 SPEC = SyntheticSpec(dist="zipf", nodes=40, topics=12, min_subs=1, max_subs=4, seed=8)
@@ -260,3 +260,27 @@ def test_bad_incremental_flags_fail_before_spark(tmp_path, capsys, argv, message
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert not (tmp_path / "none").exists()
+
+
+def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(spark, lakehouse):
+    store_instance(
+        spark, lakehouse, "exp-base", SyntheticSpec(dist="unif", nodes=30, topics=8, min_subs=1, max_subs=3, seed=4)
+    )
+    argv = ["--lakehouse", lakehouse.root, "churn-experiment", "--instance", "exp-base", "--days", "2"]
+    argv += ["--rate", "0.1", "--seed", "3", "--algorithm", "gpm", "--max-degree", "3"]
+    code, out, err = run_cli(*argv)
+    assert code == 0, err[-3000:]
+    chain = "exp-base.churn0.1.s3"
+    versions = lakehouse.instance_history(chain).collect()
+    assert [json.loads(v[S.PARAMS])["day"] for v in versions] == [3, 2, 1]  # day 0 is the copy
+    changes = {r[S.RUN_ID]: r for r in lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.INSTANCE) == chain).collect()}
+    for day in (1, 2):
+        inc, fresh = (f"{chain}.gpm.d3.s1.{kind}.d{day:03d}" for kind in ("inc", "fresh"))
+        previous = f"{chain}.gpm.d3.s1.inc.d{day - 1:03d}"
+        assert changes[inc][S.PREVIOUS_RUN_ID] == changes[fresh][S.PREVIOUS_RUN_ID] == previous
+        assert (changes[inc][S.CHANGE_KIND], changes[fresh][S.CHANGE_KIND]) == (S.INCREMENTAL, S.FRESH)
+        assert changes[inc][S.CHANGED_SUBSCRIPTIONS] == changes[fresh][S.CHANGED_SUBSCRIPTIONS] > 0
+    assert len(out.splitlines()) >= 5  # the table: a header, a rule and days 0-2
+    code, again, err = run_cli(*argv)
+    assert code == 0, err[-3000:]
+    assert len(lakehouse.instance_history(chain).collect()) == 3 and again.splitlines()[-3:] == out.splitlines()[-3:]

@@ -234,18 +234,22 @@ def _design_requests(args: argparse.Namespace) -> list[design.DesignRequest]:
     return requests
 
 
+def engine_choice(settings, regime: str | None = None, memory_budget: int | None = None, cross_check=False):
+    """Where the greedy runs: the command's choice, else the settings' (`design` in conf/lab.yaml)."""
+    return design.EngineChoice(
+        regime=regime or settings.design.regime,
+        memory_budget=memory_budget or parse_bytes(settings.design.memory_budget),
+        cross_check=cross_check,
+        keep_round_rows=settings.design.keep_round_rows,
+    )
+
+
 def _engine_choice(args: argparse.Namespace, settings) -> design.EngineChoice:
-    """Where the greedy runs: the command's --regime, else the settings' (`design` in conf/lab.yaml)."""
     if args.regime == "memory" and args.mode == "relaxed":
         raise InputError(
             "--mode relaxed settles sampled rounds: it runs in the rounds regime (--regime rounds or auto)"
         )
-    return design.EngineChoice(
-        regime=args.regime or settings.design.regime,
-        memory_budget=args.memory_budget or parse_bytes(settings.design.memory_budget),
-        cross_check=args.cross_check,
-        keep_round_rows=settings.design.keep_round_rows,
-    )
+    return engine_choice(settings, args.regime, args.memory_budget, args.cross_check)
 
 
 def _incremental_choice(args: argparse.Namespace) -> IncrementalChoice | None:
@@ -258,12 +262,12 @@ def _incremental_choice(args: argparse.Namespace) -> IncrementalChoice | None:
     return choice
 
 
-def _prepare_design(args, settings):
-    return _design_requests(args), _engine_choice(args, settings), _incremental_choice(args)
+def _prepare_design(args, settings) -> design.DesignPlan:
+    return design.DesignPlan(_design_requests(args), _engine_choice(args, settings), _incremental_choice(args))
 
 
-def _design(args, request, spark, lakehouse) -> None:
-    requests, engine, incremental = request
+def _design(args, plan: design.DesignPlan, spark, lakehouse) -> None:
+    requests, engine, incremental = plan.requests, plan.engine, plan.incremental
     designed = [
         design.run_design(
             spark,

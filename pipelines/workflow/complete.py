@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, report
+from pipelines import compare, design, report
 from pipelines.ingest import DATASETS
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
 from pipelines.overlays import complete_run, is_current
@@ -61,9 +61,13 @@ def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | No
     return None
 
 
-def _design(lakehouse: Lakehouse, args: argparse.Namespace, prepared) -> str | None:
-    requests, _engine = prepared  # the design requests and where their greedy runs
-    run_ids = [args.run_id or request.default_run_id() for request in requests]  # several: a sweep over k
+def _design(lakehouse: Lakehouse, args: argparse.Namespace, plan: design.DesignPlan) -> str | None:
+    run_ids = [args.run_id for _ in plan.requests] if args.run_id else []
+    if not run_ids:  # the default ids (several: a sweep over k); an incremental one names the version
+        instance = _row(lakehouse, S.INSTANCES, S.INSTANCE, plan.requests[0].instance)
+        if instance is None:
+            return None
+        run_ids = [design.design_run_id(r, instance[S.INGEST_ID], plan.incremental) for r in plan.requests]
     runs = [_current_run(lakehouse, run_id) for run_id in run_ids]
     if any(run is None or not is_current(lakehouse, run) for run in runs):
         return None  # a run on an earlier instance version is redone (with --replace) or refused
@@ -71,7 +75,7 @@ def _design(lakehouse: Lakehouse, args: argparse.Namespace, prepared) -> str | N
 
 
 def _simulate(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
-    return _design(lakehouse, args, ([request], None))
+    return _design(lakehouse, args, design.DesignPlan([request], None))
 
 
 def _evaluate(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str | None:
@@ -153,6 +157,14 @@ def _imported(lakehouse: Lakehouse, args: argparse.Namespace, _request) -> str |
     return f"run {args.run_id} is imported" if _current_run(lakehouse, args.run_id) is not None else None
 
 
+def _churn_experiment(lakehouse: Lakehouse, _args: argparse.Namespace, prepared) -> str | None:
+    request, _engine = prepared
+    last = [request.run_id(kind, request.days) for kind in ("inc", "fresh")]
+    if any(_current_run(lakehouse, run_id) is None for run_id in last):
+        return None
+    return f"the chain {request.chain_name} has its {request.days} days"
+
+
 CHECKS = {
     "ingest": _ingest,
     "design": _design,
@@ -165,6 +177,7 @@ CHECKS = {
     "friend-bound": _friend_bound,
     "report": _report,
     "import-overlay": _imported,
+    "churn-experiment": _churn_experiment,
 }
 
 
