@@ -186,6 +186,7 @@ def show_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None, rounds:
             record[VERSION] = DROPPED
         sections["metrics"] = rows_of(S.OVERLAY_METRICS, S.RUN_ID, run_id)
         sections["kTCO checks"] = rows_of(S.OVERLAY_KTCO, S.RUN_ID, run_id, order=S.K)
+        sections["changes against an earlier run (day two)"] = rows_of(S.OVERLAY_CHANGES, S.RUN_ID, run_id)
         last = rows_of(S.OVERLAY_ROUNDS, S.RUN_ID, run_id, order=F.col(S.ROUND).desc(), limit=rounds)
         sections[f"rounds (the last {rounds})"] = sorted(last, key=lambda r: r[S.ROUND])
         sections["routing runs on it"] = rows_of(S.ROUTING_RUNS, S.RUN_ID, run_id, order=S.ROUTING_RUN_ID)

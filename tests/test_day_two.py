@@ -262,25 +262,53 @@ def test_bad_incremental_flags_fail_before_spark(tmp_path, capsys, argv, message
     assert not (tmp_path / "none").exists()
 
 
-def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(spark, lakehouse):
-    store_instance(
-        spark, lakehouse, "exp-base", SyntheticSpec(dist="unif", nodes=30, topics=8, min_subs=1, max_subs=3, seed=4)
-    )
-    argv = ["--lakehouse", lakehouse.root, "churn-experiment", "--instance", "exp-base", "--days", "2"]
-    argv += ["--rate", "0.1", "--seed", "3", "--algorithm", "gpm", "--max-degree", "3"]
-    code, out, err = run_cli(*argv)
+EXPERIMENT = ["churn-experiment", "--instance", "exp-base", "--days", "2", "--rate", "0.1", "--seed", "3"]
+EXPERIMENT += ["--algorithm", "gpm", "--max-degree", "3"]
+CHAIN = "exp-base.churn0.1.s3"
+
+
+@pytest.fixture(scope="module")
+def experiment(spark, lakehouse):
+    """A two-day chain through the CLI: its output."""
+    spec = SyntheticSpec(dist="unif", nodes=30, topics=8, min_subs=1, max_subs=3, seed=4)
+    store_instance(spark, lakehouse, "exp-base", spec)
+    code, out, err = run_cli("--lakehouse", lakehouse.root, *EXPERIMENT)
     assert code == 0, err[-3000:]
-    chain = "exp-base.churn0.1.s3"
-    versions = lakehouse.instance_history(chain).collect()
+    return out
+
+
+def chain_changes(lakehouse):
+    return {r[S.RUN_ID]: r for r in lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.INSTANCE) == CHAIN).collect()}
+
+
+def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(lakehouse, experiment):
+    versions = lakehouse.instance_history(CHAIN).collect()
     assert [json.loads(v[S.PARAMS])["day"] for v in versions] == [3, 2, 1]  # day 0 is the copy
-    changes = {r[S.RUN_ID]: r for r in lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.INSTANCE) == chain).collect()}
+    changes = chain_changes(lakehouse)
     for day in (1, 2):
-        inc, fresh = (f"{chain}.gpm.d3.s1.{kind}.d{day:03d}" for kind in ("inc", "fresh"))
-        previous = f"{chain}.gpm.d3.s1.inc.d{day - 1:03d}"
+        inc, fresh = (f"{CHAIN}.gpm.d3.s1.{kind}.d{day:03d}" for kind in ("inc", "fresh"))
+        previous = f"{CHAIN}.gpm.d3.s1.inc.d{day - 1:03d}"
         assert changes[inc][S.PREVIOUS_RUN_ID] == changes[fresh][S.PREVIOUS_RUN_ID] == previous
         assert (changes[inc][S.CHANGE_KIND], changes[fresh][S.CHANGE_KIND]) == (S.INCREMENTAL, S.FRESH)
         assert changes[inc][S.CHANGED_SUBSCRIPTIONS] == changes[fresh][S.CHANGED_SUBSCRIPTIONS] > 0
-    assert len(out.splitlines()) >= 5  # the table: a header, a rule and days 0-2
-    code, again, err = run_cli(*argv)
+    assert len(experiment.splitlines()) >= 5  # the table: a title, a header, a rule and days 0-2
+    code, again, err = run_cli("--lakehouse", lakehouse.root, *EXPERIMENT)
     assert code == 0, err[-3000:]
-    assert len(lakehouse.instance_history(chain).collect()) == 3 and again.splitlines()[-3:] == out.splitlines()[-3:]
+    assert len(lakehouse.instance_history(CHAIN).collect()) == 3
+    assert again.splitlines()[-3:] == experiment.splitlines()[-3:]
+
+
+def test_the_report_shows_the_chain_incremental_against_fresh(spark, lakehouse, experiment, tmp_path):
+    from pipelines.report import day_two, run_report
+
+    data = run_report(spark, lakehouse, tmp_path / "report")
+    assert "day_two.png" in data.files
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Day two: incremental against fresh designs" in text
+    (row,) = day_two.summary(data.day_two[data.day_two[day_two.SERIES] == f"{CHAIN} gpm"]).to_dict("records")
+    changes = [r for r in chain_changes(lakehouse).values() if r[S.PREVIOUS_RUN_ID] is not None]
+    inc = [r for r in changes if r[S.CHANGE_KIND] == S.INCREMENTAL]
+    fresh = [r for r in changes if r[S.CHANGE_KIND] == S.FRESH]
+    assert row["days"] == len(inc) == 2
+    assert row["changed_incremental"] == round(sum(r[S.LINKS_ADDED] + r[S.LINKS_REMOVED] for r in inc) / 2, 1)
+    assert row["changed_fresh"] == round(sum(r[S.LINKS_ADDED] + r[S.LINKS_REMOVED] for r in fresh) / 2, 1)

@@ -39,6 +39,7 @@ from pipelines.lakehouse import Lakehouse
 from pipelines.report import (
     beaconvey,
     beaconvey_figures,
+    day_two,
     figures,
     gossip,
     gossip_figures,
@@ -72,6 +73,8 @@ TABLES = (
     S.RAPPEL_TRAFFIC,
     S.FEED_TREES,
     S.FRIEND_BOUND,
+    S.OVERLAY_CHANGES,
+    S.INSTANCE_VERSIONS,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -94,6 +97,7 @@ class ReportData:
     rappel: rappel.RappelData  # Rappel's figures and checks (`rappel.gather`)
     icdcs16: icdcs16.Icdcs16Data  # ICDCS'16 Table I and Figs. 4-9 over seeds (`icdcs16.gather`)
     beaconvey: beaconvey.BeaConveyData  # BeaConvey Tables 3-5 and Figs. 4-7 over seeds (`beaconvey.gather`)
+    day_two: pd.DataFrame  # overlay_changes rows with their series and day (`day_two.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -201,6 +205,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         rappelled,
         icdcs16.gather(quality, listed),
         beaconvey.gather(comparisons, listed),
+        day_two.gather(lakehouse),
     )
 
 
@@ -284,6 +289,10 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
             beaconvey_figures.ratios(beaconvey.figure_points(data.beaconvey.sweeps, name), name),
             f"BeaConvey {name}: {beaconvey_figures.caption(name)}",
         )
+    drawn["day_two.png"] = (
+        day_two.figure(data.day_two),
+        "Day two: link changes and TcoSuppR over days, incremental against fresh",
+    )
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")

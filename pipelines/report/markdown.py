@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import beaconvey, gossip, icdcs16, ktco, rappel
+from pipelines.report import beaconvey, day_two, gossip, icdcs16, ktco, rappel
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -154,6 +154,16 @@ def render(data: ReportData, lakehouse: str) -> str:
         parts += rappel_section(data.rappel)
     if not data.beaconvey.empty:
         parts += beaconvey_section(data.beaconvey)
+    if not data.day_two.empty:
+        parts += [
+            "## Day two: incremental against fresh designs",
+            (
+                "Per chain of daily designs (instance and algorithm), from `overlay_changes`: the links changed a "
+                "day (added plus removed, against the same previous overlay), the mean TcoSuppR, the worst day's "
+                "gap (fresh minus incremental), and the engine seconds, incremental against fresh."
+            ),
+            table(records(day_two.summary(data.day_two), day_two.COLUMNS), day_two.COLUMNS),
+        ]
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]
     if data.files:
