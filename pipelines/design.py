@@ -48,8 +48,9 @@ from overlay.design.greedy import (
     GreedyParams,
     GreedyRound,
     GreedyStart,
+    InstanceSize,
 )
-from overlay.design.incremental import KeptLinks, keep_links
+from overlay.design.incremental import KeptLinks, keep_links, open_topics
 from overlay.design.per_topic import NODE_ORDERS, cycle_pt, harary_pt
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
@@ -569,6 +570,18 @@ def _run_greedy(
             kept.over_budget,
             "" if carry.max_changes is None else f"; at most {edge_cap - len(kept.links)} links added (--max-changes)",
         )
+    engine_subscriptions, size, offset = collected, None, 0
+    if carry is not None and request.algorithm != "gm2":  # GM2's open topics are those not 2-connected
+        at_start = kept.links if last is None else _stored_links(start.edges)
+        engine_subscriptions, offset = open_topics(collected, at_start)
+        size = InstanceSize.of(collected)
+        log.info(
+            "%s: %d of %d topics are open after the start's links: the greedy runs on their %d subscriptions",
+            run_id,
+            len(engine_subscriptions.topic_sizes),
+            len(collected.topic_sizes),
+            engine_subscriptions.rows,
+        )
     regime = "rounds" if request.mode == "relaxed" and engine.regime == "auto" else engine.regime
     params = GreedyParams(
         request.algorithm,
@@ -589,7 +602,13 @@ def _run_greedy(
     committed = time.monotonic()
     rounds_seconds = commits_seconds = 0.0
     design = GreedyDesign(
-        subscriptions, params, start=start, subscription_rows=subscription_rows, driver_subscriptions=collected
+        subscriptions,
+        params,
+        start=start,
+        subscription_rows=subscription_rows,
+        driver_subscriptions=engine_subscriptions,
+        size=size,
+        tcc_offset=offset,
     )
     greedy = design.engine()
     links = [np.asarray(design.initial_links, dtype=np.int64).reshape(-1, 2)]
@@ -615,8 +634,15 @@ def _run_greedy(
         }
     )
     if tcc is None:
-        tcc = greedy.classes.components  # nothing left to add: the start is the overlay
-    return GreedyOutcome(tcc, design.driver_subscriptions, np.concatenate(links), greedy.regime, pending, kept)
+        tcc = greedy.tcc  # nothing left to add: the start is the overlay
+    whole = collected if collected is not None else design.driver_subscriptions  # what the check reads
+    return GreedyOutcome(tcc, whole, np.concatenate(links), greedy.regime, pending, kept)
+
+
+def _stored_links(edges: DataFrame) -> np.ndarray:
+    """A resumed run's links (|E| rows: a bounded driver step, as the engine's own copy)."""
+    stored = edges.select(S.U, S.V).toArrow()
+    return np.column_stack([stored.column(S.U).to_numpy(), stored.column(S.V).to_numpy()]).reshape(-1, 2)
 
 
 @dataclass

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from overlay import schema as S
-from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart
-from overlay.design.incremental import keep_links
+from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart, InstanceSize
+from overlay.design.incremental import keep_links, open_topics
 from tests.helpers import driver_copy, frame
 from tests.instances import random_instance
 from tests.ktco_oracle import gm2_ref
-from tests.oracles import greedy_oracle, keep_oracle
+from tests.oracles import components_by_min, greedy_oracle, keep_oracle
 
 
 def random_links(subscriptions, count, seed):
@@ -103,3 +103,37 @@ def test_gm2_from_kept_links_is_the_oracles_sequence_from_them(spark, engine):
     design = GreedyDesign(frame(spark, subscriptions), params, start=GreedyStart(edges=start_frame(spark, start)))
     added = [edge for r in design.rounds() for edge in r.edges]
     assert added == gm2_ref(subscriptions, start=start)
+
+
+@pytest.mark.parametrize("algorithm,budget", ALGORITHMS)
+def test_the_open_topics_alone_give_the_same_links_and_counts(spark, algorithm, budget):
+    """On the topics the start leaves disconnected, with the whole instance's size and the closed
+    topics' TCCs added, the engine adds the same links with the same gains and reports the same
+    TCCs and TcoSuppR round by round (the memory regime: the one incremental designs take)."""
+    subscriptions = random_instance("zipf", 40, 16, 1, 5, 11)
+    whole = driver_copy(subscriptions)
+    start = [
+        tuple(link)
+        for link in keep_links(whole, np.array(random_links(subscriptions, 40, 4)), 0, **budget).links.tolist()
+    ]
+    restricted, closed = open_topics(whole, np.array(start))
+    topics_of = {}
+    for node, topic in subscriptions:
+        topics_of.setdefault(topic, set()).add(node)
+    connected = 0
+    for members in topics_of.values():
+        inside = [link for link in start if set(link) <= members]
+        connected += len(set(components_by_min(sorted(members), inside).values())) == 1
+    assert closed == connected and restricted.rows < whole.rows
+    params = GreedyParams(algorithm, regime="memory", **budget)
+
+    def rounds(**view):
+        design = GreedyDesign(
+            frame(spark, subscriptions), params, start=GreedyStart(edges=start_frame(spark, start)), **view
+        )
+        return [(r.edges, r.tcc, r.tco_support) for r in design.rounds()]
+
+    full = rounds()
+    assert rounds(driver_subscriptions=restricted, size=InstanceSize.of(whole), tcc_offset=closed) == full
+    added = [e for edges, _, _ in full for e in edges]
+    assert added == greedy_oracle(subscriptions, algorithm, start=start, **budget)

@@ -198,10 +198,15 @@ class GreedyEngine:
         memory_budget: int = MEMORY_BUDGET,
         round_links: int = memory.ROUND_LINKS,
         keep_rows: bool = True,
+        size: InstanceSize | None = None,
+        tcc_offset: int = 0,
     ) -> None:
         self.spark = spark
         self.subscriptions = subscriptions
-        self.size = InstanceSize.of(subscriptions)
+        # `subscriptions` may be the open topics of a larger instance (`overlay.design.incremental`):
+        # then `size` is the whole instance's and `tcc_offset` its topics connected already (a TCC each).
+        self.size = size or InstanceSize.of(subscriptions)
+        self.tcc_offset = tcc_offset
         self.rule = rule
         self.classes = classes if classes is not None else ComponentClasses(subscriptions)
         for u, v in initial_links:
@@ -258,6 +263,11 @@ class GreedyEngine:
         per_node = self.per_node or max(1, min(MAX_PER_NODE, TAIL_ROWS // max(1, open_nodes)))
         top = self.batch_size or TOP_ROWS
         return per_node, top
+
+    @property
+    def tcc(self) -> int:
+        """The TCCs of the whole instance now."""
+        return self.classes.components + self.tcc_offset
 
     def done(self) -> bool:
         if self.classes.complete:
@@ -317,7 +327,7 @@ class GreedyEngine:
             first_order = self.edges_total + 1
             self.edges_total += len(links)
             self.finished = bool(state.state[memory.sweep.FINISHED])
-            tcc = self.classes.components
+            tcc = self.tcc
             yield GreedyRound(
                 round=self.round_no,
                 phase=phase if phased else 0,
@@ -374,7 +384,7 @@ class GreedyEngine:
         self.finished = self.done()
         if settled.exhausted and not self.finished:
             self.finished = not rule.next_phase()
-        tcc = self.classes.components
+        tcc = self.tcc
         seconds = time.monotonic() - clock
         # DEBUG (-v): the caller's progress reports the round (one line per step, or a bar).
         log.debug(
@@ -428,6 +438,8 @@ class GreedyDesign:
         shared_counts: DataFrame | None = None,
         subscription_rows: int | None = None,
         driver_subscriptions: Subscriptions | None = None,
+        size: InstanceSize | None = None,
+        tcc_offset: int = 0,
     ) -> None:
         self.params = params
         self.start = start or GreedyStart()
@@ -435,6 +447,7 @@ class GreedyDesign:
         self.shared_counts = shared_counts
         self.subscription_rows = subscription_rows  # when the caller knows: saves the copy a count
         self.collected = driver_subscriptions  # when the caller has collected them already
+        self.size, self.tcc_offset = size, tcc_offset  # of the whole instance, when these are its open topics
 
     @cached_property
     def driver_subscriptions(self) -> Subscriptions:
@@ -483,6 +496,8 @@ class GreedyDesign:
             regime=params.regime,
             memory_budget=params.memory_budget,
             keep_rows=params.keep_rows,
+            size=self.size,
+            tcc_offset=self.tcc_offset,
         )
 
     def rounds(self) -> Iterator[GreedyRound]:

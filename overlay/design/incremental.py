@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from overlay.design.classes import Subscriptions
+from overlay.design import kernels
+from overlay.design.classes import ComponentClasses, Subscriptions
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,21 @@ def _within_degree(links: np.ndarray, shared: np.ndarray, max_degree: int, nodes
         degree[u] -= 1
         degree[v] -= 1
     return keep
+
+
+def open_topics(subscriptions: Subscriptions, links: np.ndarray) -> tuple[Subscriptions, int]:
+    """The subscriptions of the topics `links` leave disconnected, over the same node ids, and how
+    many topics with subscribers the links connect already. A link's gain counts only topics whose
+    subscribers it joins, so the greedy from `links` adds the same links, with the same gains, on
+    these alone: an incremental design's candidate pairs are the pairs sharing an open topic."""
+    classes = ComponentClasses(subscriptions)
+    for u, v in np.asarray(links, dtype=np.int64).reshape(-1, 2).tolist():
+        classes.merge(u, v)
+    kernels.flatten(classes.parent)
+    topics = subscriptions.topics
+    classes_per_topic = np.unique(np.column_stack([topics, classes.parent]), axis=0)[:, 0]
+    split = np.bincount(classes_per_topic, minlength=int(topics.max(initial=-1)) + 1) > 1
+    keep = split[topics]
+    nodes = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
+    restricted = Subscriptions.from_pairs(subscriptions.nodes, np.column_stack([nodes[keep], topics[keep]]))
+    return restricted, len(subscriptions.topic_sizes) - int(split.sum())
