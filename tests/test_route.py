@@ -94,7 +94,9 @@ def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse,
     run = run_route(spark, lakehouse, request, f"counted-{engine}", progress=False)
     assert run[S.STATUS] == S.COMPLETE
     assert run[S.DELTA_COMMITS] == ROUTE_COMMITS
-    assert 0 < run[S.SPARK_JOBS] <= ROUTE_JOBS[engine], run[S.SPARK_JOBS]
+    # + 1: a Delta checkpoint job when one of this run's commits is a table's tenth, which depends
+    # on how many routing runs the module lakehouse holds when a CI worker reaches this test.
+    assert 0 < run[S.SPARK_JOBS] <= ROUTE_JOBS[engine] + 1, run[S.SPARK_JOBS]
 
 
 def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small_world, monkeypatch, capsys):
