@@ -60,6 +60,7 @@ STEP_COMMANDS = (
     "resilience",
     "route",
     "compare",
+    "churn-experiment",
     "report",
     "import-overlay",
     "export",
