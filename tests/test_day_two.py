@@ -281,6 +281,7 @@ def chain_changes(lakehouse):
     return {r[S.RUN_ID]: r for r in lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.INSTANCE) == CHAIN).collect()}
 
 
+@pytest.mark.ci  # a chain of five designs (its pieces run in the default tests above)
 def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(lakehouse, experiment):
     versions = lakehouse.instance_history(CHAIN).collect()
     assert [json.loads(v[S.PARAMS])["day"] for v in versions] == [3, 2, 1]  # day 0 is the copy
@@ -298,6 +299,7 @@ def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(lake
     assert again.splitlines()[-3:] == experiment.splitlines()[-3:]
 
 
+@pytest.mark.ci  # on the chain above
 def test_the_report_shows_the_chain_incremental_against_fresh(spark, lakehouse, experiment, tmp_path):
     from pipelines.report import day_two, run_report
 
@@ -312,3 +314,26 @@ def test_the_report_shows_the_chain_incremental_against_fresh(spark, lakehouse, 
     assert row["days"] == len(inc) == 2
     assert row["changed_incremental"] == round(sum(r[S.LINKS_ADDED] + r[S.LINKS_REMOVED] for r in inc) / 2, 1)
     assert row["changed_fresh"] == round(sum(r[S.LINKS_ADDED] + r[S.LINKS_REMOVED] for r in fresh) / 2, 1)
+
+
+@pytest.mark.parametrize("anchor,rebuilt", [(2.0, "below"), (0.0, None)])
+def test_rebuild_below_redoes_the_design_fresh_when_it_falls_short(
+    spark, lakehouse, days, monkeypatch, anchor, rebuilt
+):
+    """The chain's last fresh TcoSuppR is set by hand: 2.0 puts any overlay more than 0.5 below it
+    (rebuilt fresh), 0.0 none (kept incremental)."""
+    from pipelines import design
+
+    monkeypatch.setattr(design, "_anchor_tco", lambda lakehouse, run_id: anchor)
+    run_id = f"d1.below{anchor:g}"
+    choice = IncrementalChoice("d0.gpm", rebuild_below=0.5)
+    run_design(spark, lakehouse, GPM, run_id, progress=False, incremental=choice)
+    params = json.loads(lakehouse.run_row(run_id)[S.PARAMS])
+    assert params.get("rebuilt") == rebuilt
+    kinds = {None: S.INCREMENTAL, "below": S.REBUILT}
+    assert changes_of(lakehouse, run_id)[S.CHANGE_KIND] == kinds[rebuilt]
+    stored = edges_of(lakehouse, run_id)
+    assert (0 in {r for _, _, r, _ in stored}) == (rebuilt is None)  # kept links only when incremental
+    if rebuilt:
+        _, subs1, _ = version(lakehouse, days[1])
+        assert [(u, v, g) for u, v, _, g in stored] == greedy_oracle(subs1, "gpm", max_degree=3)

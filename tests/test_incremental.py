@@ -137,3 +137,27 @@ def test_the_open_topics_alone_give_the_same_links_and_counts(spark, algorithm, 
     assert rounds(driver_subscriptions=restricted, size=InstanceSize.of(whole), tcc_offset=closed) == full
     added = [e for edges, _, _ in full for e in edges]
     assert added == greedy_oracle(subscriptions, algorithm, start=start, **budget)
+
+
+def test_the_reports_day_two_summary_is_the_mean_of_its_days():
+    """Per series: the mean links changed and TcoSuppR each way, the worst day's gap, the engine
+    ratio and the rebuilt days, from `overlay_changes` rows written by hand."""
+    import pandas as pd
+
+    from pipelines.report import day_two
+
+    rows = pd.DataFrame(
+        [
+            # series, day, kind, links changed, TcoSuppR, engine seconds
+            ("c gpm", 1, S.INCREMENTAL, 4, 0.98, 1.0),
+            ("c gpm", 1, S.FRESH, 40, 0.99, 10.0),
+            ("c gpm", 2, S.REBUILT, 30, 0.99, 9.0),
+            ("c gpm", 2, S.FRESH, 30, 0.99, 9.0),
+        ],
+        columns=[day_two.SERIES, day_two.DAY, S.CHANGE_KIND, day_two.CHANGED, S.TCO_SUPPORT, S.SECONDS_ENGINE],
+    )
+    (row,) = day_two.summary(rows).to_dict("records")
+    assert row["days"] == 2 and row["rebuilt_days"] == 1
+    assert (row["changed_incremental"], row["changed_fresh"], row["changed_ratio"]) == (17.0, 35.0, round(17 / 35, 3))
+    assert row["worst_tco_gap"] == 0.01 and row["engine_ratio"] == round(5.0 / 9.5, 3)
+    assert day_two.figure(rows) is not None and day_two.figure(rows.iloc[0:0]) is None
