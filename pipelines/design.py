@@ -536,6 +536,7 @@ def _run_greedy(
     clock = time.monotonic()
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     collected = kept = None
+    kept_seconds = 0.0
     if carry is not None:  # deterministic: a resumed run keeps the same links again
         collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
         kept = keep_links(
@@ -553,6 +554,7 @@ def _run_greedy(
             allowance = max(0, carry.max_changes - kept.unshared - kept.over_budget)
             edge_cap = min(len(kept.links) + allowance, edge_cap if edge_cap is not None else math.inf)
         if last is None:  # nothing of the greedy stored yet: (re)store the kept links as round 0
+            store = time.monotonic()
             ledger.check_owner(lakehouse, run_id, attempt)
             lakehouse.delete_run_rows(S.OVERLAY_EDGES, run_id)
             rows = [(int(u), int(v), i + 1, 0, None) for i, (u, v) in enumerate(kept.links.tolist())]
@@ -560,6 +562,7 @@ def _run_greedy(
             if rows:
                 lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
             start = GreedyStart(edges=frame.select(S.U, S.V))
+            kept_seconds = time.monotonic() - store  # commits, not the engine's work
         log.info(
             "%s: kept %d of the previous run's links (%d with an end gone, %d sharing no topic now, %d over the "
             "budget)%s",
@@ -600,7 +603,7 @@ def _run_greedy(
     tcc = last[S.TCC] if last is not None else None
     pending: list[GreedyRound] = []
     committed = time.monotonic()
-    rounds_seconds = commits_seconds = 0.0
+    rounds_seconds, commits_seconds = 0.0, kept_seconds
     design = GreedyDesign(
         subscriptions,
         params,

@@ -43,11 +43,13 @@ class KeptLinks:
 
 def shared_topics(subscriptions: Subscriptions, links: np.ndarray) -> np.ndarray:
     """How many topics the two ends of each link share (each node's topics are sorted)."""
-    offsets, topics = subscriptions.offsets, subscriptions.topics
-    out = np.zeros(len(links), dtype=np.int64)
-    for i, (u, v) in enumerate(links.tolist()):
-        out[i] = len(np.intersect1d(topics[offsets[u] : offsets[u + 1]], topics[offsets[v] : offsets[v + 1]]))
-    return out
+    links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
+    return kernels.shared_topic_count(
+        subscriptions.offsets,
+        subscriptions.topics,
+        np.ascontiguousarray(links[:, 0]),
+        np.ascontiguousarray(links[:, 1]),
+    )
 
 
 def keep_links(
@@ -109,8 +111,14 @@ def open_topics(subscriptions: Subscriptions, links: np.ndarray) -> tuple[Subscr
     subscribers it joins, so the greedy from `links` adds the same links, with the same gains, on
     these alone: an incremental design's candidate pairs are the pairs sharing an open topic."""
     classes = ComponentClasses(subscriptions)
-    for u, v in np.asarray(links, dtype=np.int64).reshape(-1, 2).tolist():
-        classes.merge(u, v)
+    links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
+    kernels.merge_links(
+        subscriptions.offsets,
+        subscriptions.topics,
+        classes.parent,
+        np.ascontiguousarray(links[:, 0]),
+        np.ascontiguousarray(links[:, 1]),
+    )
     kernels.flatten(classes.parent)
     topics = subscriptions.topics
     classes_per_topic = np.unique(np.column_stack([topics, classes.parent]), axis=0)[:, 0]

@@ -45,6 +45,32 @@ def next_shared(topics, i, i_end, j, j_end):
     return -1, -1
 
 
+@nb.njit(cache=True, nogil=True)
+def shared_topic_count(offsets, topics, us, vs):
+    """How many topics the two ends of each link (us[k], vs[k]) share."""
+    out = np.zeros(len(us), dtype=np.int64)
+    for k in range(len(us)):
+        i, i_end = offsets[us[k]], offsets[us[k] + 1]
+        j, j_end = offsets[vs[k]], offsets[vs[k] + 1]
+        while True:
+            i, j = next_shared(topics, i, i_end, j, j_end)
+            if i < 0:
+                break
+            out[k] += 1
+            i += 1
+            j += 1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def merge_links(offsets, topics, parent, us, vs):
+    """Add every link (us[k], vs[k]) to the union-find; the classes they joined in all."""
+    joined = 0
+    for k in range(len(us)):
+        joined += merge_pair(offsets, topics, parent, us[k], vs[k])
+    return joined
+
+
 COUNT, MERGE, FLAT = 0, 1, 2  # what `_walk_shared` does with each shared topic
 
 
