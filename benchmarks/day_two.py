@@ -18,7 +18,8 @@ BFS sample, seed 1), or `douban-10k` (a 10,000-node BFS sample of ../shared/data
 
 Usage:
   .venv/bin/python benchmarks/day_two.py [--lakehouse DIR] [--base zipf-10k] [--days 30] [--rate 0.01]
-      [--seed 1] [--algorithm gpm] [--max-degree 12 | --budget-ratio 0.2]
+      [--seed 1] [--algorithm gpm] [--max-degree 12 | --budget-ratio 0.2] [--rebuild-below X]
+      [--rebuild-every DAYS]
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def main() -> None:
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--max-degree", type=int)
     budget.add_argument("--budget-ratio", type=float)
+    parser.add_argument("--rebuild-below", type=float)
+    parser.add_argument("--rebuild-every", type=int)
     args = parser.parse_args()
 
     instances = table(args.lakehouse, "instances") if Path(args.lakehouse, "instances").exists() else None
@@ -76,6 +79,9 @@ def main() -> None:
         argv += ["--max-degree", str(args.max_degree)]
     if args.budget_ratio is not None:
         argv += ["--budget-ratio", str(args.budget_ratio)]
+    for flag in ("rebuild_below", "rebuild_every"):
+        if getattr(args, flag) is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     wall = cli(args.lakehouse, *argv)
 
     chain = f"{args.base}.churn{args.rate:g}.s{args.seed}"

@@ -178,6 +178,8 @@ def churn_day(before: Version, spec: ChurnSpec, day: int, social: bool = False) 
     spec.validate()
     if spec.attachment is None:
         spec = replace(spec, attachment="triadic" if social else "popularity")
+    pairs = np.asarray(before.pairs, dtype=np.int64).reshape(-1, 2)
+    before = replace(before, pairs=pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))])  # draws index rows: one order
     state = _Day(before, spec, day, social)
     rng = state.rng
     nodes, rows = len(before.node_keys), len(before.pairs)
