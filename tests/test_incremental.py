@@ -71,8 +71,18 @@ def start_frame(spark, links):
     return spark.createDataFrame([(int(u), int(v)) for u, v in links], f"{S.U} long, {S.V} long")
 
 
-@pytest.mark.parametrize("engine", ENGINES, ids=["memory", "rounds"])
-@pytest.mark.parametrize("seed", [1, 2])
+# The rounds regime at seed 2 (10 s) runs in the CI pass; the memory regime, the incremental
+# designs' own, at both seeds.
+@pytest.mark.parametrize(
+    "engine,seed",
+    [
+        (ENGINES[0], 1),
+        (ENGINES[0], 2),
+        (ENGINES[1], 1),
+        pytest.param(ENGINES[1], 2, marks=pytest.mark.ci),
+    ],
+    ids=["memory-1", "memory-2", "rounds-1", "rounds-2"],
+)
 def test_the_greedy_from_kept_links_is_the_oracles_sequence_from_them(spark, engine, seed):
     """The links added after the kept ones are the canonical sequence from that start, gains
     included; the phases start again at 1 (a node over the phase waits as in a fresh run)."""
