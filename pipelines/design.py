@@ -1004,7 +1004,5 @@ def _has_changes(lakehouse: Lakehouse, run_id: str) -> bool:
 def _record_changes(spark, lakehouse: Lakehouse, run: Row, previous: Row, kind: str, kept: KeptLinks | None = None):
     """The run's `overlay_changes` row (its max degree from its stored metrics)."""
     metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).first()
-    removed = None if kept is None else {S.REMOVED_UNSHARED: kept.unshared, S.REMOVED_BUDGET: kept.over_budget}
-    return day_two.store_changes(
-        spark, lakehouse, run, previous, kind, None if metrics is None else metrics[S.MAX_DEGREE], removed
-    )
+    max_degree = None if metrics is None else metrics[S.MAX_DEGREE]
+    return day_two.store_changes(spark, lakehouse, run, previous, kind, max_degree, kept)

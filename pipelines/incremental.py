@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
+from overlay.design.incremental import KeptLinks
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from pipelines.lakehouse import Lakehouse
@@ -208,6 +209,25 @@ def changed_subscriptions(lakehouse: Lakehouse, instance: str, before: str, afte
     return one.join(two, ["nk", "tk"], "full_outer").where(F.col("_one").isNull() | F.col("_two").isNull()).count()
 
 
+def _changed_between(lakehouse: Lakehouse, instance: str, before: str, after: str) -> int:
+    """`changed_subscriptions`, from a stored row of the same two versions when there is one (the
+    experiment designs each day twice against the same pair)."""
+    if lakehouse.exists(S.OVERLAY_CHANGES):
+        stored = (
+            lakehouse.read(S.OVERLAY_CHANGES)
+            .filter(
+                (F.col(S.INSTANCE) == instance)
+                & (F.col(S.PREVIOUS_INGEST_ID) == before)
+                & (F.col(S.INGEST_ID) == after)
+            )
+            .select(S.CHANGED_SUBSCRIPTIONS)
+            .first()
+        )
+        if stored is not None:
+            return stored[0]
+    return changed_subscriptions(lakehouse, instance, before, after)
+
+
 def link_changes(lakehouse: Lakehouse, run: Row, previous: Row) -> dict[str, int]:
     """Links kept, added and removed from `previous` to `run`, by node keys, and the removed ones
     with an end that is gone."""
@@ -238,11 +258,20 @@ def store_changes(
     previous: Row,
     kind: str,
     max_degree: int | None,
-    removed: dict[str, int | None] | None = None,
+    kept: KeptLinks | None = None,
 ) -> dict:
-    """The run's `overlay_changes` row against `previous`, written (replacing any earlier one)."""
-    counts = link_changes(lakehouse, run, previous)
-    removed = removed or {}
+    """The run's `overlay_changes` row against `previous`, written (replacing any earlier one).
+    An incremental design's `kept` links give its counts (no join of the two overlays); the
+    subscriptions changed between two versions are counted once per pair of versions."""
+    if kept is None:
+        counts = link_changes(lakehouse, run, previous)
+    else:
+        counts = {
+            S.LINKS_KEPT: len(kept.links),
+            S.LINKS_ADDED: run[S.EDGES] - len(kept.links),
+            S.LINKS_REMOVED: kept.removed,
+            S.REMOVED_DEPARTED: kept.departed,
+        }
     record = {
         S.PREVIOUS_RUN_ID: previous[S.RUN_ID],
         S.INSTANCE: run[S.INSTANCE],
@@ -250,11 +279,9 @@ def store_changes(
         S.PREVIOUS_INGEST_ID: previous[S.INGEST_ID],
         S.CHANGE_KIND: kind,
         **counts,
-        S.REMOVED_UNSHARED: removed.get(S.REMOVED_UNSHARED),
-        S.REMOVED_BUDGET: removed.get(S.REMOVED_BUDGET),
-        S.CHANGED_SUBSCRIPTIONS: changed_subscriptions(
-            lakehouse, run[S.INSTANCE], previous[S.INGEST_ID], run[S.INGEST_ID]
-        ),
+        S.REMOVED_UNSHARED: None if kept is None else kept.unshared,
+        S.REMOVED_BUDGET: None if kept is None else kept.over_budget,
+        S.CHANGED_SUBSCRIPTIONS: _changed_between(lakehouse, run[S.INSTANCE], previous[S.INGEST_ID], run[S.INGEST_ID]),
         S.EDGES: run[S.EDGES],
         S.TCO_SUPPORT: run[S.TCO_SUPPORT],
         S.MAX_DEGREE: max_degree,
