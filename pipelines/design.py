@@ -24,6 +24,7 @@ process computes it waits for it (`_await_owner`) instead of taking it over.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -558,10 +559,10 @@ def _run_greedy(
             ledger.check_owner(lakehouse, run_id, attempt)
             lakehouse.delete_run_rows(S.OVERLAY_EDGES, run_id)
             rows = [(int(u), int(v), i + 1, 0, None) for i, (u, v) in enumerate(kept.links.tolist())]
-            frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
             if rows:
+                frame = local_frame(spark, rows, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
                 lakehouse.append_run_rows(S.OVERLAY_EDGES, run_id, frame)
-            start = GreedyStart(edges=frame.select(S.U, S.V))
+            start = GreedyStart(links=kept.links)
             kept_seconds = time.monotonic() - store  # commits, not the engine's work
         log.info(
             "%s: kept %d of the previous run's links (%d with an end gone, %d sharing no topic now, %d over the "
@@ -575,7 +576,9 @@ def _run_greedy(
         )
     engine_subscriptions, size, offset = collected, None, 0
     if carry is not None and request.algorithm != "gm2":  # GM2's open topics are those not 2-connected
-        at_start = kept.links if last is None else _stored_links(start.edges)
+        if last is not None:  # resumed: its stored links, collected once for both uses
+            start = dataclasses.replace(start, links=_stored_links(start.edges))
+        at_start = start.links
         engine_subscriptions, offset = open_topics(collected, at_start)
         size = InstanceSize.of(collected)
         log.info(

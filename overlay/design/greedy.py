@@ -126,6 +126,7 @@ class GreedyStart:
     edges: DataFrame | None = None  # (u, v) of the links added so far
     rounds_done: int = 0
     phase: int = 1
+    links: np.ndarray | None = None  # the same links, when the caller holds them already ((k, 2))
 
 
 @dataclass(frozen=True)
@@ -459,6 +460,8 @@ class GreedyDesign:
     @cached_property
     def initial_links(self) -> list[tuple[int, int]]:
         """The links of the start (a resumed run's stored links): |E| rows, a bounded driver step."""
+        if self.start.links is not None:
+            return [tuple(link) for link in np.asarray(self.start.links, dtype=np.int64).reshape(-1, 2).tolist()]
         if self.start.edges is None:
             return []
         stored = self.start.edges.select(S.U, S.V).toArrow()
