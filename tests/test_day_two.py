@@ -337,3 +337,41 @@ def test_rebuild_below_redoes_the_design_fresh_when_it_falls_short(
     if rebuilt:
         _, subs1, _ = version(lakehouse, days[1])
         assert [(u, v, g) for u, v, _, g in stored] == greedy_oracle(subs1, "gpm", max_degree=3)
+
+
+class Crash(BaseException):
+    """Stands in for kill -9 between a round's links and its round row."""
+
+
+@pytest.mark.parametrize("crash_at", [0, 1])
+def test_a_crashed_incremental_run_resumes_to_the_same_overlay(spark, lakehouse, days, monkeypatch, crash_at):
+    """Crash before the first round row (only the kept links and round 1's links stored) or after
+    it, then run again: the kept links and the oracle's sequence from them, each once."""
+    from pipelines import design
+
+    run_id = f"d1.crash{crash_at}"
+    real_append, appended = lakehouse.append_run_rows, []
+
+    def crash_on_a_round_row(table, run, frame):
+        if table is S.OVERLAY_ROUNDS and len(appended) == crash_at:
+            raise Crash()
+        real_append(table, run, frame)
+        if table is S.OVERLAY_ROUNDS:
+            appended.append(run)
+
+    settings = {"batch_size": 2, "per_node": 1, "progress": False, "engine": design.EngineChoice(regime="rounds")}
+    settings |= {"incremental": IncrementalChoice("d0.gpm")}
+    monkeypatch.setattr(lakehouse, "append_run_rows", crash_on_a_round_row)
+    with pytest.raises(Crash):
+        run_design(spark, lakehouse, GPM, run_id, commit_seconds=0, diameters=False, **settings)
+    monkeypatch.undo()
+    assert lakehouse.read(S.OVERLAY_EDGES).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) > 0)).count() > 0
+    run = run_design(spark, lakehouse, GPM, run_id, diameters=False, **settings)
+    assert run[S.STATUS] == S.COMPLETE
+    stored = edges_of(lakehouse, run_id)
+    kept = [(u, v) for u, v, r, _ in stored if r == 0]
+    links, _ = carried_by_hand(lakehouse, days, "d0.gpm")
+    _, subs1, _ = version(lakehouse, days[1])
+    assert kept == keep_oracle(subs1, links, max_degree=3)[0]
+    assert [(u, v, g) for u, v, r, g in stored if r > 0] == greedy_oracle(subs1, "gpm", max_degree=3, start=kept)
+    assert changes_of(lakehouse, run_id)[S.LINKS_KEPT] == len(kept)

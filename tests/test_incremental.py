@@ -171,3 +171,38 @@ def test_the_reports_day_two_summary_is_the_mean_of_its_days():
     assert (row["changed_incremental"], row["changed_fresh"], row["changed_ratio"]) == (17.0, 35.0, round(17 / 35, 3))
     assert row["worst_tco_gap"] == 0.01 and row["engine_ratio"] == round(5.0 / 9.5, 3)
     assert day_two.figure(rows) is not None and day_two.figure(rows.iloc[0:0]) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pairs_after_a_start_are_those_apart_with_their_gains(seed):
+    """Counted against a start's classes, the candidate pairs are exactly the pairs apart on some
+    shared topic, each with the number of such topics (its gain now); the pair bound holds."""
+    from overlay.design import kernels, memory
+    from overlay.design.classes import ComponentClasses
+    from overlay.design.pairs import by_topic_and_class
+    from tests.oracles import topic_components_oracle
+
+    subscriptions = random_instance(("zipf", "unif", "expo")[seed % 3], 30, 10, 1, 5, seed)
+    start = random_links(subscriptions, 25 + 5 * seed, seed)
+    copy = driver_copy(subscriptions)
+    classes = ComponentClasses(copy)
+    for u, v in start:
+        classes.merge(u, v)
+    label = memory.start_label(classes)
+    topic_offsets, topic_nodes, lo, hi = by_topic_and_class(copy, label)
+    us, vs, counts = kernels.shared_counts_of_range(
+        copy.offsets, copy.topics, topic_offsets, topic_nodes, lo, hi, 0, copy.nodes
+    )
+    component = topic_components_oracle(subscriptions, start)
+    topics_of = {}
+    for node, topic in subscriptions:
+        topics_of.setdefault(node, set()).add(topic)
+    expected = {}
+    for u in topics_of:
+        for v in topics_of:
+            apart = sum(component[(t, u)] != component[(t, v)] for t in topics_of[u] & topics_of[v])
+            if u < v and apart:
+                expected[(u, v)] = apart
+    assert dict(zip(zip(us.tolist(), vs.tolist()), counts.tolist())) == expected
+    assert list(zip(us.tolist(), vs.tolist())) == sorted(expected)
+    assert memory.estimate(copy, classes)[0] >= len(expected)

@@ -243,7 +243,7 @@ class GreedyEngine:
             return "memory"
         if not compiled:
             return "rounds"
-        pairs, needed = memory.estimate(self.subscriptions)
+        pairs, needed = memory.estimate(self.subscriptions, self.classes)
         self.pair_bound = pairs
         fits = needed <= self.memory_budget
         log.info(
@@ -287,7 +287,8 @@ class GreedyEngine:
         clock = time.monotonic()
         counts = self.shared_counts() if callable(self.shared_counts) else self.shared_counts
         if counts is None:
-            counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism)
+            label = memory.start_label(self.classes)  # a start's links: only pairs apart somewhere
+            counts = shared_topic_counts(spark, self.subscriptions, self.partitions, self.parallelism, label)
         # Partitions chosen by the caller stay (the tests use them to vary the layout).
         slots = None if self.partitions is not None else self.parallelism or spark.sparkContext.defaultParallelism
         state = RoundState() if self.keep_rows else None

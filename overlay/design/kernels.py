@@ -209,13 +209,22 @@ def sample_in_key_order(us, vs, nodes, per_node, top):
 
 
 @nb.njit(cache=True, nogil=True)
-def count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched):
+def count_partners(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, u, count, touched):
     """Count, in `count[v]`, the topics u shares with every later node v; the v's first counted
-    go to `touched[:found]` (unordered); returns `found`. Work: the sizes of u's topics."""
+    go to `touched[:found]` (unordered); returns `found`. Work: the sizes of u's topics.
+
+    With classes (`group_lo`, `group_hi` not empty: `overlay.design.pairs.by_topic_and_class`),
+    only the shared topics where u and v are in different classes count, and the work is the
+    subscribers of u's topics outside u's own class: the pairs a start's links leave apart."""
     found = 0
+    grouped = len(group_lo) > 0
     for i in range(offsets[u], offsets[u + 1]):
         t = topics[i]
         lo, hi = topic_offsets[t], topic_offsets[t + 1]
+        if grouped:
+            found = _count_later(topic_nodes, lo, group_lo[i], u, count, touched, found)
+            found = _count_later(topic_nodes, group_hi[i], hi, u, count, touched, found)
+            continue
         start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
         for j in range(start, hi):
             v = topic_nodes[j]
@@ -227,8 +236,22 @@ def count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touche
 
 
 @nb.njit(cache=True, nogil=True)
-def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, first, last):
-    """(u, v, |T(u) & T(v)|) for every u in [first, last) and v > u sharing a topic with u.
+def _count_later(topic_nodes, lo, hi, u, count, touched, found):
+    """`count_partners` over `topic_nodes[lo:hi]` (any order): the nodes after u."""
+    for j in range(lo, hi):
+        v = topic_nodes[j]
+        if v > u:
+            if count[v] == 0:
+                touched[found] = v
+                found += 1
+            count[v] += 1
+    return found
+
+
+@nb.njit(cache=True, nogil=True)
+def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, first, last):
+    """(u, v, |T(u) & T(v)|) for every u in [first, last) and v > u sharing a topic with u (with
+    classes: the shared topics where they are apart, and only pairs with one; `count_partners`).
 
     Row by row, as a sparse product of the subscription matrix with its transpose: for each
     topic of u, count every later subscriber of it. Work: sum over u's topics of their sizes."""
@@ -241,7 +264,7 @@ def shared_counts_of_range(offsets, topics, topic_offsets, topic_nodes, first, l
     out_c = np.empty(capacity, dtype=np.int64)
     size = 0
     for u in range(first, last):
-        found = count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched)
+        found = count_partners(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, u, count, touched)
         if size + found > capacity:
             while size + found > capacity:
                 capacity *= 2

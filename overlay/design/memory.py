@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from overlay.design import sweep
+from overlay.design import kernels, sweep
 from overlay.design.classes import BlockClasses, Classes, ComponentClasses, Subscriptions
 from overlay.design.eligibility import DegreePhases, Eligibility
-from overlay.design.pairs import by_topic
+from overlay.design.pairs import by_topic, by_topic_and_class
 
 BYTES_PER_PAIR = 16  # a pair's code (8 bytes), twice over while a level's list doubles
 BYTES_PER_SUBSCRIPTION = 96  # the CSR and its transpose, the components or GM2's forest
@@ -32,19 +32,41 @@ ROUND_LINKS = 100_000  # links one call of the sweep adds at most (a round of th
 NO_ARRAY = np.zeros(0, dtype=np.int64)
 
 
-def pair_bound(subscriptions: Subscriptions, topic_offsets: np.ndarray | None = None) -> int:
+def pair_bound(
+    subscriptions: Subscriptions, topic_offsets: np.ndarray | None = None, group_sizes: np.ndarray | None = None
+) -> int:
     """An upper bound on the candidate pairs, without counting them: pairs share a topic, so
     there are at most sum_t C(|V(t)|, 2) of them, at most C(|V|, 2), and node u is in at most
-    min(|V| - 1, sum over its topics of |V(t)| - 1)."""
+    min(|V| - 1, sum over its topics of |V(t)| - 1). `group_sizes`: each subscription row's class
+    size after a start's links (`start_label`): then a row's partners are those outside its class."""
     if topic_offsets is None:
         topic_offsets, _ = by_topic(subscriptions)
     sizes = np.diff(topic_offsets)
     nodes = subscriptions.nodes
-    by_topics = int((sizes * (sizes - 1) // 2).sum())
-    running = np.concatenate([[0], np.cumsum(sizes[subscriptions.topics] - 1)])
+    partners = sizes[subscriptions.topics] - (1 if group_sizes is None else group_sizes)
+    by_topics = int(partners.sum()) // 2
+    running = np.concatenate([[0], np.cumsum(partners)])
     per_node = running[subscriptions.offsets[1:]] - running[subscriptions.offsets[:-1]]
     by_nodes = int(np.minimum(per_node, max(0, nodes - 1)).sum()) // 2
     return min(by_topics, by_nodes, nodes * (nodes - 1) // 2)
+
+
+def start_label(classes: Classes) -> np.ndarray | None:
+    """Each subscription row's topic component, when a start's links joined any (else None): the
+    pair counts then leave out the pairs with no topic apart, whose gain is 0 for good (gains never
+    grow), and count each pair's gain at the start, exact. An incremental design's start joins
+    nearly every topic, so this is most of its work saved (docs/concepts/day-two.md)."""
+    if not isinstance(classes, ComponentClasses) or classes.components == classes.subscriptions.rows:
+        return None
+    kernels.flatten(classes.parent)
+    return classes.parent.copy()
+
+
+def grouped_transpose(subscriptions: Subscriptions, label: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """(topic offsets, topic nodes, group_lo, group_hi): `pairs.by_topic`, or `by_topic_and_class`."""
+    if label is None:
+        return (*by_topic(subscriptions), NO_ARRAY, NO_ARRAY)
+    return by_topic_and_class(subscriptions, label)
 
 
 def state_bytes(subscriptions: Subscriptions, pairs: int) -> int:
@@ -73,20 +95,25 @@ class MemorySweep:
         """`bound`: `pair_bound` of the subscriptions, when the caller computed it already."""
         self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
         self.max_edges, self.round_links = max_edges, round_links
-        topic_offsets, topic_nodes = by_topic(subscriptions)
+        label = start_label(classes)
+        topic_offsets, topic_nodes, group_lo, group_hi = grouped_transpose(subscriptions, label)
         top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
+        if bound is None:
+            bound = pair_bound(subscriptions, topic_offsets, None if label is None else group_hi - group_lo)
         # Stamps need a bound on the links before the pairs are counted: the pair bound serves.
-        self.stamp_bits = sweep.stamp_bits_for(
-            subscriptions.nodes,
-            (pair_bound(subscriptions, topic_offsets) if bound is None else bound) + edges_total,
-        )
+        self.stamp_bits = sweep.stamp_bits_for(subscriptions.nodes, bound + edges_total)
+        # Counted against a start's classes, a pair's level is its exact gain now: stamped current.
+        stamp = (edges_total + 1) & ((1 << self.stamp_bits) - 1) if label is not None else 0
         self.levels, self.sizes = sweep.build_levels(
             subscriptions.offsets,
             subscriptions.topics,
             topic_offsets,
             topic_nodes,
+            group_lo,
+            group_hi,
             max(top, 1),
             self.stamp_bits,
+            stamp,
         )
         self.pairs = int(self.sizes[1:].sum())
         self.topics = (
@@ -192,9 +219,15 @@ class MemorySweep:
             )
 
 
-def estimate(subscriptions: Subscriptions) -> tuple[int, int]:
-    """(pair bound, state bytes at that bound): what deciding the regime needs, without counting."""
-    pairs = pair_bound(subscriptions)
+def estimate(subscriptions: Subscriptions, classes: Classes | None = None) -> tuple[int, int]:
+    """(pair bound, state bytes at that bound): what deciding the regime needs, without counting.
+    `classes`: the engine's, after its start's links (`start_label`)."""
+    label = None if classes is None else start_label(classes)
+    if label is None:
+        pairs = pair_bound(subscriptions)
+    else:
+        topic_offsets, _, group_lo, group_hi = by_topic_and_class(subscriptions, label)
+        pairs = pair_bound(subscriptions, topic_offsets, group_hi - group_lo)
     return pairs, state_bytes(subscriptions, pairs)
 
 

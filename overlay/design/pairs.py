@@ -39,6 +39,31 @@ def by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(topics, np.arange(span + 1)).astype(np.int64), owners[order]
 
 
+NO_GROUPS = np.zeros(0, dtype=np.int64)
+
+
+def by_topic_and_class(subscriptions: Subscriptions, label: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The transpose with each topic's subscribers grouped by class, and for each subscription row
+    the span `[group_lo, group_hi)` of its own class among them. `label`: each subscription row's
+    class (a flattened union-find of `ComponentClasses`: rows of one class share a topic).
+
+    What the pair counts need to skip pairs a start's links joined already: on a topic nearly
+    connected, a node's partners apart from it are the few outside its class."""
+    owners = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
+    order = np.lexsort((owners, label, subscriptions.topics))
+    topics, labels = subscriptions.topics[order], label[order]
+    span = int(topics.max()) + 1 if len(topics) else 0
+    topic_offsets = np.searchsorted(topics, np.arange(span + 1)).astype(np.int64)
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (topics[1:] != topics[:-1]) | (labels[1:] != labels[:-1])
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], len(order))
+    group = np.cumsum(first) - 1
+    group_lo, group_hi = np.empty(len(order), dtype=np.int64), np.empty(len(order), dtype=np.int64)
+    group_lo[order], group_hi[order] = starts[group], ends[group]
+    return topic_offsets, owners[order], group_lo, group_hi
+
+
 def node_ranges(
     subscriptions: Subscriptions, topic_offsets: np.ndarray, parts: int | None, parallelism: int
 ) -> np.ndarray:
@@ -60,23 +85,30 @@ def shared_topic_counts(
     subscriptions: Subscriptions,
     partitions: int | None = None,
     parallelism: int | None = None,
+    label: np.ndarray | None = None,
 ) -> DataFrame:
     """(u, v, shared) for u < v with shared = |T(u) & T(v)| > 0, one partition per node range.
+    `label`: each subscription row's class after a start's links (`by_topic_and_class`): then
+    shared counts the topics where u and v are apart, each pair's gain at the start.
 
     `partitions`: how many (None: by work, at least `parallelism` when there is work enough);
     `parallelism`: how many tasks run at once (None: the context's default parallelism). Each
     round reads every partition, so more partitions than task slots only add waves of tasks."""
-    topic_offsets, topic_nodes = by_topic(subscriptions)
+    if label is None:
+        topic_offsets, topic_nodes = by_topic(subscriptions)
+        groups = (NO_GROUPS, NO_GROUPS)
+    else:
+        topic_offsets, topic_nodes, *groups = by_topic_and_class(subscriptions, label)
     bounds = node_ranges(subscriptions, topic_offsets, partitions, parallelism or spark.sparkContext.defaultParallelism)
     parts = len(bounds) - 1
-    shared = spark.sparkContext.broadcast((subscriptions, topic_offsets, topic_nodes, bounds))
+    shared = spark.sparkContext.broadcast((subscriptions, topic_offsets, topic_nodes, *groups, bounds))
 
     def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        csr, by_topic, members, cuts = shared.value
+        csr, by_topic, members, group_lo, group_hi, cuts = shared.value
         for batch in batches:
             for part in batch.column("id").to_pylist():
                 us, vs, counts = kernels.shared_counts_of_range(
-                    csr.offsets, csr.topics, by_topic, members, cuts[part], cuts[part + 1]
+                    csr.offsets, csr.topics, by_topic, members, group_lo, group_hi, cuts[part], cuts[part + 1]
                 )
                 yield pa.RecordBatch.from_arrays(
                     [pa.array(us), pa.array(vs), pa.array(counts)], names=[S.U, S.V, SHARED]

@@ -61,11 +61,14 @@ def _push(levels, sizes, level, code):
 
 
 @nb.njit(cache=True, nogil=True)
-def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level, stamp_bits):
+def build_levels(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, top_level, stamp_bits, stamp):
     """The candidate pairs (u < v sharing a topic) in lists by shared-topic count, each in (u, v)
     order: a sparse product of the subscription matrix with its transpose, row by row. A row's
     partners come out in order by a sort when they are few, by a scan of the counters when they
-    are many (a dense row: cheaper than sorting them)."""
+    are many (a dense row: cheaper than sorting them).
+
+    With classes (`group_lo`, `group_hi`: `kernels.count_partners`), a pair's level is its gain
+    after a start's links, exact: its code carries `stamp` (1 + the links of the start)."""
     nodes = len(offsets) - 1
     levels = List()
     for _ in range(top_level + 1):
@@ -74,17 +77,19 @@ def build_levels(offsets, topics, topic_offsets, topic_nodes, top_level, stamp_b
     count = np.zeros(nodes, dtype=np.int64)
     touched = np.empty(nodes, dtype=np.int64)
     for u in range(nodes):
-        found = kernels.count_partners(offsets, topics, topic_offsets, topic_nodes, u, count, touched)
+        found = kernels.count_partners(
+            offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, u, count, touched
+        )
         if found * 16 < nodes - u:
             touched[:found].sort()
             for q in range(found):
                 v = touched[q]
-                _push(levels, sizes, count[v], (u * nodes + v) << stamp_bits)
+                _push(levels, sizes, count[v], ((u * nodes + v) << stamp_bits) | stamp)
                 count[v] = 0
         else:
             for v in range(u + 1, nodes):
                 if count[v] > 0:
-                    _push(levels, sizes, count[v], (u * nodes + v) << stamp_bits)
+                    _push(levels, sizes, count[v], ((u * nodes + v) << stamp_bits) | stamp)
                     count[v] = 0
     return levels, sizes
 
