@@ -70,6 +70,18 @@ def _require_jars() -> list[Path]:
     return jars.classpath()
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def loopback_master(master: str) -> bool:
+    """A master on this machine: `local[...]`, `local-cluster[...]`, or a standalone master at
+    127.0.0.1 / localhost (`./lab cluster`). Its driver need not be reachable from elsewhere."""
+    if master.startswith("local"):
+        return True
+    host = re.sub(r"^[a-z]+://", "", master).split(":")[0]
+    return host in (LOOPBACK, "localhost")
+
+
 def build_local_session(settings: LabSettings, java_options: str | None = None) -> SparkSession:
     """A local session with the lab's jars and settings. `java_options`: extra driver JVM
     options; by default the class-data archive's when setup recorded one (`pipelines.jvm_archive`)."""
@@ -101,6 +113,8 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         **spark_settings.conf,
     }
+    if loopback_master(spark_settings.master):  # this machine's cluster: the driver on loopback alone
+        conf = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK, **conf}
     builder = SparkSession.builder.master(spark_settings.master).appName(spark_settings.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
