@@ -22,11 +22,12 @@ Databricks job or notebook) may have no checkpoint directory, so local checkpoin
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from overlay.lineage import LOCAL, Lineage
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +37,6 @@ GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
 MAX_ROUNDS = 200
 # GraphFrames 0.11.0's Python wrapper defaults max_iter to `2 ^ 31 - 2` (XOR: 31): pass it always.
 GRAPHFRAMES_MAX_ITER = 2**31 - 2
-
-
-@dataclass(frozen=True)
-class Lineage:
-    """How an iterative graph job cuts its lineage.
-
-    Local checkpoints (the default) need no checkpoint directory and are faster; reliable ones
-    (`local_checkpoints=False`) survive a lost executor but need `SparkContext.setCheckpointDir`,
-    which a reused session may not have. It applies to the GraphFrames calls; the DataFrame
-    forms always checkpoint locally, once per round.
-    """
-
-    local_checkpoints: bool = True
-    checkpoint_interval: int = 2
-
-    def __post_init__(self) -> None:
-        if self.checkpoint_interval < 1:
-            raise ValueError(f"checkpoint_interval must be at least 1, got {self.checkpoint_interval}")
 
 
 def jvm_class_available(spark: SparkSession, class_name: str) -> bool:
@@ -118,12 +101,11 @@ def _is_star_forest(edges: DataFrame) -> bool:
     return bad.limit(1).count() == 0
 
 
-def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
-    current = (
+def _dataframe_components(vertices: DataFrame, edges: DataFrame, lineage: Lineage) -> DataFrame:
+    current = lineage.cut(
         edges.filter(F.col(SRC) != F.col(DST))
         .select(F.greatest(SRC, DST).alias(SRC), F.least(SRC, DST).alias(DST))
         .distinct()
-        .localCheckpoint(eager=True)
     )
     rounds = 0
     rows = current.count()
@@ -136,7 +118,7 @@ def _dataframe_components(vertices: DataFrame, edges: DataFrame) -> DataFrame:
         # input with itself: the estimate grew tenfold per round, and with it planning time.
         # The limit never binds (a large-star round keeps at most one edge per edge; a small-star
         # round adds at most one per vertex) and resets the estimate to the real row count.
-        current = _small_star(_large_star(current)).limit(rows + touched).localCheckpoint(eager=True)
+        current = lineage.cut(_small_star(_large_star(current)).limit(rows + touched))
         rows = current.count()
     log.debug("connected components: %d large/small-star rounds", rounds)
     # Stars: every non-centre vertex has one edge, to its centre (the component's minimum).
@@ -161,11 +143,11 @@ def _graphframes_components(vertices: DataFrame, edges: DataFrame, lineage: Line
     # Relabel by the smallest member, whatever label the library chose.
     smallest = result.groupBy(COMPONENT).agg(F.min(ID).alias("_min"))
     labelled = result.join(smallest, on=COMPONENT).select(ID, F.col("_min").alias(COMPONENT))
-    return labelled.localCheckpoint(eager=True)
+    return lineage.cut(labelled)
 
 
 def connected_components(
-    vertices: DataFrame, edges: DataFrame, backend: Backend = "auto", lineage: Lineage = Lineage()
+    vertices: DataFrame, edges: DataFrame, backend: Backend = "auto", lineage: Lineage = LOCAL
 ) -> DataFrame:
     """(id, component) for every vertex of `vertices` (column `id`), edges in `src`, `dst`.
 
@@ -176,4 +158,4 @@ def connected_components(
     log.info("connected components with the %s backend", chosen)
     if chosen == "graphframes":
         return _graphframes_components(vertices, edges, lineage)
-    return _dataframe_components(vertices, edges)
+    return _dataframe_components(vertices, edges, lineage)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from overlay.graph import DST, ID, SRC, Backend, Lineage, resolve_backend
+from overlay.graph import DST, ID, SRC, Backend, resolve_backend
+from overlay.lineage import Lineage
 
 DEGREE, FARTHEST = "degree", "farthest"
 SOURCE = "is_source"
@@ -106,6 +107,6 @@ def farthest_source(vertices: DataFrame, edges: DataFrame, lineage: Lineage) -> 
         .aggMsgs(F.array_distinct(F.flatten(F.collect_list(Pregel.msg()))))
         .run()
     )
-    farthest = result.select(ID, FARTHEST).localCheckpoint(eager=True)
+    farthest = lineage.cut(result.select(ID, FARTHEST))
     result.unpersist()
     return farthest

@@ -31,8 +31,9 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.eccentricity import diameters_by_topic
-from overlay.graph import COMPONENT, DST, ID, SRC, Backend, Lineage, connected_components
+from overlay.graph import COMPONENT, DST, ID, SRC, Backend, connected_components
 from overlay.graph_ops import DEGREE, FARTHEST, SOURCE, aggregate_degrees, farthest_source, pick_backend
+from overlay.lineage import LOCAL, Lineage
 
 NODE_BITS = 32
 # What "auto" means for each operation (measured: module docstring).
@@ -67,10 +68,12 @@ def check_id_ranges(nodes: int, topics: int) -> None:
         raise ValueError(f"the vertex packing needs at most 2^32 nodes and 2^31 topics, not {nodes:,} and {topics:,}")
 
 
-def topic_components(subscriptions: DataFrame, edges: DataFrame, backend: Backend = "auto") -> DataFrame:
+def topic_components(
+    subscriptions: DataFrame, edges: DataFrame, backend: Backend = "auto", lineage: Lineage = LOCAL
+) -> DataFrame:
     """(topic_id, node_id, component) for every subscription; component = smallest node of its TCC."""
     vertices, topic_edges = topic_graph(subscriptions, edges)
-    labelled = connected_components(vertices.select(ID), topic_edges, backend=backend)
+    labelled = connected_components(vertices.select(ID), topic_edges, backend=backend, lineage=lineage)
     return vertices.join(labelled, on=ID).select(
         S.TOPIC_ID, S.NODE_ID, F.col(COMPONENT).bitwiseAND(F.lit(_NODE_MASK)).alias(S.COMPONENT)
     )
@@ -183,7 +186,7 @@ def topic_diameters(
     samples: int = 8,
     seed: int = 0,
     backend: Backend = "auto",
-    lineage: Lineage = Lineage(),
+    lineage: Lineage = LOCAL,
 ) -> DataFrame:
     """(topic_id, diameter, exact) for every topic with at least two subscribers.
 

@@ -39,6 +39,9 @@ class SparkSettings(_Strict):
     # JVM log lines on the console: errors only; -v raises it to WARN, -vv to INFO.
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
     checkpoint_dir: str | None = None
+    # Lineage cuts of the iterative jobs (`overlay.lineage`): auto is local on an in-process master
+    # (local, local[N]), reliable (in checkpoint_dir, surviving a lost executor) on any other.
+    checkpoints: Literal["auto", "local", "reliable"] = "auto"
     ui_enabled: bool = False
     conf: dict[str, str] = Field(default_factory=dict)
 
@@ -95,6 +98,17 @@ class LabSettings(_Strict):
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", self.lakehouse):
             return self.lakehouse
         return str(self.lakehouse_path())
+
+    def checkpoint_location(self) -> str:
+        """The checkpoint folder as Spark takes it: beside the lakehouse (a URI there too), or set."""
+        uri = r"^[A-Za-z][A-Za-z0-9+.-]*:/"
+        if self.spark.checkpoint_dir and re.match(uri, self.spark.checkpoint_dir):
+            return self.spark.checkpoint_dir
+        if not self.spark.checkpoint_dir and re.match(uri, self.lakehouse):
+            return self.lakehouse.rstrip("/") + "/_checkpoints"
+        path = self.checkpoint_path()
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
 
     def checkpoint_path(self) -> Path:
         if self.spark.checkpoint_dir:

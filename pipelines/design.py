@@ -601,6 +601,7 @@ def _run_greedy(
         regime=regime,
         memory_budget=engine.memory_budget,
         keep_rows=engine.keep_round_rows,
+        lineage=lakehouse.lineage,
     )
     bar = Progress(run_id, params.max_edges, unit="edge", enabled=progress, logger=log)
     tcc = last[S.TCC] if last is not None else None

@@ -172,6 +172,7 @@ def _live(
             request.seed,
             task_slots(spark),
             on_step=bar.on_step,
+            lineage=lakehouse.lineage,
         )
     return local_frame(spark, [tuple(row[c] for c in COMPLETION_COLUMNS) for row in rows], COMPLETION_SCHEMA)
 

@@ -42,6 +42,7 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.instance import InstanceFrames
 from overlay.instance.stats import instance_counts
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
 
 log = logging.getLogger(__name__)
@@ -152,9 +153,12 @@ def sql_literal(value) -> str:
 
 
 class Lakehouse:
-    def __init__(self, spark: SparkSession, root: str | Path):
+    def __init__(self, spark: SparkSession, root: str | Path, lineage: Lineage = LOCAL):
+        """`lineage`: how the jobs on this lakehouse cut their iterative jobs' lineage
+        (`pipelines.spark.lineage_for`: reliable checkpoints on a cluster)."""
         self.spark = spark
         self.root = str(root)
+        self.lineage = lineage
         self._commits = 0  # Delta commits this object made (each is latency: jobs count them)
         self._counting = threading.Lock()
         # Tables this object has created or checked against their declared schema: a later

@@ -338,7 +338,7 @@ def _evaluate(
         method, components, tccs, degrees = "certified forest", proven.components, proven.tccs, proven.degrees
     else:
         method = "connected components"
-        components = topic_components(subscriptions, edges, backend=backend).localCheckpoint(eager=True)
+        components = lakehouse.lineage.cut(topic_components(subscriptions, edges, backend, lakehouse.lineage))
         tccs = summarise_tccs(components)
     bar.step(
         f"topic components ({method}): {tccs.tcc} TCCs, {tccs.topics_connected} of {tccs.subscribed_topics} "
@@ -369,7 +369,9 @@ def _evaluate(
         diameters = summarise_diameter_arrays(per_topic, exact, diameter_exact_limit, diameter_samples)
     elif diameters:
         diameters = summarise_diameters(
-            topic_diameters(subscriptions, edges, diameter_exact_limit, diameter_samples, backend=backend),
+            topic_diameters(
+                subscriptions, edges, diameter_exact_limit, diameter_samples, backend=backend, lineage=lakehouse.lineage
+            ),
             diameter_exact_limit,
             diameter_samples,
         )

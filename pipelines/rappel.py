@@ -299,7 +299,9 @@ def _simulate(
             S.FEED_PUBLISHERS, run_id, local_frame(spark, rows, S.FEED_PUBLISHERS.schema).drop(S.RUN_ID)
         )
     presence = request.presence(frozenset(publishers.tolist()))
-    simulation = RappelSimulation(spark, csr, coordinates, publishers, request.params(), presence, task_slots(spark))
+    simulation = RappelSimulation(
+        spark, csr, coordinates, publishers, request.params(), presence, task_slots(spark), lakehouse.lineage
+    )
     pending = _Pending(spark, subscriptions)
     last = request.rounds
 

@@ -221,6 +221,7 @@ def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Ro
         instance[S.NODES],
         coordinates,
         roots,
+        lakehouse.lineage,
     )
     if roots is None:
         workload = publications(subscriptions, request.publications, request.seed)

@@ -296,7 +296,7 @@ def _simulate(
             _store_views(spark, lakehouse, run_id, views.localCheckpoint(eager=True), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
         return
-    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark))
+    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage)
     resumed = last_snapshot(lakehouse, run_id)
     if resumed is None:
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):

@@ -17,6 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from overlay.graph import jvm_class_available, resolve_backend
+from overlay.lineage import LOCAL, RELIABLE, Lineage
 from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
 from pipelines import jars, jvm_archive
 from pipelines.config import LabSettings
@@ -111,6 +112,8 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.stats.collect": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # Reliable checkpoints (`lineage_for`) are deleted once their frames are gone.
+        "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
         **spark_settings.conf,
     }
     if loopback_master(spark_settings.master):  # this machine's cluster: the driver on loopback alone
@@ -125,6 +128,24 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
     spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
     log.debug("started local Spark %s with %d jars", spark.version, len(conf["spark.jars"].split(",")))
     return spark
+
+
+def in_process(master: str) -> bool:
+    """Executors in the driver's process (`local`, `local[N]`, `local[*]`): nothing is gained by
+    reliable checkpoints there. `local-cluster[...]` has executor JVMs of its own."""
+    return master == "local" or master.startswith("local[")
+
+
+def lineage_for(spark: SparkSession, settings: LabSettings) -> Lineage:
+    """How this session's jobs cut lineage (`spark.checkpoints`): local checkpoints on an
+    in-process master, reliable ones (in the checkpoint folder beside the lakehouse, which the
+    session is pointed at here when it has none, as a reused Databricks session may) elsewhere."""
+    mode = settings.spark.checkpoints
+    if mode == "local" or (mode == "auto" and in_process(spark.sparkContext.master)):
+        return LOCAL
+    if spark.sparkContext.getCheckpointDir() is None:
+        spark.sparkContext.setCheckpointDir(settings.checkpoint_location())
+    return RELIABLE
 
 
 def get_spark(settings: LabSettings) -> SparkSession:

@@ -119,7 +119,9 @@ def load(folder: Path) -> Cluster | None:
 
 def _save(cluster: Cluster) -> None:
     path = _record(Path(cluster.folder))
-    path.write_text(json.dumps({"folder": cluster.folder, "processes": [asdict(p) for p in cluster.processes]}, indent=2))
+    path.write_text(
+        json.dumps({"folder": cluster.folder, "processes": [asdict(p) for p in cluster.processes]}, indent=2)
+    )
 
 
 def environment(folder: Path) -> dict[str, str]:
@@ -277,7 +279,9 @@ def status(folder: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./lab cluster", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / ".cluster", help="logs, work and the record (default .cluster/)")
+    parser.add_argument(
+        "--folder", type=Path, default=ROOT / ".cluster", help="logs, work and the record (default .cluster/)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     begin = commands.add_parser("start", help="start a master and workers on 127.0.0.1")
     begin.add_argument("--workers", type=int, default=2)

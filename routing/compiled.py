@@ -149,7 +149,7 @@ def simulate_compiled(
     if partitions is not None:
         source = source.repartition(partitions)
     try:
-        arrivals = source.mapInArrow(route, ARRIVAL_SCHEMA).localCheckpoint(eager=True)
+        arrivals = network.lineage.cut(source.mapInArrow(route, ARRIVAL_SCHEMA))
     finally:
         tables.unpersist()
     counts = arrivals.agg(F.count("*").alias("messages"), F.max(HOPS).alias("supersteps")).first()

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.lineage import LOCAL, Lineage
 from overlay.smallworld.geometry import clockwise_column
 
 AT, LOW, HIGH, HOPS, KIND, KEY, TARGET = "at", "low", "high", "hops", "kind", "key", "target"
@@ -39,6 +40,7 @@ class Network:
     subscribed: DataFrame  # (topic_id, at)
     rendezvous: DataFrame | None = None  # (topic_id, rp)
     coordinates: DataFrame | None = None  # (at, x_ms, y_ms) when links have latencies
+    lineage: Lineage = LOCAL  # how these tables and every superstep's messages are checkpointed
 
     @property
     def latencies(self) -> bool:
@@ -53,12 +55,14 @@ def build_network(
     n: int,
     coordinates: DataFrame | None = None,
     rendezvous: DataFrame | None = None,
+    lineage: Lineage = LOCAL,
 ) -> Network:
     """Routing tables from a run's ring (node_id, position), fingers (node_id, phase, finger) and
     the instance's subscriptions (node_id, topic_id); optionally the nodes' coordinates (node_id,
     x_ms, y_ms) for link latencies and each topic's root (topic_id, node_id) for Scribe's and
-    iScribe's trees. All checkpointed: they are joined every superstep."""
-    positions = ring.select(S.NODE_ID, F.col(S.POSITION).alias(AT)).localCheckpoint(eager=True)
+    iScribe's trees. All checkpointed (`lineage`: reliable on a cluster): they are joined every
+    superstep; the routing run over the network checkpoints the same way."""
+    positions = lineage.cut(ring.select(S.NODE_ID, F.col(S.POSITION).alias(AT)))
     to = positions.select(F.col(S.NODE_ID).alias(S.FINGER), F.col(AT).alias("_to"))
     links = fingers.select(S.NODE_ID, S.FINGER).join(positions, on=S.NODE_ID).join(to, on=S.FINGER)
     if coordinates is not None:
@@ -74,26 +78,19 @@ def build_network(
     pairs = F.array_sort(
         F.collect_set(F.struct(clockwise_column(F.col(AT), F.col("_to"), n).alias("d"), latency.alias("l")))
     )
-    finger_table = (
+    finger_table = lineage.cut(
         links.groupBy(AT)
         .agg(pairs.alias("_pairs"))
         .select(AT, F.col("_pairs.d").alias(FDIST), F.col("_pairs.l").alias(FLAT))
-        .localCheckpoint(eager=True)
     )
-    subscribed = (
-        subscriptions.join(positions, on=S.NODE_ID).select(S.TOPIC_ID, AT).distinct().localCheckpoint(eager=True)
-    )
-    topics = (
-        subscribed.groupBy(S.TOPIC_ID).agg(F.array_sort(F.collect_list(AT)).alias(SUBS)).localCheckpoint(eager=True)
-    )
+    subscribed = lineage.cut(subscriptions.join(positions, on=S.NODE_ID).select(S.TOPIC_ID, AT).distinct())
+    topics = lineage.cut(subscribed.groupBy(S.TOPIC_ID).agg(F.array_sort(F.collect_list(AT)).alias(SUBS)))
     placed = None
     if coordinates is not None:
-        placed = coordinates.join(positions, on=S.NODE_ID).select(AT, S.X_MS, S.Y_MS).localCheckpoint(eager=True)
+        placed = lineage.cut(coordinates.join(positions, on=S.NODE_ID).select(AT, S.X_MS, S.Y_MS))
     roots = None
     if rendezvous is not None:
-        roots = (
-            rendezvous.join(positions, on=S.NODE_ID).select(S.TOPIC_ID, F.col(AT).alias(RP)).localCheckpoint(eager=True)
-        )
+        roots = lineage.cut(rendezvous.join(positions, on=S.NODE_ID).select(S.TOPIC_ID, F.col(AT).alias(RP)))
     return Network(
         n=n,
         positions=positions,
@@ -102,4 +99,5 @@ def build_network(
         subscribed=subscribed,
         rendezvous=roots,
         coordinates=placed,
+        lineage=lineage,
     )

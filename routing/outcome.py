@@ -40,13 +40,12 @@ class Outcome:
 def summarise(simulation: Simulation, network: Network, publications: DataFrame) -> Outcome:
     """publications: (pub_id, topic_id, publisher) with the publisher as a ring position."""
     subscribed = network.subscribed.withColumn("_sub", F.lit(True))
-    arrivals = (
+    arrivals = network.lineage.cut(
         simulation.arrivals.join(subscribed, on=[S.TOPIC_ID, AT], how="left")
         .withColumn("_sub", F.coalesce(F.col("_sub"), F.lit(False)))
         .withColumn("_delivered", F.col(TARGET) & F.col("_sub") & (F.col(AT) != F.col(S.PUBLISHER)))
         .withColumn("_pure", ~F.col("_sub"))
         .select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER, AT, HOPS, LATENCY, SENDER, "_delivered", "_pure")
-        .localCheckpoint(eager=True)
     )
     node_of = network.positions  # (node_id, at)
     delivered = arrivals.filter("_delivered")
@@ -100,10 +99,8 @@ def summarise(simulation: Simulation, network: Network, publications: DataFrame)
         .withColumn("_expected", F.lit(True))
     )
     counts = delivered.groupBy(S.PUB_ID, AT).agg(F.count("*").alias("_times"))
-    check = (
-        expected.join(counts, on=[S.PUB_ID, AT], how="full")
-        .withColumn("_times", F.coalesce(F.col("_times"), F.lit(0)))
-        .localCheckpoint(eager=True)
+    check = network.lineage.cut(
+        expected.join(counts, on=[S.PUB_ID, AT], how="full").withColumn("_times", F.coalesce(F.col("_times"), F.lit(0)))
     )
     # One job for the counts of the check, the routing overhead, the publications and the paths.
     path_stats = deliveries.agg(

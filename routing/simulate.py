@@ -213,7 +213,7 @@ def simulate(
         tree = build(network, topics, limit, on_step).withColumnRenamed(TARGET, "tree_target")
         log.info("%s trees of the published topics built in %.1fs", protocol, time.monotonic() - clock)
     tree_seconds = time.monotonic() - clock
-    messages = initial_messages(publications, protocol, network).localCheckpoint(eager=True)
+    messages = network.lineage.cut(initial_messages(publications, protocol, network))
     partitions = partitions or messages.rdd.getNumPartitions()
     step_columns = _Step(network, protocol)
     arrivals: list[DataFrame] = []
@@ -221,7 +221,7 @@ def simulate(
     total = 0
     for step in range(1, limit + 1):
         clock = time.monotonic()
-        messages = superstep(messages, step_columns, protocol, tree, partitions).localCheckpoint(eager=True)
+        messages = network.lineage.cut(superstep(messages, step_columns, protocol, tree, partitions))
         count = messages.count()
         if count == 0:
             break
@@ -251,15 +251,14 @@ def unicast_hops(network: Network, pairs: DataFrame, max_supersteps: int | None 
     step = _Step(network, "po")
     moving = pairs.select("pair", F.col("source").alias(AT), F.col("target").alias(LOW), F.lit(0).alias(HOPS))
     done = [moving.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS)]
-    moving = moving.filter(F.col(AT) != F.col(LOW)).localCheckpoint(eager=True)
+    moving = network.lineage.cut(moving.filter(F.col(AT) != F.col(LOW)))
     for _ in range(limit):
         if moving.isEmpty():
             break
-        stepped = (
+        stepped = network.lineage.cut(
             moving.join(network.fingers, on=AT)
             .select("pair", AT, LOW, HOPS, FDIST, step.towards_low)
             .select("pair", step.after, LOW, (F.col(HOPS) + 1).alias(HOPS))
-            .localCheckpoint(eager=True)
         )
         done.append(stepped.filter(F.col(AT) == F.col(LOW)).select("pair", HOPS))
         moving = stepped.filter(F.col(AT) != F.col(LOW))

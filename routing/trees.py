@@ -57,7 +57,7 @@ def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnSt
     for step in range(1, max_steps + 1):
         clock = time.monotonic()
         distance = F.pmod(F.col(LOW) - F.col(AT), F.lit(n))
-        stepped = (
+        stepped = network.lineage.cut(
             active.join(network.fingers, on=AT)
             .withColumn("_f", send_finger(F.col(FDIST), distance))
             .withColumn("_next", F.pmod(F.col(AT) + along(F.col(FDIST), F.col("_f")), F.lit(n)))
@@ -71,7 +71,6 @@ def _route_all(network: Network, start: DataFrame, max_steps: int, on_step: OnSt
                 F.concat(F.col(KEY), F.array(F.col("_next"))).alias(KEY),
                 "_hop",
             )
-            .localCheckpoint(eager=True)
         )
         moves.append(stepped)
         report(on_step, "tree hop", step, seconds=time.monotonic() - clock)
@@ -122,7 +121,7 @@ def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: On
     if steps is None:
         return _empty_tree(network)
     # A move parent -> next on the way to RP(t) is the tree edge next -> parent.
-    return (
+    return network.lineage.cut(
         steps.select(
             S.TOPIC_ID,
             F.array(F.col(AT)).alias(KEY),
@@ -130,9 +129,7 @@ def scribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: On
             F.try_element_at(F.col("_parent"), F.lit(-1)).alias(CHILD_AT),
             F.col("_hop").alias(CHILD_LATENCY),  # links are symmetric
             F.lit(True).alias(TARGET),
-        )
-        .distinct()
-        .localCheckpoint(eager=True)
+        ).distinct()
     )
 
 
@@ -141,14 +138,12 @@ def iscribe_tree(network: Network, topics: DataFrame, max_steps: int, on_step: O
     steps = _moves(network, topics, False, max_steps, on_step)
     if steps is None:
         return _empty_tree(network)
-    return (
-        steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY))
-        .agg(
+    return network.lineage.cut(
+        steps.groupBy(S.TOPIC_ID, F.col("_parent").alias(KEY), F.col(KEY).alias(CHILD_KEY)).agg(
             F.first(AT).alias(CHILD_AT),
             F.first("_hop").alias(CHILD_LATENCY),
             F.max(F.col(AT) == F.col(LOW)).alias(TARGET),
         )
-        .localCheckpoint(eager=True)
     )
 
 

@@ -51,6 +51,7 @@ from overlay.design.eligibility import RowFilter
 from overlay.design.lazy_round import lazy_sample
 from overlay.design.round_state import RoundState
 from overlay.design.settle import Sample
+from overlay.lineage import LOCAL, Lineage
 
 log = logging.getLogger(__name__)
 BOUND = "bound"
@@ -252,6 +253,7 @@ class CandidateTable:
         subset_min_rows: int = SUBSET_MIN_ROWS,
         task_slots: int | None = None,
         state: RoundState | None = None,
+        lineage: Lineage = LOCAL,
     ) -> None:
         """`pairs`: (u, v, bound), u < v, each pair once (`overlay.design.pairs` cuts them by
         counting work). With `task_slots` (tasks that run at once) the rounds read them in as few
@@ -259,9 +261,10 @@ class CandidateTable:
         round costs a task's fixed work and sends the driver its own sample. Phase subsets are
         made only of tables of at least `subset_min_rows` rows (below, they cost more than they
         save). With `state`, each partition keeps its rows on its executor between rounds
-        (`round_state`) and a round reads the table only when a partition's files are missing."""
-        self.subset_min_rows, self.task_slots = subset_min_rows, task_slots
-        self.table = pairs.select(S.U, S.V, BOUND).localCheckpoint(eager=True)
+        (`round_state`) and a round reads the table only when a partition's files are missing.
+        `lineage`: how the table and its compactions are checkpointed (reliable on a cluster)."""
+        self.subset_min_rows, self.task_slots, self.lineage = subset_min_rows, task_slots, lineage
+        self.table = lineage.cut(pairs.select(S.U, S.V, BOUND))
         self.partitions = self.table.rdd.getNumPartitions()
         # Known from the rounds' passes (or counted here): the table's rows at the last full pass,
         # and how many of them are known dead (a pass over the open nodes' rows can find more: the
@@ -308,7 +311,7 @@ class CandidateTable:
             round_in_partition(subscriptions, root, row_filter, nodes, per_node, top, keep), ROUND_SCHEMA
         )
         if keep:
-            output = output.localCheckpoint(eager=True)
+            output = self.lineage.cut(output)
             self.table = output.filter(F.col(KIND) == ROW).select(S.U, S.V, BOUND)
             output = output.filter(F.col(KIND) != ROW)
         found = output.toArrow()

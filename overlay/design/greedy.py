@@ -60,6 +60,7 @@ from overlay.design.eligibility import DegreePhases, Eligibility, Unlimited
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.round_state import RoundState
 from overlay.design.settle import settle
+from overlay.lineage import LOCAL, Lineage
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class GreedyParams:
     regime: Regime = "auto"  # memory where the state fits `memory_budget` (auto), or forced
     memory_budget: int = MEMORY_BUDGET
     keep_rows: bool = True  # rounds: each partition keeps its rows on its executor (False: re-read the table)
+    lineage: Lineage = LOCAL  # the rounds regime's checkpoints (reliable on a cluster)
 
     def __post_init__(self) -> None:
         if self.algorithm not in GREEDY_ALGORITHMS:
@@ -201,6 +203,7 @@ class GreedyEngine:
         keep_rows: bool = True,
         size: InstanceSize | None = None,
         tcc_offset: int = 0,
+        lineage: Lineage = LOCAL,
     ) -> None:
         self.spark = spark
         self.subscriptions = subscriptions
@@ -228,6 +231,7 @@ class GreedyEngine:
         self.relaxed = mode == "relaxed"
         self.pair_bound: int | None = None  # the regime's estimate, reused by the memory regime
         self.keep_rows = keep_rows
+        self.lineage = lineage
         self.table: CandidateTable | None = None  # the rounds regime's, once its rounds start
 
     @cached_property
@@ -296,6 +300,7 @@ class GreedyEngine:
             counts.select(S.U, S.V, F.col(SHARED).alias(BOUND)),
             task_slots=slots,
             state=state,
+            lineage=self.lineage,
         )
         log.info(
             "%s: candidate table in %d partitions, in %.1fs", self.name, table.partitions, time.monotonic() - clock
@@ -502,6 +507,7 @@ class GreedyDesign:
             keep_rows=params.keep_rows,
             size=self.size,
             tcc_offset=self.tcc_offset,
+            lineage=params.lineage,
         )
 
     def rounds(self) -> Iterator[GreedyRound]:

@@ -30,6 +30,7 @@ from typing import Protocol
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
 
 BATCH_ROWS = 4096
@@ -103,10 +104,14 @@ def _by_node(rows: Iterator[dict]) -> Iterator[tuple[int, list[dict]]]:
 
 class CycleEngine:
     """Runs cycles of one protocol. `make(*args)` builds the protocol on an executor (args: plain
-    data such as the params and the subscriptions' arrays); `partitions`: of every shuffle."""
+    data such as the params and the subscriptions' arrays); `partitions`: of every shuffle;
+    `lineage`: how each cycle's state is checkpointed (reliable on a cluster)."""
 
-    def __init__(self, spark, make: Callable[..., CycleProtocol], args: tuple, partitions: int) -> None:
+    def __init__(
+        self, spark, make: Callable[..., CycleProtocol], args: tuple, partitions: int, lineage: Lineage = LOCAL
+    ) -> None:
         self.protocol = make(*args)
+        self.lineage = lineage
         self.shared = shared_builder(spark, make, args)
         self.partitions = partitions
         self.state_schema = arrow_schema(self.protocol.state_columns)
@@ -164,7 +169,7 @@ class CycleEngine:
         it returns go into the cycle's progress step."""
         for cycle in range(first, last + 1):
             clock = time.monotonic()
-            state = self.cycle(state, cycle).localCheckpoint(eager=True)
+            state = self.lineage.cut(self.cycle(state, cycle))
             seconds = time.monotonic() - clock
             figures = (on_cycle(cycle, state, seconds) if on_cycle is not None else None) or {}
             report(

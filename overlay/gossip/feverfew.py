@@ -55,6 +55,7 @@ from overlay.gossip.baselines import Knowledge
 from overlay.gossip.cycles import CycleEngine
 from overlay.gossip.select import jaccard, rest_sub, select_ln_covered
 from overlay.gossip.theory import need, ttl0
+from overlay.lineage import LOCAL, Lineage
 
 PSS_KINDS = ("cyclon", "uniform")
 NONE = -1
@@ -501,7 +502,9 @@ class Feverfew:
         return {**to_row(n), "covered": covered, "needy": needy, "sent": list(own["sent"])}
 
 
-def feverfew_engine(spark, subscriptions, params: FeverfewParams, partitions: int) -> CycleEngine:
+def feverfew_engine(
+    spark, subscriptions, params: FeverfewParams, partitions: int, lineage: Lineage = LOCAL
+) -> CycleEngine:
     """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
     the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q)."""
-    return CycleEngine(spark, Feverfew, (params, subscriptions.offsets, subscriptions.topics), partitions)
+    return CycleEngine(spark, Feverfew, (params, subscriptions.offsets, subscriptions.topics), partitions, lineage)

@@ -53,6 +53,7 @@ from overlay.gossip.feverfew import (
 from overlay.gossip.measures import view_summary
 from overlay.gossip.pushpull import completion
 from overlay.gossip.theory import age_limit
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep
 
 # What a node tells its push-pull partner about a publication, as it stood at the start of the cycle.
@@ -185,6 +186,7 @@ def heal_and_disseminate(
     seed: int,
     partitions: int,
     on_step: OnStep | None = None,
+    lineage: Lineage = LOCAL,
 ) -> tuple[list[dict], DataFrame]:
     """Completion rows (`COMPLETION_COLUMNS`) of the `chosen` (pub_id, topic_id) at cycles
     0..`cycles`, Feverfew going on from `state` (its cycle `base`) with the gossip seed of
@@ -198,7 +200,7 @@ def heal_and_disseminate(
         seed, np.arange(nodes, dtype=np.int64), cycles, np.asarray([pub.publisher for pub in pubs], dtype=np.int64)
     )
     healing = Healing(base, alive, pubs, seed, params.random_view)
-    engine = CycleEngine(spark, Feverfew, (params, offsets, topics, healing), partitions)
+    engine = CycleEngine(spark, Feverfew, (params, offsets, topics, healing), partitions, lineage)
     informed = {0: {pub.pub_id: 1 for pub in pubs}}
 
     def on_cycle(cycle: int, cycle_state: DataFrame, seconds: float) -> dict:

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.gossip.cycles import arrow_schema, built, ddl, rows_of, shared_builder, to_batches
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
 from overlay.rappel.feeds import Feeds, FeedTree
 from overlay.rappel.friendship import STATE_COLUMNS, Interests, RappelParams, friendship_engine
@@ -143,8 +144,10 @@ class RappelSimulation:
         params: RappelParams,
         presence: Presence,
         partitions: int,
+        lineage: Lineage = LOCAL,
     ) -> None:
-        self.spark, self.partitions = spark, partitions
+        """`lineage`: how each round's results are checkpointed (reliable on a cluster)."""
+        self.spark, self.partitions, self.lineage = spark, partitions, lineage
         self.nodes, self.feeds = len(subscriptions.offsets) - 1, len(publishers)
         args = (params, subscriptions.offsets, subscriptions.topics, coordinates)
         self.engine = friendship_engine(spark, subscriptions, coordinates, params, partitions, None, presence)
@@ -162,9 +165,9 @@ class RappelSimulation:
                 _STEP_SCHEMA,
             )
 
-        friendship = self.engine.start(self.spark, self.nodes).localCheckpoint(eager=True)
+        friendship = self.lineage.cut(self.engine.start(self.spark, self.nodes))
         trees = self.spark.range(self.feeds, numPartitions=self.partitions).mapInArrow(start, ddl(STEP_COLUMNS))
-        return friendship, trees.localCheckpoint(eager=True)
+        return friendship, self.lineage.cut(trees)
 
     def step(self, friendship: DataFrame, trees: DataFrame, round_: int) -> DataFrame:
         """The trees' round (lazy): `friendship`, the nodes' states after the friendship round."""
@@ -249,8 +252,8 @@ class RappelSimulation:
         friendship = step = None
         for round_ in range(first, last + 1):
             clock = time.monotonic()
-            friendship = self.engine.cycle(state, round_).localCheckpoint(eager=True)
-            step = self.step(friendship, trees, round_).localCheckpoint(eager=True)
+            friendship = self.lineage.cut(self.engine.cycle(state, round_))
+            step = self.lineage.cut(self.step(friendship, trees, round_))
             result = RoundResult(round_, friendship, step, time.monotonic() - clock)
             figures = (on_round(result) if on_round is not None else None) or {}
             report(
