@@ -206,13 +206,19 @@ def start(folder: Path, workers: int = 2, cores: int = 1, memory: str = "2g") ->
 
 
 def _executors_of(worker: Process) -> list[int]:
-    """The executor JVMs a worker started (its children running the executor class)."""
-    children = Path(f"/proc/{worker.pid}/task/{worker.pid}/children")
-    try:
-        pids = [int(p) for p in children.read_text().split()]
-    except OSError:
-        return []
-    return [p for p in pids if EXECUTOR_CLASS in _cmdline(p)]
+    """The executor JVMs a worker started: its children running the executor class (started from
+    any of its threads, so found by parent pid, not by the main thread's child list)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        pid = int(stat.parent.name)
+        if parent == worker.pid and EXECUTOR_CLASS in _cmdline(pid):
+            found.append(pid)
+    return found
 
 
 def _signal(pid: int, sig: int) -> None:

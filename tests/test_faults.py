@@ -1,0 +1,99 @@
+"""Clusters that fail (the CI pass, `-m ci`): a Spark standalone cluster on 127.0.0.1 (`./lab
+cluster`, a master and two one-core workers), a worker and its executor killed with -9 in the
+middle of a job; the command must exit 0 with the tables of an undisturbed run, row for row.
+
+The iterative jobs checkpoint reliably there (`spark.checkpoints: auto`: the master is not
+in-process), so the lost executor's blocks are read back from the checkpoint folder and its
+tasks are retried on the other worker. These tests share one cluster (`xdist_group`), started
+once and restarted after each kill.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+
+from overlay import schema as S
+from pipelines import standalone
+from pipelines.lakehouse import Lakehouse
+from tests.helpers import python_env
+
+pytestmark = [pytest.mark.ci, pytest.mark.xdist_group("cluster")]
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "160", "--topics", "40"]
+INSTANCE += ["--min-subs", "2", "--max-subs", "6", "--seed", "4"]
+
+
+@pytest.fixture(scope="module")
+def cluster_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cluster")
+    standalone.start(folder, workers=2, cores=1, memory="1g")
+    yield folder
+    standalone.stop(folder)
+
+
+@pytest.fixture
+def cluster(cluster_folder):
+    """The running cluster, both workers alive (restarted after a test killed one)."""
+    return standalone.start(cluster_folder, workers=2, cores=1, memory="1g")
+
+
+def cli(lakehouse: Path, master: str, *argv: str, log: Path | None = None) -> subprocess.Popen:
+    command = [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", master, "-v"]
+    command += ["--shuffle-partitions", "2", "--driver-memory", "1g", *argv]
+    out = open(log or lakehouse.with_suffix(".log"), "ab")  # noqa: SIM115 (the process holds it)
+    return subprocess.Popen(command, cwd=ROOT, env=python_env(), stdout=out, stderr=subprocess.STDOUT)
+
+
+def finished(process: subprocess.Popen, log: Path, seconds: float = 900) -> None:
+    code = process.wait(timeout=seconds)
+    assert code == 0, log.read_text()[-4000:]
+
+
+def wait_for(what: str, ready, process: subprocess.Popen, log: Path, seconds: float = 600) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        assert process.poll() is None, f"exited ({process.returncode}) before {what}:\n{log.read_text()[-4000:]}"
+        time.sleep(0.3)
+    raise AssertionError(f"no {what} after {seconds} s")
+
+
+# What a run's work may change when tasks are retried: times, and how many rows a round read.
+VARYING = (S.COMPUTED_AT, S.SPARK_SECONDS, S.ROWS_READ, S.REEVALUATIONS, S.SECONDS)
+
+
+def same_tables(spark, left: Path, right: Path, tables: list[S.TableSpec]) -> None:
+    """Row for row, each table's columns but those that measure time or work."""
+    for table in tables:
+        a, b = (Lakehouse(spark, root).read(table) for root in (left, right))
+        keep = [c for c in a.columns if c not in VARYING and not c.startswith("seconds")]
+        assert_df_equality(a.select(keep), b.select(keep), ignore_row_order=True, ignore_nullable=True)
+
+
+DESIGN = ["design", "--instance", "z", "--algorithm", "gpm", "--max-degree", "3", "--regime", "rounds"]
+DESIGN += ["--batch-size", "6", "--per-node", "1", "--commit-every", "0", "--skip-diameters"]
+
+
+def test_a_worker_lost_mid_design_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
+    """Worker 1 and its executor killed with -9 after the design's second round: the design
+    finishes on worker 2 with the undisturbed run's links, rounds and metrics."""
+    here, there = tmp_path / "local", tmp_path / "cluster"
+    for root, master in ((here, "local[2]"), (there, cluster.url)):
+        finished(cli(root, master, "ingest", "--instance", "z", *INSTANCE), root.with_suffix(".log"))
+    finished(cli(here, "local[2]", *DESIGN), here.with_suffix(".log"))
+    log = there.with_suffix(".log")
+    process = cli(there, cluster.url, *DESIGN)
+    rounds = there / S.OVERLAY_ROUNDS.name / "_delta_log"
+    wait_for("two committed rounds", lambda: len(list(rounds.glob("*.json"))) >= 3, process, log)
+    killed = standalone.kill_worker(cluster_folder, 1)
+    assert len(killed) == 2, f"worker-1 had no executor: {killed}"  # the worker and its executor
+    finished(process, log)
+    assert "Lost executor" in log.read_text()  # the driver saw the loss: the fault hit the run
+    same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_ROUNDS, S.OVERLAY_METRICS])
