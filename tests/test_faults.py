@@ -46,7 +46,7 @@ def cluster(cluster_folder):
 def cli(lakehouse: Path, master: str, *argv: str, log: Path | None = None) -> subprocess.Popen:
     command = [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", master, "-v"]
     command += ["--shuffle-partitions", "2", "--driver-memory", "1g", *argv]
-    out = open(log or lakehouse.with_suffix(".log"), "ab")  # noqa: SIM115 (the process holds it)
+    out = open(log or lakehouse.with_suffix(".log"), "ab")  # the process holds it
     return subprocess.Popen(command, cwd=ROOT, env=python_env(), stdout=out, stderr=subprocess.STDOUT)
 
 
