@@ -112,7 +112,7 @@ def run_dissemination(
         instance, subscriptions, links = run_inputs(lakehouse, run)
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
             topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
-            topics = topics.localCheckpoint(eager=True)
+            topics = lakehouse.lineage.cut(topics)
             chosen = topics.count()
             if chosen == 0:
                 raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")

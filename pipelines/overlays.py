@@ -225,7 +225,7 @@ def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int, prog
     run_id = run[S.RUN_ID]
     _, subscriptions, edges = run_inputs(lakehouse, run)
     with Progress(f"evaluate {run_id}", enabled=progress, logger=log) as bar:
-        per_topic = topic_connectivity(subscriptions, edges, k).localCheckpoint(eager=True)
+        per_topic = lakehouse.lineage.cut(topic_connectivity(subscriptions, edges, k))
         summary = summarise_ktco(per_topic, k)
         bar.step(
             f"kTCO: {summary.k_connected_topics} of {summary.topics} topics {k}-connected "

@@ -220,8 +220,8 @@ class _Pending:
     def commit(self, lakehouse: Lakehouse, run_id: str) -> list[dict]:
         if not self.steps:
             return []
-        delivered = measures.deliveries(self.steps).localCheckpoint(eager=True)
-        moved = measures.traffic(self.friendships, self.steps).localCheckpoint(eager=True)
+        delivered = lakehouse.lineage.cut(measures.deliveries(self.steps))
+        moved = lakehouse.lineage.cut(measures.traffic(self.friendships, self.steps))
         rows = measures.round_summary(self.friendships, delivered, moved, self.subscriptions)
         last, step = self.steps[-1]
         lakehouse.append_run_rows(S.RAPPEL_DELIVERIES, run_id, delivered)
@@ -272,10 +272,8 @@ def _simulate(
     progress: bool,
 ) -> None:
     ingest_id = instance[S.INGEST_ID]
-    subscriptions = (
-        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id)
-        .select(S.NODE_ID, S.TOPIC_ID)
-        .localCheckpoint(eager=True)
+    subscriptions = lakehouse.lineage.cut(
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
     )
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions, nodes)
@@ -359,12 +357,10 @@ def _stored_snapshot(lakehouse: Lakehouse, run_id: str, round_: int) -> tuple[Da
     def rows(table: S.TableSpec) -> DataFrame:
         return lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.ROUND) == round_))
 
-    trees = (
-        rows(S.RAPPEL_TREE_STATES)
-        .select(F.col(S.TOPIC_ID).alias("feed"), S.LAYOUT_VERSION, *tree_codec.TREE_COLUMNS)
-        .localCheckpoint(eager=True)
+    trees = lakehouse.lineage.cut(
+        rows(S.RAPPEL_TREE_STATES).select(F.col(S.TOPIC_ID).alias("feed"), S.LAYOUT_VERSION, *tree_codec.TREE_COLUMNS)
     )
-    state = rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND).localCheckpoint(eager=True)
+    state = lakehouse.lineage.cut(rows(S.RAPPEL_STATES).drop(S.RUN_ID, S.ROUND))
     return state, trees
 
 

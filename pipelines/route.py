@@ -224,13 +224,13 @@ def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Ro
         lakehouse.lineage,
     )
     if roots is None:
-        workload = publications(subscriptions, request.publications, request.seed)
+        workload = publications(subscriptions, request.publications, request.seed, lakehouse.lineage)
     else:
-        workload = feed_publications(roots, request.publications)
-    placed = (
-        workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
-        .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
-        .localCheckpoint(eager=True)
+        workload = feed_publications(roots, request.publications, lakehouse.lineage)
+    placed = lakehouse.lineage.cut(
+        workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER).select(
+            S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER)
+        )
     )
     return network, placed
 

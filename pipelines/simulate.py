@@ -146,11 +146,8 @@ def last_snapshot(
 def stored_state(lakehouse: Lakehouse, run_id: str, cycle: int) -> DataFrame:
     """Every node's state after `cycle` as the cycle engine takes it (checkpointed: one job)."""
     columns = [name for name, _ in STATE_COLUMNS]
-    return (
-        lakehouse.read(S.GOSSIP_STATES)
-        .filter((F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle))
-        .select(*columns)
-        .localCheckpoint(eager=True)
+    return lakehouse.lineage.cut(
+        lakehouse.read(S.GOSSIP_STATES).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle)).select(*columns)
     )
 
 
@@ -293,7 +290,7 @@ def _simulate(
                 spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, None, task_slots(spark)
             )
             ledger.check_owner(lakehouse, run_id, attempt)
-            _store_views(spark, lakehouse, run_id, views.localCheckpoint(eager=True), 0)
+            _store_views(spark, lakehouse, run_id, lakehouse.lineage.cut(views), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
         return
     engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage)
@@ -301,7 +298,7 @@ def _simulate(
     if resumed is None:
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
             lakehouse.delete_run_rows(table, run_id)
-        state = engine.start(spark, nodes).localCheckpoint(eager=True)
+        state = lakehouse.lineage.cut(engine.start(spark, nodes))
         _snapshot(lakehouse, run_id, state, 0)
         first = 1
     else:
@@ -311,7 +308,7 @@ def _simulate(
         state = stored_state(lakehouse, run_id, resumed)
         first = resumed + 1
         log.info("simulate %s: resuming after cycle %d", run_id, resumed)
-    pending = _Pending(spark, topic_sizes(subscriptions).localCheckpoint(eager=True))
+    pending = _Pending(spark, lakehouse.lineage.cut(topic_sizes(subscriptions)))
     last = request.cycles
 
     def on_cycle(cycle: int, state: DataFrame, seconds: float) -> dict:
@@ -331,9 +328,11 @@ def _simulate(
             views = state if "covered" in state.columns else _covered(engine, state)
         else:
             known = state.select(S.NODE_ID, F.array_union(F.array_union("rv", "sv"), "lv").alias(CANDIDATES))
-            views = chosen_views(
-                spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known, task_slots(spark)
-            ).localCheckpoint(eager=True)
+            views = lakehouse.lineage.cut(
+                chosen_views(
+                    spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known, task_slots(spark)
+                )
+            )
         _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
 

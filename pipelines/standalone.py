@@ -9,7 +9,7 @@ while its command line is still the JVM this module started (a pid reused since 
 Then every lab command runs there with `--master spark://127.0.0.1:PORT` (`status` prints it): the
 driver binds to 127.0.0.1 too (`pipelines.spark`), the jars go to the executors with
 `spark.jars`, and the lakehouse is a local path, which every worker of this machine sees. How the
-same runs on a cluster of several machines and on Databricks: docs/operations.md#clusters.
+same runs on a cluster of several machines and on Databricks: docs/operations/settings.md.
 
 `kill-worker N` ends worker N and its executors with SIGKILL: what the fault tests do to a
 running job (a lost spot instance).

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.instance.ids import with_dense_id
+from overlay.lineage import LOCAL, Lineage
 
 _UNIT = 1 << 53
 
@@ -21,11 +22,11 @@ def _uniform(seed: int, what: str, key: Column) -> Column:
     return F.pmod(F.xxhash64(F.lit(seed), F.lit(what), key), F.lit(_UNIT)) / F.lit(float(_UNIT))
 
 
-def publications(subscriptions: DataFrame, count: int, seed: int) -> DataFrame:
+def publications(subscriptions: DataFrame, count: int, seed: int, lineage: Lineage = LOCAL) -> DataFrame:
     """(pub_id, topic_id, publisher) for pub_id 0..count-1; the publisher is a node id."""
     spark = subscriptions.sparkSession
     subscriptions = subscriptions.select(S.NODE_ID, S.TOPIC_ID).distinct()
-    topics = with_dense_id(subscriptions.select(S.TOPIC_ID).distinct(), [S.TOPIC_ID], "_t").localCheckpoint(eager=True)
+    topics = lineage.cut(with_dense_id(subscriptions.select(S.TOPIC_ID).distinct(), [S.TOPIC_ID], "_t", lineage))
     topic_count = topics.count()
     if topic_count == 0:
         raise ValueError("no topic has a subscriber: nothing to publish")
@@ -42,12 +43,12 @@ def publications(subscriptions: DataFrame, count: int, seed: int) -> DataFrame:
     return picked.select(S.PUB_ID, S.TOPIC_ID, F.col(S.NODE_ID).alias(S.PUBLISHER))
 
 
-def feed_publications(publishers: DataFrame, count: int) -> DataFrame:
+def feed_publications(publishers: DataFrame, count: int, lineage: Lineage = LOCAL) -> DataFrame:
     """Feeds publish in turn (Rappel's Fig. 10: every feed one update): publication i is the
     update of the (i mod F)-th feed in topic order, published by its publisher (publishers:
     topic_id, node_id, one row per feed that has subscribers)."""
     spark = publishers.sparkSession
-    feeds = with_dense_id(publishers.select(S.TOPIC_ID, S.NODE_ID), [S.TOPIC_ID], "_f").localCheckpoint(eager=True)
+    feeds = lineage.cut(with_dense_id(publishers.select(S.TOPIC_ID, S.NODE_ID), [S.TOPIC_ID], "_f", lineage))
     total = feeds.count()
     if total == 0:
         raise ValueError("no feed has a subscriber: nothing to publish")

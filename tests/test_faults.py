@@ -81,19 +81,57 @@ DESIGN = ["design", "--instance", "z", "--algorithm", "gpm", "--max-degree", "3"
 DESIGN += ["--batch-size", "6", "--per-node", "1", "--commit-every", "0", "--skip-diameters"]
 
 
-def test_a_worker_lost_mid_design_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
-    """Worker 1 and its executor killed with -9 after the design's second round: the design
-    finishes on worker 2 with the undisturbed run's links, rounds and metrics."""
+def ingested(cluster: standalone.Cluster, tmp_path: Path) -> tuple[Path, Path]:
+    """Two lakehouses with the instance: one for the undisturbed run, one for the cluster's."""
     here, there = tmp_path / "local", tmp_path / "cluster"
-    for root, master in ((here, "local[2]"), (there, cluster.url)):
-        finished(cli(root, master, "ingest", "--instance", "z", *INSTANCE), root.with_suffix(".log"))
-    finished(cli(here, "local[2]", *DESIGN), here.with_suffix(".log"))
+    for root in (here, there):
+        finished(cli(root, "local[2]", "ingest", "--instance", "z", *INSTANCE), root.with_suffix(".log"))
+    return here, there
+
+
+def killed_at(cluster_folder: Path, there: Path, master: str, argv: list[str], mark: str) -> str:
+    """Run `argv` on the cluster, kill worker 1 once its log shows `mark`; the run's log."""
     log = there.with_suffix(".log")
-    process = cli(there, cluster.url, *DESIGN)
-    rounds = there / S.OVERLAY_ROUNDS.name / "_delta_log"
-    wait_for("two committed rounds", lambda: len(list(rounds.glob("*.json"))) >= 3, process, log)
-    killed = standalone.kill_worker(cluster_folder, 1)
-    assert len(killed) == 2, f"worker-1 had no executor: {killed}"  # the worker and its executor
+    start = log.stat().st_size if log.exists() else 0
+    process = cli(there, master, *argv)
+    wait_for(mark, lambda: mark in log.read_text()[start:], process, log)
+    assert len(standalone.kill_worker(cluster_folder, 1)) == 2  # the worker and its executor
     finished(process, log)
-    assert "Lost executor" in log.read_text()  # the driver saw the loss: the fault hit the run
+    text = log.read_text()[start:]
+    assert "Lost executor" in text  # the driver saw the loss: the fault hit the run
+    return text
+
+
+FEVERFEW = ["simulate", "feverfew", "--instance", "z", "--cycles", "10", "--skip-diameters"]
+
+
+def test_a_worker_lost_mid_gossip_costs_retries_not_the_simulation(spark, cluster, cluster_folder, tmp_path):
+    here, there = ingested(cluster, tmp_path)
+    finished(cli(here, "local[2]", *FEVERFEW), here.with_suffix(".log"))
+    killed_at(cluster_folder, there, cluster.url, FEVERFEW, "cycle 3/10")
+    same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_METRICS, S.GOSSIP_CYCLES])
+
+
+ROUTE = ["route", "--run-id", "z.swico.gswico-gswico.s1", "--protocol", "po", "--publications", "150"]
+ROUTE += ["--engine", "supersteps"]
+
+
+def test_a_worker_lost_mid_routing_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
+    """The overlay is designed in-process on both lakehouses; the DataFrame supersteps (a Spark
+    job or two per hop) run on the cluster, worker 1 killed after the third."""
+    here, there = ingested(cluster, tmp_path)
+    for root in (here, there):
+        finished(cli(root, "local[2]", "design", "--instance", "z", "--algorithm", "swico"), root.with_suffix(".log"))
+    finished(cli(here, "local[2]", *ROUTE), here.with_suffix(".log"))
+    killed_at(cluster_folder, there, cluster.url, ROUTE, "superstep 3:")
+    tables = [S.ROUTING_METRICS, S.ROUTING_DELIVERIES, S.ROUTING_PUBLICATIONS, S.ROUTING_LOAD]
+    same_tables(spark, here, there, tables)
+
+
+def test_a_worker_lost_mid_design_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
+    """The batched rounds (a Spark job each) on the cluster, worker 1 killed after the second:
+    the design finishes on worker 2 with the undisturbed run's links, rounds and metrics."""
+    here, there = ingested(cluster, tmp_path)
+    finished(cli(here, "local[2]", *DESIGN), here.with_suffix(".log"))
+    killed_at(cluster_folder, there, cluster.url, DESIGN, "round 3 phase")
     same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_ROUNDS, S.OVERLAY_METRICS])

@@ -12,17 +12,18 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.lineage import LOCAL, Lineage
 
 _RUN = "_run"
 _POS = "_pos"
 
 
-def _number_runs(rows: DataFrame, run_cols: list[str], group_cols: list[str], out_col: str) -> DataFrame:
+def _number_runs(
+    rows: DataFrame, run_cols: list[str], group_cols: list[str], out_col: str, lineage: Lineage = LOCAL
+) -> DataFrame:
     """Number rows 0.. within each group; runs in `run_cols` order, rows within a run by `_pos`."""
-    runs = (
-        rows.groupBy(*group_cols, *run_cols)
-        .agg(F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size"))
-        .localCheckpoint(eager=True)
+    runs = lineage.cut(
+        rows.groupBy(*group_cols, *run_cols).agg(F.min(_POS).alias("_first"), F.count(F.lit(1)).alias("_size"))
     )
     # Offset of a run = rows in earlier runs of its group: a self-join of the (tiny) run table.
     earlier = runs.select(
@@ -46,21 +47,21 @@ def _number_runs(rows: DataFrame, run_cols: list[str], group_cols: list[str], ou
     )
 
 
-def with_dense_id(frame: DataFrame, order_by: list, id_col: str) -> DataFrame:
+def with_dense_id(frame: DataFrame, order_by: list, id_col: str, lineage: Lineage = LOCAL) -> DataFrame:
     """Add `id_col` = 0-based rank of each row in `order_by` order (ties get distinct ids).
 
     The sorted frame is checkpointed before numbering: recomputing a sort may sample different
-    range bounds and so place rows in different partitions.
+    range bounds and so place rows in different partitions (`lineage`: reliable on a cluster,
+    where a lost executor must not lose the numbering).
     """
     if id_col in (_RUN, _POS):
         raise ValueError(f"id column {id_col!r} clashes with a working column of with_dense_id")
-    ordered = (
+    ordered = lineage.cut(
         frame.orderBy(*order_by)
         .withColumn(_RUN, F.spark_partition_id())
         .withColumn(_POS, F.monotonically_increasing_id())
-        .localCheckpoint(eager=True)
     )
-    return _number_runs(ordered, [_RUN], [], id_col).drop(_RUN)
+    return _number_runs(ordered, [_RUN], [], id_col, lineage).drop(_RUN)
 
 
 def file_path_column() -> Column:
