@@ -74,6 +74,12 @@ class HistorySettings(_Strict):
     keep_days: float | None = Field(None, ge=0)
 
 
+class MaintenanceSettings(_Strict):
+    """`maintain`: VACUUM keeps every file a table version of the last `retain_hours` needs."""
+
+    retain_hours: float = Field(168.0, ge=0)
+
+
 class JarsSettings(_Strict):
     """Where setup looks for the JVM jars (Delta, GraphFrames) besides Maven Central."""
 
@@ -88,6 +94,7 @@ class LabSettings(_Strict):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     design: DesignSettings = Field(default_factory=DesignSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     jars: JarsSettings = Field(default_factory=JarsSettings)
 
     def lakehouse_path(self) -> Path:

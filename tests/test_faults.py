@@ -21,7 +21,7 @@ from chispa import assert_df_equality
 from overlay import schema as S
 from pipelines import standalone
 from pipelines.lakehouse import Lakehouse
-from tests.helpers import python_env
+from tests.helpers import python_env, run_cli
 
 pytestmark = [pytest.mark.ci, pytest.mark.xdist_group("cluster")]
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,11 +81,17 @@ DESIGN = ["design", "--instance", "z", "--algorithm", "gpm", "--max-degree", "3"
 DESIGN += ["--batch-size", "6", "--per-node", "1", "--commit-every", "0", "--skip-diameters"]
 
 
-def ingested(cluster: standalone.Cluster, tmp_path: Path) -> tuple[Path, Path]:
+def in_process(lakehouse: Path, *argv: str) -> None:
+    """A command in this process, on the tests' session: the undisturbed runs and the inputs."""
+    code, _, err = run_cli("--lakehouse", str(lakehouse), "-q", *argv)
+    assert code == 0, err[-4000:]
+
+
+def ingested(tmp_path: Path) -> tuple[Path, Path]:
     """Two lakehouses with the instance: one for the undisturbed run, one for the cluster's."""
     here, there = tmp_path / "local", tmp_path / "cluster"
     for root in (here, there):
-        finished(cli(root, "local[2]", "ingest", "--instance", "z", *INSTANCE), root.with_suffix(".log"))
+        in_process(root, "ingest", "--instance", "z", *INSTANCE)
     return here, there
 
 
@@ -106,8 +112,8 @@ FEVERFEW = ["simulate", "feverfew", "--instance", "z", "--cycles", "10", "--skip
 
 
 def test_a_worker_lost_mid_gossip_costs_retries_not_the_simulation(spark, cluster, cluster_folder, tmp_path):
-    here, there = ingested(cluster, tmp_path)
-    finished(cli(here, "local[2]", *FEVERFEW), here.with_suffix(".log"))
+    here, there = ingested(tmp_path)
+    in_process(here, *FEVERFEW)
     killed_at(cluster_folder, there, cluster.url, FEVERFEW, "cycle 3/10")
     same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_METRICS, S.GOSSIP_CYCLES])
 
@@ -119,10 +125,10 @@ ROUTE += ["--engine", "supersteps"]
 def test_a_worker_lost_mid_routing_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
     """The overlay is designed in-process on both lakehouses; the DataFrame supersteps (a Spark
     job or two per hop) run on the cluster, worker 1 killed after the third."""
-    here, there = ingested(cluster, tmp_path)
+    here, there = ingested(tmp_path)
     for root in (here, there):
-        finished(cli(root, "local[2]", "design", "--instance", "z", "--algorithm", "swico"), root.with_suffix(".log"))
-    finished(cli(here, "local[2]", *ROUTE), here.with_suffix(".log"))
+        in_process(root, "design", "--instance", "z", "--algorithm", "swico", "--skip-diameters")
+    in_process(here, *ROUTE)
     killed_at(cluster_folder, there, cluster.url, ROUTE, "superstep 3:")
     tables = [S.ROUTING_METRICS, S.ROUTING_DELIVERIES, S.ROUTING_PUBLICATIONS, S.ROUTING_LOAD]
     same_tables(spark, here, there, tables)
@@ -131,7 +137,7 @@ def test_a_worker_lost_mid_routing_costs_retries_not_the_run(spark, cluster, clu
 def test_a_worker_lost_mid_design_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
     """The batched rounds (a Spark job each) on the cluster, worker 1 killed after the second:
     the design finishes on worker 2 with the undisturbed run's links, rounds and metrics."""
-    here, there = ingested(cluster, tmp_path)
-    finished(cli(here, "local[2]", *DESIGN), here.with_suffix(".log"))
+    here, there = ingested(tmp_path)
+    in_process(here, *DESIGN)
     killed_at(cluster_folder, there, cluster.url, DESIGN, "round 3 phase")
     same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_ROUNDS, S.OVERLAY_METRICS])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines.cli import data, day_two, designs, gossip, routing, workflows
+from pipelines.cli import data, day_two, designs, gossip, maintenance, routing, workflows
 from pipelines.cli.flags import StepArgumentError, StepParser, global_flags, retired_spelling
 
-COMMAND_MODULES = (data, designs, day_two, gossip, routing, workflows)
+COMMAND_MODULES = (data, designs, day_two, gossip, routing, workflows, maintenance)
 
 
 def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -1,0 +1,130 @@
+"""The driver killed with -9 mid-write, for every job kind (the CI pass, `-m ci`): ingest, route,
+simulate, compare and report (design's is the kill -9 test of `tests/test_design.py`). Each command
+runs in its own process on a copy of one prepared lakehouse, is killed with SIGKILL once it has
+made some of its commits (its own writes under way), and is run again: the second run must
+finish with the tables (for the report, the files) of an undisturbed run of the same command on
+another copy, row for row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+
+from pipelines.lakehouse import Lakehouse
+from tests.helpers import python_env, run_cli
+
+pytestmark = pytest.mark.ci
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "60", "--topics", "20"]
+INSTANCE += ["--min-subs", "2", "--max-subs", "5", "--seed", "4"]
+SWICO = "z.swico.gswico-gswico.s1"
+# Columns that say when or how much work a run took, or which attempt: they differ between runs.
+VARYING_NAMES = {"ingest_id", "attempt", "spark_jobs", "delta_commits", "rows_read", "reevaluations", "owner"}
+
+
+def command(lakehouse: Path, *argv: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "-q", "--master", "local[2]", *argv]
+
+
+def run(lakehouse: Path, *argv: str) -> None:
+    done = subprocess.run(command(lakehouse, *argv), cwd=ROOT, env=python_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+def commits(lakehouse: Path) -> int:
+    return sum(1 for _ in lakehouse.glob("*/_delta_log/*.json"))
+
+
+def files(folder: Path) -> int:
+    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    """A lakehouse with instance z and a small-world overlay on it."""
+    root = tmp_path_factory.mktemp("prepared") / "lh"
+    run(root, "ingest", "--instance", "z", *INSTANCE)
+    run(root, "design", "--instance", "z", "--algorithm", "swico", "--skip-diameters")
+    return root
+
+
+def killed_then_again(lakehouse: Path, argv: list[str], progress, reached: int) -> None:
+    """Start the command, SIGKILL it once `progress()` reached `reached` (while it still runs),
+    then run it again to the end."""
+    process = subprocess.Popen(
+        command(lakehouse, *argv), cwd=ROOT, env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 600
+    while progress() < reached:
+        if process.poll() is not None:
+            raise AssertionError(
+                f"exited ({process.returncode}) before the kill point: {process.stderr.read()[-3000:]}"
+            )
+        assert time.monotonic() < deadline, "no progress to the kill point in 600 s"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL
+    run(lakehouse, *argv)
+
+
+def varying(column: str) -> bool:
+    return column in VARYING_NAMES or column.endswith("_at") or column.startswith("seconds") or "seconds" in column
+
+
+def same_tables(spark, left: Path, right: Path) -> None:
+    names = sorted(p.parent.name for p in left.glob("*/_delta_log"))
+    assert names == sorted(p.parent.name for p in right.glob("*/_delta_log"))
+    for name in names:
+        a, b = (Lakehouse(spark, root).spark.read.format("delta").load(str(root / name)) for root in (left, right))
+        keep = [c for c in a.columns if not varying(c)]
+        a, b = a.select(keep), b.select(keep)
+        if "params" in keep:  # JSON naming the instance version: its ingest id differs
+            a, b = (f.drop("params") for f in (a, b))
+        try:
+            assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True)
+        except AssertionError as error:
+            raise AssertionError(f"table {name} differs after the kill:\n{error}") from None
+
+
+JOBS = {
+    "ingest": (["ingest", "--instance", "y", *INSTANCE], 2),
+    "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60", "--engine", "supersteps"], 2),
+    "simulate": (["simulate", "feverfew", "--instance", "z", "--cycles", "6", "--snapshot-every", "2"]
+                 + ["--skip-diameters"], 3),
+    "compare": (["compare", "--instance", "z", "--publications", "40"], 8),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_a_killed_job_run_again_ends_with_the_undisturbed_tables(spark, prepared, tmp_path, job):
+    argv, reached = JOBS[job]
+    undisturbed, killed = tmp_path / "undisturbed", tmp_path / "killed"
+    for copy in (undisturbed, killed):
+        shutil.copytree(prepared, copy)
+    code, _, err = run_cli("--lakehouse", str(undisturbed), "-q", *argv)  # in this process: one JVM fewer
+    assert code == 0, err[-4000:]
+    before = commits(killed)
+    killed_then_again(killed, argv, lambda: commits(killed) - before, reached)
+    same_tables(spark, undisturbed, killed)
+
+
+def test_a_killed_report_run_again_writes_the_undisturbed_report(prepared, tmp_path):
+    lakehouse = tmp_path / "lh"
+    shutil.copytree(prepared, lakehouse)
+    undisturbed, killed = tmp_path / "undisturbed", tmp_path / "killed"
+    run(lakehouse, "report", "--out", str(undisturbed))
+    killed_then_again(lakehouse, ["report", "--out", str(killed)], lambda: files(killed), 1)
+    names = sorted(p.relative_to(undisturbed) for p in undisturbed.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(killed) for p in killed.rglob("*") if p.is_file())
+    first, second = (json.loads((folder / "report.json").read_text()) for folder in (undisturbed, killed))
+    assert first.keys() == second.keys()
