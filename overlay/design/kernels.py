@@ -221,23 +221,18 @@ def count_partners(offsets, topics, topic_offsets, topic_nodes, group_lo, group_
     for i in range(offsets[u], offsets[u + 1]):
         t = topics[i]
         lo, hi = topic_offsets[t], topic_offsets[t + 1]
-        if grouped:
+        if grouped:  # any order: those after u, on both sides of u's class
             found = _count_later(topic_nodes, lo, group_lo[i], u, count, touched, found)
             found = _count_later(topic_nodes, group_hi[i], hi, u, count, touched, found)
-            continue
-        start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
-        for j in range(start, hi):
-            v = topic_nodes[j]
-            if count[v] == 0:
-                touched[found] = v
-                found += 1
-            count[v] += 1
+        else:  # ascending: those after u are a tail
+            start = lo + np.searchsorted(topic_nodes[lo:hi], u, side="right")
+            found = _count_later(topic_nodes, start, hi, u, count, touched, found)
     return found
 
 
 @nb.njit(cache=True, nogil=True)
 def _count_later(topic_nodes, lo, hi, u, count, touched, found):
-    """`count_partners` over `topic_nodes[lo:hi]` (any order): the nodes after u."""
+    """`count_partners` over `topic_nodes[lo:hi]`: the nodes after u."""
     for j in range(lo, hi):
         v = topic_nodes[j]
         if v > u:
