@@ -51,7 +51,11 @@ def cli(lakehouse: Path, master: str, *argv: str, log: Path | None = None) -> su
 
 
 def finished(process: subprocess.Popen, log: Path, seconds: float = 900) -> None:
-    code = process.wait(timeout=seconds)
+    try:
+        code = process.wait(timeout=seconds)
+    finally:
+        if process.poll() is None:  # timed out: no driver outlives its test
+            process.kill()
     assert code == 0, log.read_text()[-4000:]
 
 
@@ -100,8 +104,12 @@ def killed_at(cluster_folder: Path, there: Path, master: str, argv: list[str], m
     log = there.with_suffix(".log")
     start = log.stat().st_size if log.exists() else 0
     process = cli(there, master, *argv)
-    wait_for(mark, lambda: mark in log.read_text()[start:], process, log)
-    assert len(standalone.kill_worker(cluster_folder, 1)) == 2  # the worker and its executor
+    try:
+        wait_for(mark, lambda: mark in log.read_text()[start:], process, log)
+        assert len(standalone.kill_worker(cluster_folder, 1)) == 2  # the worker and its executor
+    except BaseException:
+        process.kill()  # no driver outlives its test
+        raise
     finished(process, log)
     text = log.read_text()[start:]
     assert "Lost executor" in text  # the driver saw the loss: the fault hit the run
