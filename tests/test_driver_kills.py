@@ -61,18 +61,20 @@ def prepared(tmp_path_factory) -> Path:
 def killed_then_again(lakehouse: Path, argv: list[str], progress, reached: int) -> None:
     """Start the command, SIGKILL it once `progress()` reached `reached` (while it still runs),
     then run it again to the end."""
-    process = subprocess.Popen(
-        command(lakehouse, *argv), cwd=ROOT, env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    log = lakehouse.with_suffix(".log")
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command(lakehouse, *argv), cwd=ROOT, env=python_env(), stdout=out, stderr=out)
     deadline = time.monotonic() + 600
-    while progress() < reached:
-        if process.poll() is not None:
-            raise AssertionError(
-                f"exited ({process.returncode}) before the kill point: {process.stderr.read()[-3000:]}"
+    try:
+        while progress() < reached:
+            assert process.poll() is None, (
+                f"exited ({process.returncode}) before the kill point: {log.read_text()[-3000:]}"
             )
-        assert time.monotonic() < deadline, "no progress to the kill point in 600 s"
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
+            assert time.monotonic() < deadline, "no progress to the kill point in 600 s"
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:  # the kill; and no driver outlives a failed test
+            os.kill(process.pid, signal.SIGKILL)
     assert process.wait() == -signal.SIGKILL
     run(lakehouse, *argv)
 
