@@ -54,6 +54,7 @@ def test_a_reliable_cut_writes_the_checkpoint_folder_and_keeps_the_rows(spark):
     assert_df_equality(cut, rows, ignore_row_order=True)
 
 
+@pytest.mark.ci  # 12 s: the batched rounds
 def test_the_greedy_rounds_and_components_agree_with_reliable_checkpoints(spark):
     subscriptions = random_instance("zipf", 30, 10, 1, 4, 3)
     params = GreedyParams("gpm", max_degree=3, regime="rounds", batch_size=2, per_node=1, lineage=RELIABLE)
