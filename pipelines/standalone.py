@@ -18,6 +18,7 @@ running job (a lost spot instance).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -163,11 +164,9 @@ def _wait(what: str, ready, processes: list[Process], folder: Path, seconds: flo
         dead = [p for p in processes if not p.alive()]
         if dead:
             raise RuntimeError(f"{dead[0].role} exited while starting; see {folder / 'logs' / (dead[0].role + '.out')}")
-        try:
+        with contextlib.suppress(OSError):  # the master's page is not up yet: ask again
             if ready():
                 return
-        except OSError:
-            pass
         time.sleep(0.5)
     raise RuntimeError(f"{what} not ready after {seconds:.0f} s; see {folder / 'logs'}")
 
@@ -222,10 +221,8 @@ def _executors_of(worker: Process) -> list[int]:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # gone already: nothing to stop
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def kill_worker(folder: Path, n: int) -> list[int]:

@@ -60,7 +60,7 @@ def test_the_greedy_rounds_and_components_agree_with_reliable_checkpoints(spark)
     params = GreedyParams("gpm", max_degree=3, regime="rounds", batch_size=2, per_node=1, lineage=RELIABLE)
     links = [edge for r in GreedyDesign(frame(spark, subscriptions), params).rounds() for edge in r.edges]
     assert links == greedy_oracle(subscriptions, "gpm", max_degree=3)
-    vertices = spark.range(6).withColumnRenamed("id", "id")
+    vertices = spark.range(6)
     edges = spark.createDataFrame([(0, 1), (1, 2), (4, 5)], "src long, dst long")
     labels = {r["id"]: r["component"] for r in connected_components(vertices, edges, "dataframe", RELIABLE).collect()}
     assert labels == {0: 0, 1: 0, 2: 0, 3: 3, 4: 4, 5: 4}
