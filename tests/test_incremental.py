@@ -205,4 +205,4 @@ def test_pairs_after_a_start_are_those_apart_with_their_gains(seed):
                 expected[(u, v)] = apart
     assert dict(zip(zip(us.tolist(), vs.tolist()), counts.tolist())) == expected
     assert list(zip(us.tolist(), vs.tolist())) == sorted(expected)
-    assert memory.estimate(copy, classes)[0] >= len(expected)
+    assert memory.estimate(copy, memory.grouped_transpose(copy, label))[0] >= len(expected)

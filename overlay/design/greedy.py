@@ -235,6 +235,12 @@ class GreedyEngine:
         self.table: CandidateTable | None = None  # the rounds regime's, once its rounds start
 
     @cached_property
+    def transpose(self) -> tuple[np.ndarray, ...]:
+        """The subscriptions by topic, grouped by the start's classes (`memory.grouped_transpose`):
+        built once for the regime's estimate and the memory regime's pairs."""
+        return memory.grouped_transpose(self.subscriptions, memory.start_label(self.classes))
+
+    @cached_property
     def regime(self) -> str:
         """The regime that runs: memory when asked, or (auto) when the rule and relation have
         compiled forms, the run is exact and a bound on the candidate state fits the budget."""
@@ -247,7 +253,7 @@ class GreedyEngine:
             return "memory"
         if not compiled:
             return "rounds"
-        pairs, needed = memory.estimate(self.subscriptions, self.classes)
+        pairs, needed = memory.estimate(self.subscriptions, self.transpose)
         self.pair_bound = pairs
         fits = needed <= self.memory_budget
         log.info(
@@ -326,6 +332,7 @@ class GreedyEngine:
             self.edges_total,
             self.round_links,
             self.pair_bound,
+            self.transpose,
         )
         log.info("%s: %d candidate pairs in memory, in %.1fs", self.name, state.pairs, time.monotonic() - clock)
         phased = isinstance(self.rule, DegreePhases)

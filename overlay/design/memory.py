@@ -91,19 +91,23 @@ class MemorySweep:
         edges_total: int,
         round_links: int = ROUND_LINKS,
         bound: int | None = None,
+        transpose: tuple[np.ndarray, ...] | None = None,
     ) -> None:
-        """`bound`: `pair_bound` of the subscriptions, when the caller computed it already."""
+        """`bound`: `pair_bound` of the subscriptions, and `transpose`: `grouped_transpose` of them
+        against `classes`, when the caller computed them already."""
         self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
         self.max_edges, self.round_links = max_edges, round_links
-        label = start_label(classes)
-        topic_offsets, topic_nodes, group_lo, group_hi = grouped_transpose(subscriptions, label)
+        if transpose is None:
+            transpose = grouped_transpose(subscriptions, start_label(classes))
+        topic_offsets, topic_nodes, group_lo, group_hi = transpose
+        grouped = len(group_lo) > 0
         top = int(np.diff(subscriptions.offsets).max()) if subscriptions.nodes else 0
         if bound is None:
-            bound = pair_bound(subscriptions, topic_offsets, None if label is None else group_hi - group_lo)
+            bound = pair_bound(subscriptions, topic_offsets, group_hi - group_lo if grouped else None)
         # Stamps need a bound on the links before the pairs are counted: the pair bound serves.
         self.stamp_bits = sweep.stamp_bits_for(subscriptions.nodes, bound + edges_total)
         # Counted against a start's classes, a pair's level is its exact gain now: stamped current.
-        stamp = (edges_total + 1) & ((1 << self.stamp_bits) - 1) if label is not None else 0
+        stamp = (edges_total + 1) & ((1 << self.stamp_bits) - 1) if grouped else 0
         self.levels, self.sizes = sweep.build_levels(
             subscriptions.offsets,
             subscriptions.topics,
@@ -219,15 +223,11 @@ class MemorySweep:
             )
 
 
-def estimate(subscriptions: Subscriptions, classes: Classes | None = None) -> tuple[int, int]:
+def estimate(subscriptions: Subscriptions, transpose: tuple[np.ndarray, ...] | None = None) -> tuple[int, int]:
     """(pair bound, state bytes at that bound): what deciding the regime needs, without counting.
-    `classes`: the engine's, after its start's links (`start_label`)."""
-    label = None if classes is None else start_label(classes)
-    if label is None:
-        pairs = pair_bound(subscriptions)
-    else:
-        topic_offsets, _, group_lo, group_hi = by_topic_and_class(subscriptions, label)
-        pairs = pair_bound(subscriptions, topic_offsets, group_hi - group_lo)
+    `transpose`: `grouped_transpose` against the engine's classes after its start's links."""
+    topic_offsets, _, group_lo, group_hi = transpose or grouped_transpose(subscriptions, None)
+    pairs = pair_bound(subscriptions, topic_offsets, group_hi - group_lo if len(group_lo) else None)
     return pairs, state_bytes(subscriptions, pairs)
 
 
