@@ -663,6 +663,7 @@ PREVIOUS_INGEST_ID = "previous_ingest_id"
 CHANGE_KIND = "change_kind"
 LINKS_KEPT, LINKS_ADDED, LINKS_REMOVED = "links_kept", "links_added", "links_removed"
 REMOVED_DEPARTED, REMOVED_UNSHARED, REMOVED_BUDGET = "removed_departed", "removed_unshared", "removed_budget"
+REMOVED_REDUNDANT = "removed_redundant"
 CHANGED_SUBSCRIPTIONS = "changed_subscriptions"
 SECONDS_ENGINE = "seconds_engine"
 INCREMENTAL, FRESH, REBUILT = "incremental", "fresh", "rebuilt"
@@ -682,6 +683,7 @@ OVERLAY_CHANGES = TableSpec(
         (REMOVED_DEPARTED, LongType(), False),
         (REMOVED_UNSHARED, LongType(), True),
         (REMOVED_BUDGET, LongType(), True),
+        (REMOVED_REDUNDANT, LongType(), True),
         (CHANGED_SUBSCRIPTIONS, LongType(), False),
         (EDGES, LongType(), False),
         (TCO_SUPPORT, DoubleType(), True),
@@ -694,7 +696,8 @@ OVERLAY_CHANGES = TableSpec(
     description=(
         "One row per overlay run compared with an earlier run of the same instance (by node keys): "
         "links kept, added and removed (removed_departed: an end left; removed_unshared: the ends share "
-        "no topic any more; removed_budget: removed to restore the budget; the last two for an "
+        "no topic any more; removed_budget: removed to restore the budget; removed_redundant: "
+        "released where the budget binds, every topic they served staying connected; the last three for an "
         "incremental design only), the subscriptions that changed between the two versions (by keys), "
         "and the run's links, TcoSuppR, max degree, seconds and engine seconds. change_kind: "
         "incremental (designed from the previous run), fresh (designed from scratch, compared with it), "

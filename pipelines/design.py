@@ -51,7 +51,7 @@ from overlay.design.greedy import (
     GreedyStart,
     InstanceSize,
 )
-from overlay.design.incremental import KeptLinks, keep_links, open_topics
+from overlay.design.incremental import KeptLinks, keep_links, open_topics, release_redundant
 from overlay.design.per_topic import NODE_ORDERS, cycle_pt, harary_pt
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
@@ -540,13 +540,13 @@ def _run_greedy(
     kept_seconds = 0.0
     if carry is not None:  # deterministic: a resumed run keeps the same links again
         collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
-        kept = keep_links(
-            collected,
-            carry.links,
-            carry.departed,
-            max_degree=budget.max_degree if request.algorithm == "gpm" else None,
-            max_edges=budget.max_edges if request.algorithm == "gpa" else None,
-        )
+        rule = {
+            "max_degree": budget.max_degree if request.algorithm == "gpm" else None,
+            "max_edges": budget.max_edges if request.algorithm == "gpa" else None,
+        }
+        kept = keep_links(collected, carry.links, carry.departed, **rule)
+        if carry.max_changes is None:  # under --max-changes every change is spent on new links
+            kept = release_redundant(collected, kept, **rule)
     if last is not None and last[S.FINISHED]:
         return GreedyOutcome(last[S.TCC], None, None, None, [], kept)
     edge_cap = budget.max_edges if request.algorithm == "gpa" else None
@@ -566,12 +566,13 @@ def _run_greedy(
             kept_seconds = time.monotonic() - store  # commits, not the engine's work
         log.info(
             "%s: kept %d of the previous run's links (%d with an end gone, %d sharing no topic now, %d over the "
-            "budget)%s",
+            "budget, %d redundant where the budget binds)%s",
             run_id,
             len(kept.links),
             kept.departed,
             kept.unshared,
             kept.over_budget,
+            kept.released,
             "" if carry.max_changes is None else f"; at most {edge_cap - len(kept.links)} links added (--max-changes)",
         )
     engine_subscriptions, size, offset = collected, None, 0

@@ -281,6 +281,7 @@ def store_changes(
         **counts,
         S.REMOVED_UNSHARED: None if kept is None else kept.unshared,
         S.REMOVED_BUDGET: None if kept is None else kept.over_budget,
+        S.REMOVED_REDUNDANT: None if kept is None else kept.released,
         S.CHANGED_SUBSCRIPTIONS: _changed_between(lakehouse, run[S.INSTANCE], previous[S.INGEST_ID], run[S.INGEST_ID]),
         S.EDGES: run[S.EDGES],
         S.TCO_SUPPORT: run[S.TCO_SUPPORT],

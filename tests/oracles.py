@@ -349,3 +349,34 @@ def keep_oracle(subscriptions, links, max_degree=None, max_edges=None):
         removed += len(gone)
         kept = [link for link in kept if link not in gone]
     return kept, unshared, removed
+
+
+def release_oracle(subscriptions, kept, max_degree=None, max_edges=None):
+    """The kept links without the redundant ones where the budget binds, by the definition: take
+    the links with no end at its degree budget first, then one, then two (under an edge budget
+    all count as bound), more shared topics first, then (u, v); a bound link whose ends are
+    already connected on every shared topic by the links taken goes. (stays, released)"""
+    if max_degree is None and max_edges is None:
+        return list(kept), 0
+    topics = _topics_by_node(subscriptions)
+    degree = {}
+    for u, v in kept:
+        degree[u] = degree.get(u, 0) + 1
+        degree[v] = degree.get(v, 0) + 1
+
+    def bound(link):
+        if max_edges is not None:
+            return 1
+        return sum(1 for end in link if degree[end] >= max_degree)
+
+    def shared(link):
+        return len(topics.get(link[0], set()) & topics.get(link[1], set()))
+
+    forests = TopicForests(topics)
+    gone = set()
+    for link in sorted(kept, key=lambda link: (bound(link), -shared(link), link)):
+        if bound(link) and forests.gain(*link) == 0:
+            gone.add(link)
+        else:
+            forests.add(*link)
+    return [link for link in kept if link not in gone], len(gone)

@@ -20,7 +20,7 @@ from pipelines.incremental import IncrementalChoice
 from pipelines.instance_churn import ChurnRequest, run_churn
 from pipelines.lakehouse import UnknownRunError
 from tests.helpers import exit_code, run_cli, store_instance
-from tests.oracles import greedy_oracle, keep_oracle
+from tests.oracles import greedy_oracle, keep_oracle, release_oracle
 
 SPEC = SyntheticSpec(dist="zipf", nodes=40, topics=12, min_subs=1, max_subs=4, seed=8)
 GPM = DesignRequest("churny", "gpm", max_degree=3)
@@ -111,8 +111,9 @@ def test_an_incremental_design_keeps_what_it_may_and_continues_the_greedy(spark,
     added = [(u, v, g) for u, v, r, g in stored if r > 0]
     links, departed = carried_by_hand(lakehouse, days, "d0.gpm")
     _, subs1, pairs1 = version(lakehouse, days[1])
-    expected_kept, unshared, over = keep_oracle(subs1, links, max_degree=3)
-    assert kept == expected_kept
+    carried, unshared, over = keep_oracle(subs1, links, max_degree=3)
+    expected_kept, released = release_oracle(subs1, carried, max_degree=3)
+    assert kept == expected_kept and released > 0  # the fixture's day reaches the release
     assert added == greedy_oracle(subs1, "gpm", max_degree=3, start=expected_kept)
     degrees = np.bincount(np.array([(u, v) for u, v, _, _ in stored]).reshape(-1))
     assert degrees.max() <= 3 and run[S.EDGES] == len(stored)
@@ -121,8 +122,9 @@ def test_an_incremental_design_keeps_what_it_may_and_continues_the_greedy(spark,
     previous = len(edges_of(lakehouse, "d0.gpm"))
     assert row[S.CHANGE_KIND] == S.INCREMENTAL and row[S.PREVIOUS_RUN_ID] == "d0.gpm"
     assert (row[S.LINKS_KEPT], row[S.LINKS_ADDED]) == (len(kept), len(added))
-    assert row[S.LINKS_REMOVED] == previous - len(kept) == departed + unshared + over
-    assert (row[S.REMOVED_DEPARTED], row[S.REMOVED_UNSHARED], row[S.REMOVED_BUDGET]) == (departed, unshared, over)
+    assert row[S.LINKS_REMOVED] == previous - len(kept) == departed + unshared + over + released
+    removed = (row[S.REMOVED_DEPARTED], row[S.REMOVED_UNSHARED], row[S.REMOVED_BUDGET], row[S.REMOVED_REDUNDANT])
+    assert removed == (departed, unshared, over, released)
     assert row[S.CHANGED_SUBSCRIPTIONS] == len(pairs0 ^ pairs1)
     assert row[S.MAX_DEGREE] == degrees.max() and row[S.TCO_SUPPORT] == run[S.TCO_SUPPORT]
     again = run_design(spark, lakehouse, GPM, "d1.gpm", progress=False, incremental=IncrementalChoice("d0.gpm"))
@@ -372,6 +374,6 @@ def test_a_crashed_incremental_run_resumes_to_the_same_overlay(spark, lakehouse,
     kept = [(u, v) for u, v, r, _ in stored if r == 0]
     links, _ = carried_by_hand(lakehouse, days, "d0.gpm")
     _, subs1, _ = version(lakehouse, days[1])
-    assert kept == keep_oracle(subs1, links, max_degree=3)[0]
+    assert kept == release_oracle(subs1, keep_oracle(subs1, links, max_degree=3)[0], max_degree=3)[0]
     assert [(u, v, g) for u, v, r, g in stored if r > 0] == greedy_oracle(subs1, "gpm", max_degree=3, start=kept)
     assert changes_of(lakehouse, run_id)[S.LINKS_KEPT] == len(kept)

@@ -11,11 +11,11 @@ import pytest
 
 from overlay import schema as S
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart, InstanceSize
-from overlay.design.incremental import keep_links, open_topics
+from overlay.design.incremental import keep_links, open_topics, release_redundant
 from tests.helpers import driver_copy, frame
 from tests.instances import random_instance
 from tests.ktco_oracle import gm2_ref
-from tests.oracles import components_by_min, greedy_oracle, keep_oracle
+from tests.oracles import components_by_min, greedy_oracle, keep_oracle, release_oracle, topic_components_oracle
 
 
 def random_links(subscriptions, count, seed):
@@ -47,6 +47,37 @@ def test_kept_links_match_the_definition(seed, budget):
     assert (kept.departed, kept.unshared, kept.over_budget) == (3, unshared, removed)
     if "max_degree" in budget:
         assert np.bincount(kept.links.reshape(-1)).max(initial=0) <= budget["max_degree"]
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("budget", [{}, {"max_degree": 3}, {"max_degree": 5}, {"max_edges": 25}])
+def test_redundant_links_where_the_budget_binds_go_and_no_topic_splits(seed, budget):
+    subscriptions = random_instance(("unif", "zipf", "expo")[seed % 3], 30, 12, 1, 4, seed)
+    links = random_links(subscriptions, 120, seed)  # dense: redundant links at full nodes
+    kept = keep_links(driver_copy(subscriptions), np.array(links), departed=0, **budget)
+    released = release_redundant(driver_copy(subscriptions), kept, **budget)
+    before = [tuple(link) for link in kept.links.tolist()]
+    expected, count = release_oracle(subscriptions, before, **budget)
+    assert [tuple(link) for link in released.links.tolist()] == expected
+    assert released.released == count and released.removed == kept.removed + count
+    assert topic_components_oracle(subscriptions, expected) == topic_components_oracle(subscriptions, before)
+    assert (count > 0) == bool(budget)  # these instances reach the release wherever a budget binds
+    gone = set(before) - set(expected)
+    if "max_degree" in budget:
+        degree = np.bincount(np.array(before).reshape(-1))
+        assert all(max(degree[u], degree[v]) >= budget["max_degree"] for u, v in gone)
+
+
+def test_of_two_links_closing_a_cycle_at_a_full_node_the_one_judged_last_goes():
+    """Nodes 0..3 on topic 0, links (0, 1), (0, 2), (1, 2), (2, 3); node 2 is at the budget of
+    three. (0, 1) has no end at the budget and is taken first; then (0, 2) joins 2 to {0, 1},
+    (1, 2) joins nothing and goes, (2, 3) joins 3."""
+    subscriptions = [(n, 0) for n in range(4)]
+    links = np.array([(0, 1), (0, 2), (1, 2), (2, 3)])
+    kept = keep_links(driver_copy(subscriptions), links, departed=0, max_degree=3)
+    released = release_redundant(driver_copy(subscriptions), kept, max_degree=3)
+    assert released.links.tolist() == [[0, 1], [0, 2], [2, 3]] and released.released == 1
+    assert release_redundant(driver_copy(subscriptions), kept).links.tolist() == links.tolist()  # no budget
 
 
 def test_a_link_between_two_nodes_over_the_budget_goes_first():

@@ -18,6 +18,7 @@ links after them are the canonical greedy sequence from that start.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from dataclasses import dataclass
 
@@ -35,10 +36,11 @@ class KeptLinks:
     departed: int
     unshared: int
     over_budget: int
+    released: int = 0
 
     @property
     def removed(self) -> int:
-        return self.departed + self.unshared + self.over_budget
+        return self.departed + self.unshared + self.over_budget + self.released
 
 
 def shared_topics(subscriptions: Subscriptions, links: np.ndarray) -> np.ndarray:
@@ -103,6 +105,45 @@ def _within_degree(links: np.ndarray, shared: np.ndarray, max_degree: int, nodes
         degree[u] -= 1
         degree[v] -= 1
     return keep
+
+
+def release_redundant(
+    subscriptions: Subscriptions,
+    kept: KeptLinks,
+    max_degree: int | None = None,
+    max_edges: int | None = None,
+) -> KeptLinks:
+    """`kept` without its redundant links where the budget binds (step 4 of the module doc).
+
+    Which links count as redundant depends on an order, since two links closing one cycle are each
+    redundant while the other stays: the links are taken one at a time, those with no end at its
+    degree budget first, then one, then two (so the releasable ones are judged last, against all
+    the others), then more shared topics first, then (u, v); a releasable link that joins no two
+    classes of the links taken before it goes, every other link is taken. The topic components
+    of what stays are those of `kept`: the TCC count does not change. Without a budget nothing
+    binds and `kept` is returned as it is."""
+    links = kept.links
+    if (max_degree is None and max_edges is None) or len(links) == 0:
+        return kept
+    if max_edges is not None:
+        bound_ends = np.ones(len(links), dtype=np.int64)
+    else:
+        at_budget = np.bincount(links.reshape(-1), minlength=subscriptions.nodes) >= max_degree
+        bound_ends = at_budget[links[:, 0]].astype(np.int64) + at_budget[links[:, 1]]
+    shared = shared_topics(subscriptions, links)
+    order = np.lexsort((links[:, 1], links[:, 0], -shared, bound_ends))
+    classes = ComponentClasses(subscriptions)
+    marked = kernels.redundant_in_order(
+        subscriptions.offsets,
+        subscriptions.topics,
+        classes.parent,
+        np.ascontiguousarray(links[order, 0]),
+        np.ascontiguousarray(links[order, 1]),
+        bound_ends[order] > 0,
+    )
+    released = np.zeros(len(links), dtype=bool)
+    released[order[marked]] = True
+    return dataclasses.replace(kept, links=links[~released], released=int(released.sum()))
 
 
 def open_topics(subscriptions: Subscriptions, links: np.ndarray) -> tuple[Subscriptions, int]:

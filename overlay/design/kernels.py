@@ -114,6 +114,20 @@ def merge_pair(offsets, topics, parent, u, v):
 
 
 @nb.njit(cache=True, nogil=True)
+def redundant_in_order(offsets, topics, parent, us, vs, releasable):
+    """One pass over links in the caller's order: a link that joins classes on a shared topic is
+    added to the union-find; a `releasable` one that joins none is marked (every topic it serves
+    is connected without it by the links before it, all of which stay)."""
+    marked = np.zeros(len(us), dtype=np.bool_)
+    for k in range(len(us)):
+        if releasable[k] and pair_gain(offsets, topics, parent, us[k], vs[k]) == 0:
+            marked[k] = True
+        else:
+            merge_pair(offsets, topics, parent, us[k], vs[k])
+    return marked
+
+
+@nb.njit(cache=True, nogil=True)
 def flat_pair_gain(offsets, topics, label, head, u, v):
     """`pair_gain` against a flattened relation (`apart`: one step per lookup, nothing written)."""
     return _walk_shared(offsets, topics, label, head, u, v, FLAT)
