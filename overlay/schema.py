@@ -174,6 +174,7 @@ STARTED_AT = "started_at"
 FINISHED_AT = "finished_at"
 SECONDS = "seconds"
 SECONDS_SETUP, SECONDS_ROUNDS = "seconds_setup", "seconds_rounds"
+SECONDS_READ = "seconds_read"
 SECONDS_COMMITS, SECONDS_EVALUATE = "seconds_commits", "seconds_evaluate"
 REGIME, SPARK_JOBS, DELTA_COMMITS = "regime", "spark_jobs", "delta_commits"
 SPARK_SECONDS, CANDIDATE_ROWS, OPEN_NODES = "spark_seconds", "candidate_rows", "open_nodes"
@@ -238,6 +239,7 @@ OVERLAY_RUNS = TableSpec(
         (REGIME, StringType(), True),
         (SPARK_JOBS, LongType(), True),
         (DELTA_COMMITS, LongType(), True),
+        (SECONDS_READ, DoubleType(), True),
     ),
     partition_by=(),
     description=(
@@ -245,7 +247,8 @@ OVERLAY_RUNS = TableSpec(
         "algorithm, parameters, status (running / complete / failed / deleted), timing and summary "
         "figures. `attempt` names the process that owns the run (`pipelines.ledger`). `seconds` is "
         "the last attempt's time from claiming the run to completing it; of it, a greedy run spent "
-        "`seconds_setup` before its first round (driver copy, shared-topic counts), "
+        "`seconds_setup` before its first round (driver copy, shared-topic counts; of it "
+        "`seconds_read` reading the instance into the driver copy), "
         "`seconds_rounds` in rounds, `seconds_commits` storing them and `seconds_evaluate` on "
         "the check and the quality metrics. `regime`: where a greedy ran (memory: compiled in "
         "the driver process; rounds: batched Spark iterations). `spark_jobs` and `delta_commits`: "

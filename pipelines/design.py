@@ -536,10 +536,14 @@ def _run_greedy(
     which stores it beside the metrics: a crash loses at most that much work."""
     clock = time.monotonic()
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
-    collected = kept = None
+    kept = None
     kept_seconds = 0.0
+    if last is not None and last[S.FINISHED] and carry is None:
+        return GreedyOutcome(last[S.TCC], None, None, None, [])
+    reading = time.monotonic()  # the engine's driver copy (bounded: `Subscriptions.collect`)
+    collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
+    timings[S.SECONDS_READ] = time.monotonic() - reading
     if carry is not None:  # deterministic: a resumed run keeps the same links again
-        collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
         rule = {
             "max_degree": budget.max_degree if request.algorithm == "gpm" else None,
             "max_edges": budget.max_edges if request.algorithm == "gpa" else None,

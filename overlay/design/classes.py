@@ -124,6 +124,17 @@ class ComponentClasses:
         self.components -= joined
         return joined
 
+    def merge_all(self, links: np.ndarray) -> int:
+        """Add the (k, 2) `links` in order, in one compiled loop; the classes they joined."""
+        s = self.subscriptions
+        joined = int(
+            kernels.merge_links(
+                s.offsets, s.topics, self.parent, np.ascontiguousarray(links[:, 0]), np.ascontiguousarray(links[:, 1])
+            )
+        )
+        self.components -= joined
+        return joined
+
     def snapshot(self) -> Relation:
         """The flattened union-find (every row points at its root), for the executors."""
         kernels.flatten(self.parent)
@@ -194,6 +205,10 @@ class BlockClasses:
     def merge(self, u: int, v: int) -> int:
         """Add the link (u, v); the number of topics on which it joined blocks (its gain)."""
         return int(blocks.merge_pair(*self._forest(), u, v))
+
+    def merge_all(self, links: np.ndarray) -> int:
+        """Add the (k, 2) `links` in order; the blocks they joined."""
+        return sum(self.merge(u, v) for u, v in links.tolist())
 
     def snapshot(self) -> Relation:
         return blocks.flat_relation(self.pblock, self.bparent, self.bhead)

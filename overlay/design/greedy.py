@@ -184,7 +184,7 @@ class GreedyEngine:
         rule: Eligibility,
         *,
         classes: Classes | None = None,
-        initial_links: list[tuple[int, int]] = (),
+        initial_links: np.ndarray | list[tuple[int, int]] = (),
         shared_counts: DataFrame | Callable[[], DataFrame] | None = None,
         max_edges: int | None = None,
         batch_size: int | None = None,
@@ -213,8 +213,7 @@ class GreedyEngine:
         self.tcc_offset = tcc_offset
         self.rule = rule
         self.classes = classes if classes is not None else ComponentClasses(subscriptions)
-        for u, v in initial_links:
-            self.classes.merge(u, v)
+        self.classes.merge_all(np.asarray(initial_links, dtype=np.int64).reshape(-1, 2))
         self.shared_counts = shared_counts
         self.max_edges = max_edges
         self.batch_size, self.per_node = batch_size, per_node
@@ -471,21 +470,21 @@ class GreedyDesign:
         return Subscriptions.collect(self.frame, rows=self.subscription_rows)
 
     @cached_property
-    def initial_links(self) -> list[tuple[int, int]]:
-        """The links of the start (a resumed run's stored links): |E| rows, a bounded driver step."""
+    def initial_links(self) -> np.ndarray:
+        """The (k, 2) links of the start (a resumed run's stored links): |E| rows, a bounded driver step."""
         if self.start.links is not None:
-            return [tuple(link) for link in np.asarray(self.start.links, dtype=np.int64).reshape(-1, 2).tolist()]
+            return np.asarray(self.start.links, dtype=np.int64).reshape(-1, 2)
         if self.start.edges is None:
-            return []
+            return np.zeros((0, 2), dtype=np.int64)
         stored = self.start.edges.select(S.U, S.V).toArrow()
-        return list(zip(stored.column(S.U).to_pylist(), stored.column(S.V).to_pylist()))
+        return np.column_stack([stored.column(S.U).to_numpy(), stored.column(S.V).to_numpy()]).astype(np.int64)
 
     def engine(self) -> GreedyEngine:
         params, start = self.params, self.start
         subscriptions = self.driver_subscriptions
         links = self.initial_links
         if params.phased:
-            ends = np.array(links, dtype=np.int64).reshape(-1)
+            ends = links.reshape(-1)
             degrees = np.bincount(ends, minlength=subscriptions.nodes).astype(np.int64)
             rule: Eligibility = DegreePhases(subscriptions.nodes, params.max_degree, start.phase, degrees)
         else:

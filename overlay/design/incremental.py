@@ -64,8 +64,9 @@ def keep_links(
     """The previous links that stay. `links`: those whose both ends are still there, in today's
     ids (`departed` counts the others, dropped by the caller's key matching)."""
     links = np.sort(np.asarray(links, dtype=np.int64).reshape(-1, 2), axis=1)
-    links = np.unique(links, axis=0)
     links = links[links[:, 0] != links[:, 1]]
+    _, first = np.unique(links[:, 0] * (int(links.max(initial=0)) + 1) + links[:, 1], return_index=True)
+    links = links[first]  # distinct, in (u, v) order
     shared = shared_topics(subscriptions, links)
     useful = shared > 0
     unshared = int((~useful).sum())
@@ -89,8 +90,8 @@ def _within_degree(links: np.ndarray, shared: np.ndarray, max_degree: int, nodes
         u, v = links[i]
         return int(degree[u] > max_degree) + int(degree[v] > max_degree)
 
-    heap = [(-over_ends(i), int(shared[i]), -int(links[i, 0]), -int(links[i, 1]), i) for i in range(len(links))]
-    heap = [entry for entry in heap if entry[0] < 0]
+    over = (degree[links[:, 0]] > max_degree).astype(np.int64) + (degree[links[:, 1]] > max_degree)
+    heap = [(-int(over[i]), int(shared[i]), -int(links[i, 0]), -int(links[i, 1]), int(i)) for i in np.flatnonzero(over)]
     heapq.heapify(heap)
     while heap:
         negative, s, nu, nv, i = heapq.heappop(heap)
@@ -162,7 +163,8 @@ def open_topics(subscriptions: Subscriptions, links: np.ndarray) -> tuple[Subscr
     )
     kernels.flatten(classes.parent)
     topics = subscriptions.topics
-    classes_per_topic = np.unique(np.column_stack([topics, classes.parent]), axis=0)[:, 0]
+    rows = max(len(topics), 1)  # classes are rows: one key per (topic, class)
+    classes_per_topic = np.unique(topics * rows + classes.parent) // rows
     split = np.bincount(classes_per_topic, minlength=int(topics.max(initial=-1)) + 1) > 1
     keep = split[topics]
     nodes = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
