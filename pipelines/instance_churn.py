@@ -3,7 +3,8 @@
 Each day reads the current version of the instance (the first day: of `--from`, when it names
 another instance), applies one day of `overlay.instance.churn`, and stores the result as a new
 version of the instance, as a re-ingest does (`Lakehouse.replace_instance`): runs made on earlier
-days keep reading theirs. The version's `params` say where it came from (`from`, `from_ingest_id`),
+days keep reading theirs. The version's `params` say where it came from (`from`, `from_ingest_id`, and `origin`: the
+source and settings of the ingest the days descend from),
 which day of the chain it is (`day`, counted on from the day before's) and the events the day
 applied (`events`), so a day is reproducible from its parent and the seed.
 """
@@ -137,9 +138,16 @@ def run_churn(
 
 
 def _params(request: ChurnRequest, parent: Row, day: int, social: bool, tally: ChurnTally) -> dict:
+    parent_params = json.loads(parent[S.PARAMS])
+    origin = (
+        parent_params.get("origin")
+        if parent[S.SOURCE] == "churn"
+        else {"source": parent[S.SOURCE], "params": parent_params}
+    )
     return {
         "from": parent[S.INSTANCE],
         "from_ingest_id": parent[S.INGEST_ID],
+        "origin": origin,  # the ingest the days descend from (a workflow's ingest step reads it)
         "day": day,
         "social": social,
         **{k: v for k, v in asdict(request.spec).items()},

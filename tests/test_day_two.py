@@ -5,6 +5,8 @@ given the same start), on one module lakehouse."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -17,8 +19,10 @@ from overlay.instance.churn import ChurnSpec
 from overlay.instance.synthetic import SyntheticSpec
 from pipelines.design import DesignRequest, run_design
 from pipelines.incremental import IncrementalChoice
+from pipelines.ingest import IngestRequest
 from pipelines.instance_churn import ChurnRequest, run_churn
-from pipelines.lakehouse import UnknownRunError
+from pipelines.lakehouse import Retention, UnknownRunError
+from pipelines.workflow.complete import outputs_complete
 from tests.helpers import exit_code, run_cli, store_instance
 from tests.oracles import greedy_oracle, keep_oracle, release_oracle
 
@@ -102,6 +106,16 @@ def test_a_churned_day_is_a_version_whose_params_reconcile_with_its_keys(lakehou
         day1[S.INGEST_ID],
         day0[S.INGEST_ID],
     ]
+
+
+def test_a_workflows_ingest_step_takes_a_churned_day_of_its_source_as_todays_version(lakehouse, days):
+    day0, day1 = days
+    assert json.loads(day1[S.PARAMS])["origin"] == {"source": day0[S.SOURCE], "params": json.loads(day0[S.PARAMS])}
+    args = argparse.Namespace(command="ingest", instance="churny")
+    kept = Retention(versions=None, days=None)
+    assert "churned day" in outputs_complete(lakehouse, args, IngestRequest(SPEC, kept))
+    other = dataclasses.replace(SPEC, seed=SPEC.seed + 1)  # another source: ingest it again
+    assert outputs_complete(lakehouse, args, IngestRequest(other, kept)) is None
 
 
 def test_an_incremental_design_keeps_what_it_may_and_continues_the_greedy(spark, lakehouse, days):

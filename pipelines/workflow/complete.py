@@ -56,8 +56,14 @@ def _same_source(params: dict) -> dict:
 
 def _ingest(lakehouse: Lakehouse, args: argparse.Namespace, request) -> str | None:
     stored = _row(lakehouse, S.INSTANCES, S.INSTANCE, args.instance)
-    if stored is not None and _same_source(json.loads(stored[S.PARAMS])) == _same_source(asdict(request.spec)):
+    if stored is None:
+        return None
+    if _same_source(json.loads(stored[S.PARAMS])) == _same_source(asdict(request.spec)):
         return f"instance {args.instance} is stored from these settings"
+    origin = json.loads(stored[S.PARAMS]).get("origin") if stored[S.SOURCE] == "churn" else None
+    if origin and _same_source(origin["params"]) == _same_source(asdict(request.spec)):
+        # a simulation's churn days stand for the source's new files: today's version is there
+        return f"instance {args.instance} is a churned day of an ingest from these settings"
     return None
 
 

@@ -1,0 +1,136 @@
+"""Benchmark (not a test): thirty simulated days of the daily workflow on one lakehouse.
+
+Day 0 runs `overlay_refresh` (the README's main job: ingest fb-1k, MinMaxODA, GPM, RandomM, two
+small-world overlays, evaluate, route, register, report). Each later day first churns the
+instance in place (`ingest --source churn --days 1`, standing for the day's new subscription
+files: the workflow's ingest step takes a churned day of its source as today's version), then
+runs `overlay_refresh` with the day as its tag (new run ids; GPM designed from yesterday's
+overlay, fresh every `rebuild_every` days), then `maintain` (Delta OPTIMIZE and VACUUM).
+
+Each day is one process, as a scheduled job is. In it, after the workflow, it times `runs` and
+`report` in the warm session (what a reader of the lakehouse waits for), then reads back every
+day's runs so far (status complete, stored links = the run's `edges`), then maintains. It
+appends one JSON line per day to `<lakehouse>.days.jsonl` and prints the table at the end: the
+lakehouse's size and files, and the seconds of each part, against day 1.
+
+Simulated days pass in minutes, so the retention window is given in the same time: VACUUM keeps
+what the last `--retain-hours` (default 0) need, instead of the 168 hours of real days (with
+nothing else reading the lakehouse meanwhile, which is what makes 0 safe here).
+
+Usage:
+  .venv/bin/python benchmarks/thirty_days.py [--lakehouse DIR] [--days 30] [--rate 0.01] [--seed 1]
+      [--retain-hours 0] [--no-maintain]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+INSTANCE = "fb-1k"
+
+
+def folder_size(path: Path) -> tuple[int, int, int]:
+    """(bytes, data files, Delta log files) under the lakehouse."""
+    files = [p for p in path.rglob("*") if p.is_file()]
+    logs = sum(1 for p in files if "_delta_log" in p.parts)
+    data = sum(1 for p in files if p.suffix == ".parquet" and "_delta_log" not in p.parts)
+    return sum(p.stat().st_size for p in files), data, logs
+
+
+def one_day(args: argparse.Namespace) -> dict:
+    """Run day `args.day` in this process and return its figures."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from pipelines.cli import main
+    from pipelines.lakehouse import Lakehouse
+
+    lakehouse_dir, day, tag = args.lakehouse, args.day, f"day{args.day:02d}"
+    base = ["--lakehouse", lakehouse_dir, "-q"]
+    figures: dict = {"day": day}
+
+    def timed(name: str, *argv: str) -> None:
+        clock = time.monotonic()
+        code = main([*base, *argv])
+        figures[name] = round(time.monotonic() - clock, 2)
+        if code:
+            raise SystemExit(f"day {day}: {' '.join(argv)} exited {code}")
+
+    if day > 0:
+        timed("churn_s", "ingest", "--instance", INSTANCE, "--source", "churn", "--days", "1",
+              "--rate", str(args.rate), "--seed", str(args.seed))  # fmt: skip
+    report_dir = str(Path(lakehouse_dir).with_suffix(".reports") / tag)
+    timed("refresh_s", "workflow", "overlay_refresh", "--param", f"tag={tag}", "--param", f"report_dir={report_dir}")
+    timed("runs_s", "runs")
+    timed("report_s", "report", "--out", report_dir)
+
+    lakehouse = Lakehouse(SparkSession.getActiveSession(), lakehouse_dir)
+    day_runs = F.col(S.RUN_ID).rlike(r"\.day\d+$")
+    runs = lakehouse.read(S.OVERLAY_RUNS).filter(day_runs)
+    stored = lakehouse.read(S.OVERLAY_EDGES).groupBy(S.RUN_ID).count()
+    checked = runs.join(stored, S.RUN_ID, "left").select(S.RUN_ID, S.STATUS, S.EDGES, "count").collect()  # 7 a day
+    bad = [r[S.RUN_ID] for r in checked if r[S.STATUS] != S.COMPLETE or (r["count"] or 0) != r[S.EDGES]]
+    routing = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.RUN_ID).rlike(r"\.day\d+$"))
+    bad += [r[S.ROUTING_RUN_ID] for r in routing.filter(F.col(S.STATUS) != S.COMPLETE).collect()]
+    figures["runs_read_back"] = len(checked) + routing.count()
+    if bad:
+        raise SystemExit(f"day {day}: runs not complete or not read back: {bad}")
+    if args.maintain:
+        timed("maintain_s", "maintain", "--retain-hours", str(args.retain_hours))
+    size, data, logs = folder_size(Path(lakehouse_dir))
+    figures |= {"lakehouse_mb": round(size / 2**20, 1), "data_files": data, "log_files": logs}
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lakehouse", default="/tmp/overlay-bench/thirty-days")
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--rate", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--retain-hours", type=float, default=0.0)
+    parser.add_argument("--no-maintain", dest="maintain", action="store_false")
+    parser.add_argument("--day", type=int, help=argparse.SUPPRESS)  # one day, in this process
+    args = parser.parse_args()
+    ledger = Path(args.lakehouse).with_suffix(".days.jsonl")
+    if args.day is not None:
+        figures = one_day(args)
+        with ledger.open("a") as out:
+            out.write(json.dumps(figures) + "\n")
+        return
+    done = {json.loads(line)["day"] for line in ledger.read_text().splitlines()} if ledger.exists() else set()
+    for day in range(args.days + 1):
+        if day in done:  # a rerun continues after the last finished day
+            continue
+        argv = [sys.executable, __file__, "--day", str(day), "--lakehouse", args.lakehouse, "--rate", str(args.rate)]
+        argv += ["--seed", str(args.seed), "--retain-hours", str(args.retain_hours)]
+        argv += [] if args.maintain else ["--no-maintain"]
+        subprocess.run(argv, check=True, cwd=ROOT)
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    first = next(r for r in rows if r["day"] == 1)
+    from benchmarks.design_greedy import print_markdown
+
+    print_markdown(rows)
+    print()
+    print_markdown(
+        [
+            {
+                "measure": f"{name}, largest day / day 1",
+                "value": f"{max(r[name] for r in rows if r['day'] >= 1) / first[name]:.2f}",
+            }
+            for name in ("lakehouse_mb", "data_files", "runs_s", "report_s", "refresh_s")
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
