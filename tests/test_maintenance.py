@@ -11,7 +11,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from pipelines.maintenance import MaintainRequest, run_maintain
-from tests.helpers import exit_code
+from tests.helpers import exit_code, run_cli
 
 
 def edges(spark, lakehouse, runs: int):
@@ -49,3 +49,15 @@ def test_bad_maintain_requests_are_refused(tmp_path, capsys):
         MaintainRequest(optimize=False, vacuum=False).check()
     assert exit_code(["--lakehouse", str(tmp_path / "none"), "maintain", "--retain-hours", "-1"]) == 2
     assert "--retain-hours" in capsys.readouterr().err
+
+
+def test_the_maintenance_workflow_runs_maintain_with_its_window(spark, lakehouse, tmp_path):
+    edges(spark, lakehouse, 2)
+    code, out, err = run_cli(
+        "--lakehouse", lakehouse.root, "-q", "workflow", "lakehouse_maintenance", "--param", "retain_hours=0"
+    )
+    assert code == 0, err
+    history = DeltaTable.forPath(spark, lakehouse.path(S.OVERLAY_EDGES)).history().collect()
+    vacuum = next(h for h in history if h["operation"] == "VACUUM START")
+    assert "OPTIMIZE" in [h["operation"] for h in history]
+    assert int(vacuum["operationParameters"]["specifiedRetentionMillis"]) == 0  # the step's window

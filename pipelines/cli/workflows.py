@@ -21,6 +21,7 @@ from pipelines.workflow.runner import StepActions, WorkflowFailed, run_workflow
 from pipelines.workflow.spec import Step, Workflow, bundle_grid, load_workflow
 
 DEFAULT_WORKFLOW = resources.WORKFLOWS_DIR / "overlay_refresh.yaml"
+BUNDLED_WORKFLOWS = ("overlay_refresh", "lakehouse_maintenance")  # the bundle's jobs, by workflow name
 
 
 @dataclass(frozen=True)
@@ -117,21 +118,33 @@ def _run(args, plan, spark, lakehouse) -> int:
 
 
 def _bundle(args, _request) -> int:
-    """Write (or --check) the Databricks job resource rendered from a workflow file."""
-    path = (resources.find_workflow(args.file) if args.file else DEFAULT_WORKFLOW).resolve()
+    """Write (or --check) the Databricks job resources rendered from workflow files: the one named,
+    or every job of the bundle (`BUNDLED_WORKFLOWS`)."""
+    if args.file:
+        paths = [resources.find_workflow(args.file).resolve()]
+    elif args.out:  # one file: the main workflow's job
+        paths = [DEFAULT_WORKFLOW.resolve()]
+    else:
+        paths = [(resources.WORKFLOWS_DIR / f"{name}.yaml").resolve() for name in BUNDLED_WORKFLOWS]
+    return max(_bundle_one(path, args.out, args.check) for path in paths)
+
+
+def _bundle_one(path: Path, out: str | None, check: bool) -> int:
     workflow = load_workflow(path, bundle_grid(path))
-    out = Path(args.out) if args.out else resources.bundle_root() / "resources" / f"{workflow.name}.job.yml"
+    target = Path(out) if out else resources.bundle_root() / "resources" / f"{workflow.name}.job.yml"
     source = resources.source_name(path)
     text = bundle.render(workflow, source)
-    if args.check:
-        if not out.is_file() or out.read_text() != text:
-            print(f"error: {out} is not the rendering of {source}; run `python -m pipelines bundle`", file=sys.stderr)
+    if check:
+        if not target.is_file() or target.read_text() != text:
+            print(
+                f"error: {target} is not the rendering of {source}; run `python -m pipelines bundle`", file=sys.stderr
+            )
             return 1
-        print(f"{out} matches {source}")
+        print(f"{target} matches {source}")
         return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"wrote {out} from {source} ({len(workflow.steps)} tasks)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    print(f"wrote {target} from {source} ({len(workflow.steps)} tasks)")
     return 0
 
 
@@ -192,7 +205,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         metavar="FILE",
         nargs="?",
         default=None,
-        help=f"{_workflow_file_help()}; default: the main workflow",
+        help=f"{_workflow_file_help()}; default: every job of the bundle ({', '.join(BUNDLED_WORKFLOWS)}), "
+        "or with --out the main workflow",
     )
     bundler.add_argument(
         "--out",

@@ -66,6 +66,7 @@ STEP_COMMANDS = (
     "export",
     "instances",
     "register",
+    "maintain",
 )
 Scalar = str | int | float
 
