@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from overlay.errors import excerpt
 from pipelines.resources import CONF_DIR
 
 DEFAULT_CONFIG_FILE = CONF_DIR / "lab.yaml"  # the checkout's, or an installed wheel's copy
@@ -35,7 +36,7 @@ class SparkSettings(_Strict):
     master: str = "local[*]"
     app_name: str = "overlay-lab"
     driver_memory: str = Field("6g", pattern=r"^\d+[kmgt]$")
-    shuffle_partitions: int = Field(8, ge=1)
+    shuffle_partitions: int = Field(8, ge=1, le=2**31 - 1)  # a JVM int
     # JVM log lines on the console: errors only; -v raises it to WARN, -vv to INFO.
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
     checkpoint_dir: str | None = None
@@ -164,14 +165,49 @@ def parse_settings(data: Any, source: str = "settings") -> LabSettings:
         raise _explain(error, source) from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (it would keep the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = []  # a list: a key may be unhashable (the base class refuses it, with its own message)
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` merges; a key of its own overrides
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark, f"found the key {key!r} twice", key_node.start_mark
+                )
+            seen.append(key)
+        return super().construct_mapping(node, deep)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's complaint on one line: where and what (its own message quotes the file's lines)."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        return where + excerpt(" ".join(filter(None, (error.problem, error.context))), 120)
+    return excerpt(str(error).splitlines()[0] if str(error) else type(error).__name__, 120)
+
+
 def read_yaml(path: Path, what: str) -> Any:
-    """A YAML file's content; a missing file or bad YAML is a `ConfigError` naming it."""
+    """A YAML file's content; a missing file, a folder, text that is not UTF-8, bad YAML or a key
+    given twice is a one-line `ConfigError` naming it."""
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a folder; give a YAML file")
     if not path.is_file():
         raise ConfigError(f"{what} {path} does not exist")
+    data = path.read_bytes()
     try:
-        return yaml.safe_load(path.read_text())
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{path} is not UTF-8 text (an undecodable byte on line {line}); save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a safe loader
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(error)}") from None
 
 
 def load_settings(path: Path | None = None) -> LabSettings:

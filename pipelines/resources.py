@@ -29,6 +29,8 @@ def find_workflow(given: str) -> Path:
     path = Path(given)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise InputError(f"workflow file {given} is a folder; give a workflow YAML file or a shipped one's name")
     if path.parent in (Path("."), Path("conf/workflows")):
         shipped = WORKFLOWS_DIR / (path.name if path.suffix == ".yaml" else f"{path.name}.yaml")
         if shipped.is_file():

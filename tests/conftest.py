@@ -108,12 +108,15 @@ def pytest_collection_modifyitems(config, items) -> None:
     """Under `--dist loadgroup` (`.ci/run`'s CI pass), one pytest-xdist worker runs all the checks
     that share the `refreshed` lakehouse (built once, about 3 min), and each other module's checks
     stay together (their module fixtures built once). pytest-xdist reads a test's group from the
-    suffix after `@` of the node id its worker reports; its own `xdist_group` marks set that suffix
+    suffix after `@` of the node id its worker reports (a module with `XDIST_SPREAD = True`: one
+    group per test, for long independent checks whose module fixture is cheap next to them); its own `xdist_group` marks set that suffix
     in `_nodeid`, which pytest 9.2 no longer reads (the id is a structured `_id`), so it is set here."""
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
         group = "refreshed" if "refreshed" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        if group != "refreshed" and getattr(getattr(item, "module", None), "XDIST_SPREAD", False):
+            group = item.nodeid  # long independent checks: spread over the workers, fixtures built per worker
         grouped = f"{item.nodeid}@{group}"
         if hasattr(item, "_id"):
             from _pytest.nodeid import NodeId

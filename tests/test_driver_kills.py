@@ -24,6 +24,7 @@ from pipelines.lakehouse import Lakehouse
 from tests.helpers import python_env, run_cli
 
 pytestmark = pytest.mark.ci
+XDIST_SPREAD = True  # five long independent kills: over both CI workers (`prepared` built on each)
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "60", "--topics", "20"]
 INSTANCE += ["--min-subs", "2", "--max-subs", "5", "--seed", "4"]

@@ -82,7 +82,7 @@ def same_tables(spark, left: Path, right: Path, tables: list[S.TableSpec]) -> No
 
 
 DESIGN = ["design", "--instance", "z", "--algorithm", "gpm", "--max-degree", "3", "--regime", "rounds"]
-DESIGN += ["--batch-size", "6", "--per-node", "1", "--commit-every", "0", "--skip-diameters"]
+DESIGN += ["--batch-size", "16", "--per-node", "2", "--commit-every", "0", "--skip-diameters"]
 
 
 def in_process(lakehouse: Path, *argv: str) -> None:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.utils import AnalysisException
 
 from overlay import schema as S
-from overlay.errors import InputError
+from overlay.inputs import check_gzip_files, read_failure
 from overlay.instance.ids import read_lines_numbered
 
 TEXT = "text"
@@ -34,12 +33,12 @@ _ID_PATTERN = r"^[+-]?[0-9]+$"
 
 
 def read_numbered_lines(spark: SparkSession, path: str) -> DataFrame:
+    """(source_file, line, text) of every line; a missing or undecodable file is an InputError."""
+    check_gzip_files(path)
     try:
         lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, TEXT)
-    except AnalysisException as error:
-        if "PATH_NOT_FOUND" in str(error) or "Path does not exist" in str(error):
-            raise InputError(f"file not found: {path}. Check the --path argument.") from None
-        raise
+    except Exception as error:
+        raise (read_failure(error, path) or error) from None
     return lines
 
 

@@ -95,8 +95,8 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     spec.validate()
     lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path))
     rows = lines.filter(~F.col(E.KIND).isin(*E.NOT_ROWS)).localCheckpoint(eager=True)
-    rejected = rows.filter(F.col(E.KIND) == E.REJECTED).select(
-        F.col(E.TEXT).alias(S.RECORD), S.REASON, S.SOURCE_FILE, S.LINE
+    rejected = rows.filter(F.col(E.KIND) == E.REJECTED).select(  # stored as UTF-8: U+FFFD for an undecodable byte
+        F.make_valid_utf8(E.TEXT).alias(S.RECORD), S.REASON, S.SOURCE_FILE, S.LINE
     )
     first_seen = Window.partitionBy(SUBSCRIBER, PUBLISHER).orderBy(S.SOURCE_FILE, S.LINE)
     edges = _orient(rows.filter(F.col(E.KIND) == E.EDGE), spec).withColumn(

@@ -80,6 +80,14 @@ def execute(args: argparse.Namespace, request: object, spark, lakehouse: Lakehou
     return args.handler.execute(args, request, spark, lakehouse) or 0
 
 
+def one_line(message: str) -> str:
+    """A user error as one printable line: a message that lists its problems on lines of their
+    own ("invalid settings in X:" then "  - ..." lines) joins them with "; "."""
+    first, *rest = [line.strip() for line in message.splitlines() if line.strip()] or [""]
+    line = " ".join([first, "; ".join(item.removeprefix("- ") for item in rest)]) if rest else first
+    return "".join(c if c.isprintable() else "?" for c in line)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     logs.configure(-1 if args.quiet else args.verbose)
@@ -92,5 +100,5 @@ def main(argv: list[str] | None = None) -> int:
         lakehouse = Lakehouse(spark, settings.lakehouse_location(), lineage_for(spark, settings))
         return execute(args, request, spark, lakehouse)
     except USER_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return 2

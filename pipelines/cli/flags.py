@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from overlay.design.memory import parse_bytes
-from overlay.errors import InputError
+from overlay.errors import InputError, excerpt
 
 SETTINGS_FLAGS = ("--lakehouse", "--config", "--master", "--shuffle-partitions", "--driver-memory", "--spark-conf")
 
@@ -22,9 +22,11 @@ def _number(text: str, cast: Callable[[str], Any], kind: str):
     try:
         value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {kind}, got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"must be {kind}, got '{excerpt(text)}'") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be {kind}, got '{text}'")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:  # what Spark and NumPy take
+        raise argparse.ArgumentTypeError(f"must be {kind} of 64 bits at most, got '{excerpt(text)}'")
     return value
 
 
