@@ -11,6 +11,11 @@ today's node ids by their keys (the caller does the matching), and:
    then, under an edge budget m, the links beyond m go by the fewest shared topics, then the
    largest (u, v). Preferring links between two over-budget nodes removes the fewest links for
    the degree budget when excess is spread thin, as it is after a day's churn;
+4. releases redundant links where the budget binds (`release_redundant`, `released`): a kept link
+   at a node at its degree budget (under an edge budget, any kept link) that no topic needs,
+   because every topic it serves stays connected by the other kept links, goes. It connects
+   nothing the overlay lacks without it, and it holds a place in the budget that the greedy can
+   give a link that does;
 
 then the same greedy continues from the kept links (`overlay.design.greedy.GreedyStart`): its
 links after them are the canonical greedy sequence from that start.
