@@ -526,10 +526,12 @@ def _run_greedy(
     engine: EngineChoice = EngineChoice(),
     subscription_rows: int | None = None,
     carry: Carry | None = None,
+    prefer: np.ndarray | None = None,
 ) -> GreedyOutcome:
     """Run (or resume) the greedy rounds. `timings` receives the seconds spent on setup, rounds
     and commits. `carry`: an incremental design's previous links, kept as far as they may be
     (`overlay.design.incremental.keep_links`) and stored as round 0 before its first round.
+    `prefer`: a rebuild's previous links, which go first among equal gains.
 
     Completed rounds are committed together once `commit_seconds` have passed since the last
     commit (0: every round); the last group is left to the caller (`GreedyOutcome.unstored`),
@@ -613,6 +615,8 @@ def _run_greedy(
     pending: list[GreedyRound] = []
     committed = time.monotonic()
     rounds_seconds, commits_seconds = 0.0, kept_seconds
+    if prefer is not None:
+        start = dataclasses.replace(start, prefer=prefer)
     design = GreedyDesign(
         subscriptions,
         params,
@@ -843,10 +847,12 @@ def run_design(
         )
         engine_links = regime = kept = None
         unstored: list[GreedyRound] = []
-        carry = None
+        carry = prefer = None
         if previous is not None and rebuild is None:
             links, departed = day_two.carried_links(lakehouse, previous, ingest_id)
             carry = Carry(links, departed, incremental.max_changes)
+        elif previous is not None:  # a rebuild: a fresh greedy that keeps yesterday's links among equal gains
+            prefer = day_two.carried_links(lakehouse, previous, ingest_id)[0]
         if request.algorithm in GREEDY_ALGORITHMS:
             outcome = _run_greedy(
                 spark,
@@ -865,6 +871,7 @@ def run_design(
                 engine=engine,
                 subscription_rows=instance[S.SUBSCRIPTIONS],
                 carry=carry,
+                prefer=prefer,
             )
             engine_tcc, driver_subscriptions = outcome.tcc, outcome.driver_subscriptions
             engine_links, regime, unstored, kept = outcome.links, outcome.regime, outcome.unstored, outcome.kept

@@ -197,16 +197,18 @@ def estimates(subscriptions, edges) -> dict:
     return result
 
 
-def gm2_ref(subscriptions, start=()) -> list[tuple[int, int, int]]:
+def gm2_ref(subscriptions, start=(), prefer=()) -> list[tuple[int, int, int]]:
     """GM2 (Alg. 1): while some estimate is positive, add the non-link with the largest, ties
     by the smallest (min id, max id); [(u, v, est)] in order. Every estimate recomputed at
-    every step. `start`: links already in the overlay (not returned)."""
+    every step. `start`: links already in the overlay (not returned); `prefer`: pairs that go
+    first among equal estimates (a rebuild's yesterday links)."""
+    preferred = {(min(u, v), max(u, v)) for u, v in prefer}
     sequence: list[tuple[int, int, int]] = []
     while True:
         current = estimates(subscriptions, [*start, *((u, v) for u, v, _ in sequence)])
         if not current:
             return sequence
-        (u, v), gain = min(current.items(), key=lambda item: (-item[1], item[0]))
+        (u, v), gain = min(current.items(), key=lambda item: (-item[1], item[0] not in preferred, item[0]))
         sequence.append((u, v, gain))
 
 

@@ -129,7 +129,7 @@ def tcc_span(subscriptions) -> tuple[int, int]:
     return len(subscriptions), len({t for _, t in subscriptions})
 
 
-def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, start=()) -> list:
+def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, start=(), prefer=()) -> list:
     """The canonical greedy sequence [(u, v, gain)]: a plain lazy greedy in pure Python.
 
     A heap of gain upper bounds (the shared-topic counts; gains only fall) and one union-find
@@ -137,9 +137,12 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, sta
     phases D = 1, 2, ...: pairs with an end of degree >= D wait for a later phase.
     `start`: links already in the overlay (an incremental design's kept links): they merge their
     topics' components and count towards degrees and GPA's m first; the links added after them
-    are returned.
+    are returned. `prefer`: pairs that go first among equal gains (a rebuild's yesterday links):
+    key gain descending, preferred first, then (u, v) ascending.
     """
     import heapq
+
+    preferred = {(min(u, v), max(u, v)) for u, v in prefer}
 
     topics = _topics_by_node(subscriptions)
     forests = TopicForests(topics)
@@ -159,7 +162,7 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, sta
         for v in nodes[i + 1 :]:
             shared = len(topics[u] & topics[v])
             if shared:
-                heap.append((-shared, u, v, -1))
+                heap.append((-shared, (u, v) not in preferred, u, v, -1))
     heapq.heapify(heap)
     phased = algorithm in ("minmaxoda", "gpm")
     phase = 1
@@ -170,7 +173,7 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, sta
         while heap and merged < empty - complete:
             if max_edges is not None and len(edges) >= max_edges:
                 return edges
-            negative, u, v, seen = heap[0]
+            negative, other, u, v, seen = heap[0]
             if phased and (degree.get(u, 0) >= phase or degree.get(v, 0) >= phase):
                 waiting.append(heapq.heappop(heap))
                 continue
@@ -179,7 +182,7 @@ def greedy_oracle(subscriptions, algorithm, max_edges=None, max_degree=None, sta
                 if gain == 0:
                     heapq.heappop(heap)
                 else:
-                    heapq.heapreplace(heap, (-gain, u, v, version))
+                    heapq.heapreplace(heap, (-gain, other, u, v, version))
                 continue
             heapq.heappop(heap)
             forests.add(u, v)

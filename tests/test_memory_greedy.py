@@ -22,7 +22,9 @@ def random_instance(dist: str, nodes: int, topics: int, low: int, high: int, see
     return instances.random_instance(dist, nodes, topics, low, high, seed, skip_every=7)
 
 
-def design(subscriptions, algorithm, max_edges=None, max_degree=None, round_links=memory.ROUND_LINKS, start=()):
+def design(
+    subscriptions, algorithm, max_edges=None, max_degree=None, round_links=memory.ROUND_LINKS, start=(), prefer=None
+):
     nodes = max(node for node, _ in subscriptions) + 1
     copy = Subscriptions.from_pairs(nodes, np.array(subscriptions, dtype=np.int64))
     phased = algorithm in ("minmaxoda", "gpm")
@@ -40,6 +42,7 @@ def design(subscriptions, algorithm, max_edges=None, max_degree=None, round_link
         round_links=round_links,
         edges_total=len(start),
         name=algorithm,
+        prefer=None if prefer is None else np.array(prefer, dtype=np.int64),
     )
     rounds = list(engine.rounds())
     assert all(r.regime == "memory" for r in rounds)
@@ -155,3 +158,44 @@ def test_gswico_rules_in_memory_match_the_oracle(trial):
         )
         assert [link for r in engine.rounds() for link in r.edges] == long_links
         assert all(slots[(owner, phase)] == finger for owner, phase, finger in rule.fingers)
+
+
+def preferred_links(subscriptions, seed: int, share: float) -> list[tuple[int, int]]:
+    """A random set of pairs sharing a topic (yesterday's links), some given as (v, u)."""
+    rng = np.random.default_rng(seed)
+    topics: dict[int, set[int]] = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+    pairs = [(u, v) for u in topics for v in topics if u < v and topics[u] & topics[v]]
+    chosen = [pairs[i] for i in np.flatnonzero(rng.random(len(pairs)) < share)]
+    return [(v, u) if i % 3 == 0 else (u, v) for i, (u, v) in enumerate(chosen)]
+
+
+@pytest.mark.parametrize("dist,seed", [(dist, seed) for seed in range(6) for dist in ("unif", "zipf")])
+def test_preferred_pairs_go_first_among_equal_gains(dist, seed):
+    """A rebuild's tie rule: among equal gains yesterday's links first, then (u, v); levels
+    2g + 1 and 2g, with stale bounds, phases and cut rounds."""
+    subscriptions = random_instance(dist, 18 + seed, 5 + seed % 4, 1, 5, 70 + seed)
+    for share in (0.1, 0.5):
+        prefer = preferred_links(subscriptions, seed, share)
+        changed = False
+        for algorithm, budget in (
+            ("gm", {}),
+            ("gpa", {"max_edges": 3 + seed}),
+            ("minmaxoda", {}),
+            ("gpm", {"max_degree": 2}),
+        ):
+            expected = greedy_oracle(subscriptions, algorithm, prefer=prefer, **budget)
+            changed |= expected != greedy_oracle(subscriptions, algorithm, **budget)
+            for round_links in (memory.ROUND_LINKS, 1):
+                links, _ = design(subscriptions, algorithm, round_links=round_links, prefer=prefer, **budget)
+                assert links == expected, (algorithm, budget, round_links, share)
+        assert changed  # the preference decided some tie
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gm2_prefers_the_given_pairs_among_equal_estimates(seed):
+    subscriptions = random_instance("unif", 14 + seed, 6, 2, 4, 90 + seed)
+    prefer = preferred_links(subscriptions, seed, 0.3)
+    expected = gm2_ref(subscriptions, prefer=prefer)
+    assert design(subscriptions, "gm2", prefer=prefer)[0] == expected

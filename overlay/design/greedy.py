@@ -6,7 +6,9 @@ docs/readings/icdcs16.md#greedy) add, one at a time, the eligible link of highes
 gain of (u, v) is the number of shared topics on which u and v are in different classes
 (topic-connected components; for GM2, blocks). Ties go to the smallest (u, v): the exact mode's
 output is *the* canonical greedy sequence, which the tests compare link by link with a pure-Python
-lazy greedy. What varies between algorithms is pluggable: which pairs are eligible
+lazy greedy. A day-two rebuild may name preferred pairs (yesterday's links): among equal gains
+they go first, then the smallest (u, v) (the memory regime; the rounds regime keeps the canonical
+ties and says so). What varies between algorithms is pluggable: which pairs are eligible
 (`overlay.design.eligibility`: none excluded, degree phases, a ring, finger slots) and the "same
 class" relation (`overlay.design.classes`).
 
@@ -129,6 +131,7 @@ class GreedyStart:
     rounds_done: int = 0
     phase: int = 1
     links: np.ndarray | None = None  # the same links, when the caller holds them already ((k, 2))
+    prefer: np.ndarray | None = None  # (k, 2) pairs that go first among equal gains (a rebuild's yesterday)
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,14 @@ class InstanceSize:
         return cls(nodes=subscriptions.nodes, tcc_empty=subscriptions.rows, tcc_complete=len(subscriptions.topic_sizes))
 
 
+def preferred_pairs(links: np.ndarray | None, nodes: int) -> np.ndarray:
+    """Links (k, 2) as the sorted, distinct pair indices u * nodes + v (u < v) the sweep looks up."""
+    if links is None or len(links) == 0:
+        return memory.NO_ARRAY
+    pairs = np.sort(np.asarray(links, dtype=np.int64).reshape(-1, 2), axis=1)
+    return np.unique(pairs[:, 0] * nodes + pairs[:, 1])
+
+
 class GreedyEngine:
     """Greedy rounds under one eligibility rule; `rounds()` yields each completed round.
 
@@ -175,6 +186,7 @@ class GreedyEngine:
     regime alone needs them).
     `initial_links` (u, v): links already in the overlay (a resumed run, or a ring under GSwicoL).
     `classes`: the "same class" relation (default: topic-connected components).
+    `prefer` (u, v): pairs that go first among equal gains (memory regime).
     """
 
     def __init__(
@@ -204,6 +216,7 @@ class GreedyEngine:
         size: InstanceSize | None = None,
         tcc_offset: int = 0,
         lineage: Lineage = LOCAL,
+        prefer: np.ndarray | None = None,
     ) -> None:
         self.spark = spark
         self.subscriptions = subscriptions
@@ -232,6 +245,7 @@ class GreedyEngine:
         self.keep_rows = keep_rows
         self.lineage = lineage
         self.table: CandidateTable | None = None  # the rounds regime's, once its rounds start
+        self.preferred = preferred_pairs(prefer, subscriptions.nodes)
 
     @cached_property
     def transpose(self) -> tuple[np.ndarray, ...]:
@@ -292,6 +306,10 @@ class GreedyEngine:
         if self.regime == "memory":
             yield from self._memory_rounds()
             return
+        if len(self.preferred):
+            log.warning(
+                "%s: the rounds regime breaks ties canonically: the preferred links are not preferred", self.name
+            )
         spark = self.spark
         clock = time.monotonic()
         counts = self.shared_counts() if callable(self.shared_counts) else self.shared_counts
@@ -332,6 +350,7 @@ class GreedyEngine:
             self.round_links,
             self.pair_bound,
             self.transpose,
+            self.preferred,
         )
         log.info("%s: %d candidate pairs in memory, in %.1fs", self.name, state.pairs, time.monotonic() - clock)
         phased = isinstance(self.rule, DegreePhases)
@@ -514,6 +533,7 @@ class GreedyDesign:
             size=self.size,
             tcc_offset=self.tcc_offset,
             lineage=params.lineage,
+            prefer=start.prefer,
         )
 
     def rounds(self) -> Iterator[GreedyRound]:

@@ -92,9 +92,11 @@ class MemorySweep:
         round_links: int = ROUND_LINKS,
         bound: int | None = None,
         transpose: tuple[np.ndarray, ...] | None = None,
+        preferred: np.ndarray = NO_ARRAY,
     ) -> None:
         """`bound`: `pair_bound` of the subscriptions, and `transpose`: `grouped_transpose` of them
-        against `classes`, when the caller computed them already."""
+        against `classes`, when the caller computed them already. `preferred`: sorted pair indices
+        (u * nodes + v) that go first among equal gains (`sweep.level_of`), or empty."""
         self.subscriptions, self.rule, self.classes = subscriptions, rule, classes
         self.max_edges, self.round_links = max_edges, round_links
         if transpose is None:
@@ -118,7 +120,9 @@ class MemorySweep:
             max(top, 1),
             self.stamp_bits,
             stamp,
+            preferred,
         )
+        self.preferred = preferred
         self.pairs = int(self.sizes[1:].sum())
         self.topics = (
             subscriptions.topics.astype(np.int32)
@@ -206,6 +210,7 @@ class MemorySweep:
                 self.max_edges or 0,
                 budget,
                 self.stamp_bits,
+                self.preferred,
             )
             if isinstance(self.classes, ComponentClasses):  # the classes as the rounds regime holds them
                 sweep.parent_of(relation[1], self.classes.parent)

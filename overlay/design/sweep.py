@@ -18,6 +18,8 @@ grow), a pair whose gain reached 0 leaves. A pair that is not eligible in this p
 its level, in order, for a later phase (eligibility only shrinks within a phase); a pair that can
 never be eligible again (an end at GPM's last degree) leaves. So the links come out as the
 canonical greedy sequence, with each pair refreshed only when it reaches the top of what is left.
+A rebuild that prefers given pairs among equal gains (`level_of`) runs the same sweep over levels
+2g + 1 (preferred) and 2g: the key (gain, preferred) falls as the gain does.
 
 The relation ("same class") and the rule are given as flat arrays, so one kernel serves every
 greedy: topic components (flat labels over subscription rows, the smaller class relabelled on a
@@ -61,19 +63,34 @@ def _push(levels, sizes, level, code):
 
 
 @nb.njit(cache=True, nogil=True)
-def build_levels(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, top_level, stamp_bits, stamp):
+def level_of(gain, pair, preferred):
+    """A pair's level: its gain, or with `preferred` pairs (sorted indices u * nodes + v; a
+    rebuild's yesterday links) 2 * gain + 1 for a preferred pair, 2 * gain for another, so that
+    among equal gains the preferred pairs come first and the levels still fall with the gain."""
+    if len(preferred) == 0:
+        return gain
+    at = np.searchsorted(preferred, pair)
+    return 2 * gain + (1 if at < len(preferred) and preferred[at] == pair else 0)
+
+
+@nb.njit(cache=True, nogil=True)
+def build_levels(
+    offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, top_level, stamp_bits, stamp, preferred
+):
     """The candidate pairs (u < v sharing a topic) in lists by shared-topic count, each in (u, v)
     order: a sparse product of the subscription matrix with its transpose, row by row. A row's
     partners come out in order by a sort when they are few, by a scan of the counters when they
     are many (a dense row: cheaper than sorting them).
 
     With classes (`group_lo`, `group_hi`: `kernels.count_partners`), a pair's level is its gain
-    after a start's links, exact: its code carries `stamp` (1 + the links of the start)."""
+    after a start's links, exact: its code carries `stamp` (1 + the links of the start).
+    `preferred` (sorted pair indices, or empty): the levels are `level_of` (gain, preference)."""
     nodes = len(offsets) - 1
     levels = List()
-    for _ in range(top_level + 1):
+    top = 2 * top_level + 1 if len(preferred) else top_level
+    for _ in range(top + 1):
         levels.append(np.empty(FIRST_CAPACITY, dtype=np.int64))
-    sizes = np.zeros(top_level + 1, dtype=np.int64)
+    sizes = np.zeros(top + 1, dtype=np.int64)
     count = np.zeros(nodes, dtype=np.int64)
     touched = np.empty(nodes, dtype=np.int64)
     for u in range(nodes):
@@ -84,12 +101,19 @@ def build_levels(offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi
             touched[:found].sort()
             for q in range(found):
                 v = touched[q]
-                _push(levels, sizes, count[v], ((u * nodes + v) << stamp_bits) | stamp)
+                _push(
+                    levels, sizes, level_of(count[v], u * nodes + v, preferred), ((u * nodes + v) << stamp_bits) | stamp
+                )
                 count[v] = 0
         else:
             for v in range(u + 1, nodes):
                 if count[v] > 0:
-                    _push(levels, sizes, count[v], ((u * nodes + v) << stamp_bits) | stamp)
+                    _push(
+                        levels,
+                        sizes,
+                        level_of(count[v], u * nodes + v, preferred),
+                        ((u * nodes + v) << stamp_bits) | stamp,
+                    )
                     count[v] = 0
     return levels, sizes
 
@@ -358,6 +382,7 @@ def sweep(
     max_edges,
     link_budget,
     stamp_bits,
+    preferred,
 ):
     """Run the greedy from `state` until `link_budget` links were added, a phase ended or the run
     finished (`ordered[g]`: how many of level g's first codes are in order); the links added (u, v, gain) in order. `max_degree`, `max_edges`: 0 for none.
@@ -417,7 +442,8 @@ def sweep(
                 marked = u
             stamp = (state[EDGES] + 1) & stamp_mask
             if stamp_bits > 0 and code & stamp_mask == stamp:
-                gain = g  # computed since the last link: exact
+                level = g  # computed since the last link: exact
+                gain = g >> 1 if len(preferred) else g
             else:
                 gain = _gain(
                     relation,
@@ -437,7 +463,8 @@ def sweep(
                     v,
                 )
                 state[REFRESHES] += 1
-            if gain == g:
+                level = level_of(gain, pair, preferred)
+            if level == g:
                 joined = _merge(
                     relation,
                     offsets,
@@ -547,10 +574,10 @@ def sweep(
                         state[READ] = state[KEEP] = 0
                         state[LEVEL] = g - 1
                     return out_u[:added], out_v[:added], out_g[:added], out_owner[:added], out_phase[:added]
-            elif gain > g:
+            elif level > g:
                 raise AssertionError("a gain above its bound: gains must never grow")
             elif gain > 0:
-                _push(levels, sizes, gain, (pair << stamp_bits) | stamp)
+                _push(levels, sizes, level, (pair << stamp_bits) | stamp)
         sizes[g] = ordered[g] = keep
         state[READ] = state[KEEP] = 0
         g -= 1
