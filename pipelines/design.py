@@ -586,7 +586,8 @@ def _run_greedy(
         if last is not None:  # resumed: its stored links, collected once for both uses
             start = dataclasses.replace(start, links=_stored_links(start.edges))
         at_start = start.links
-        engine_subscriptions, offset = open_topics(collected, at_start)
+        components = kept.components if last is None else None  # a resumed run has more links than kept
+        engine_subscriptions, offset = open_topics(collected, at_start, components)
         size = InstanceSize.of(collected)
         log.info(
             "%s: %d of %d topics are open after the start's links: the greedy runs on their %d subscriptions",

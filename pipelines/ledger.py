@@ -36,7 +36,12 @@ log = logging.getLogger(__name__)
 
 class RunTakenOver(RuntimeError):
     """Another process took this run over (a new `attempt` token), or a delete cleared it; this
-    process stops without writing the run's row."""
+    process stops without writing the run's row. `deleted`: the run is being deleted (nobody
+    will complete it)."""
+
+    def __init__(self, message: str, deleted: bool = False):
+        super().__init__(message)
+        self.deleted = deleted
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ def claim(
 
 def taken_over(kind: RunKind, run_id: str, row: Row | None = None) -> RunTakenOver:
     if row is not None and row[S.STATUS] == S.DELETED:
-        return RunTakenOver(f"{kind.noun} '{run_id}' is being deleted; this process stops")
+        return RunTakenOver(f"{kind.noun} '{run_id}' is being deleted; this process stops", deleted=True)
     return RunTakenOver(f"{kind.noun} '{run_id}' was taken over by another process; this one stops")
 
 

@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
 
-from pipelines.lakehouse import Lakehouse
-from tests.helpers import python_env, run_cli
+from tests.helpers import python_env, run_cli, same_lakehouses
 
 pytestmark = pytest.mark.ci
 XDIST_SPREAD = True  # five long independent kills: over both CI workers (`prepared` built on each)
@@ -29,8 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "60", "--topics", "20"]
 INSTANCE += ["--min-subs", "2", "--max-subs", "5", "--seed", "4"]
 SWICO = "z.swico.gswico-gswico.s1"
-# Columns that say when or how much work a run took, or which attempt: they differ between runs.
-VARYING_NAMES = {"ingest_id", "attempt", "spark_jobs", "delta_commits", "rows_read", "reevaluations", "owner"}
 
 
 def command(lakehouse: Path, *argv: str) -> list[str]:
@@ -80,29 +76,6 @@ def killed_then_again(lakehouse: Path, argv: list[str], progress, reached: int) 
     run(lakehouse, *argv)
 
 
-def varying(column: str) -> bool:
-    return (
-        column in VARYING_NAMES
-        or column.endswith(("_at", "ingest_id"))  # an instance version's id is new in each lakehouse
-        or "seconds" in column
-    )
-
-
-def same_tables(spark, left: Path, right: Path) -> None:
-    names = sorted(p.parent.name for p in left.glob("*/_delta_log"))
-    assert names == sorted(p.parent.name for p in right.glob("*/_delta_log"))
-    for name in names:
-        a, b = (Lakehouse(spark, root).spark.read.format("delta").load(str(root / name)) for root in (left, right))
-        keep = [c for c in a.columns if not varying(c)]
-        a, b = a.select(keep), b.select(keep)
-        if "params" in keep:  # JSON naming the instance version: its ingest id differs
-            a, b = (f.drop("params") for f in (a, b))
-        try:
-            assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True)
-        except AssertionError as error:
-            raise AssertionError(f"table {name} differs after the kill:\n{error}") from None
-
-
 JOBS = {
     "ingest": (["ingest", "--instance", "y", *INSTANCE], 2),
     "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60", "--engine", "supersteps"], 2),
@@ -122,7 +95,7 @@ def test_a_killed_job_run_again_ends_with_the_undisturbed_tables(spark, prepared
     assert code == 0, err[-4000:]
     before = commits(killed)
     killed_then_again(killed, argv, lambda: commits(killed) - before, reached)
-    same_tables(spark, undisturbed, killed)
+    same_lakehouses(spark, undisturbed, killed)
 
 
 def test_a_killed_report_run_again_writes_the_undisturbed_report(prepared, tmp_path):

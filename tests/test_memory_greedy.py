@@ -199,3 +199,22 @@ def test_gm2_prefers_the_given_pairs_among_equal_estimates(seed):
     prefer = preferred_links(subscriptions, seed, 0.3)
     expected = gm2_ref(subscriptions, prefer=prefer)
     assert design(subscriptions, "gm2", prefer=prefer)[0] == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nodes_full_at_the_start_leave_their_pairs_out_and_the_sequence_stays(seed):
+    """GPM from a start whose links fill some nodes to the budget (an incremental design's): the
+    sweep builds no pair with a full end (`memory.closed_nodes`), and the links are the oracle's."""
+    subscriptions = random_instance(("unif", "zipf")[seed % 2], 24, 8, 2, 5, 120 + seed)
+    nodes = max(node for node, _ in subscriptions) + 1
+    budget = 2
+    degrees = np.zeros(nodes, dtype=np.int64)
+    start = []
+    for u, v, _ in greedy_oracle(subscriptions, "gm")[seed % 2 :: 2]:  # every other GM link, within the budget
+        if degrees[u] < budget and degrees[v] < budget:
+            start.append((u, v))
+            degrees[u] += 1
+            degrees[v] += 1
+    assert memory.closed_nodes(DegreePhases(nodes, budget, degrees=degrees)).sum() >= 2
+    expected = greedy_oracle(subscriptions, "gpm", max_degree=budget, start=start)
+    assert design(subscriptions, "gpm", max_degree=budget, start=start)[0] == expected

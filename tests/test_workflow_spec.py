@@ -238,6 +238,46 @@ def test_runner_skips_complete_steps_and_stops_at_a_failure():
     assert ran == ["one"]
 
 
+class TakenOver(RuntimeError):
+    pass
+
+
+def test_a_step_taken_over_by_another_process_is_awaited_not_failed():
+    """The same workflow twice at once: the process whose run was taken over waits for the
+    other's outputs (polling `complete`), records the step as done elsewhere and goes on; when
+    they never come, the step fails after the wait, naming why."""
+    w = workflow(
+        [
+            {"name": "one", "run": ["report", "--out", "a"]},
+            {"name": "two", "after": ["one"], "run": ["report", "--out", "b"]},
+        ]
+    )
+    polls, ran, said = [], [], []
+
+    def complete(step):
+        if step.name != "one" or not ran:
+            return None  # before it runs here, and then twice while the other process works
+        polls.append(step.name)
+        return "done" if len(polls) > 2 else None
+
+    def run(step):
+        ran.append(step.name)
+        if step.name == "one":
+            raise TakenOver("taken over")
+        return 0
+
+    handed = lambda error: isinstance(error, TakenOver)  # noqa: E731
+    outcomes = run_workflow(w, StepActions(complete, run, handed, wait=5, poll=0.01), say=said.append)
+    assert [(o.step, o.status) for o in outcomes] == [("one", SKIPPED), ("two", RAN)]
+    assert outcomes[0].detail == "completed by another process that took it over" and len(polls) == 3
+    assert ran == ["one", "two"]
+    # Never completed: a failure after the wait, not a hang; an error not handed over fails at once.
+    with pytest.raises(WorkflowFailed, match="did not complete it in 0 s"):
+        run_workflow(w, StepActions(lambda s: None, run, handed, wait=0.05, poll=0.01), say=said.append)
+    with pytest.raises(WorkflowFailed, match="TakenOver: taken over"):
+        run_workflow(w, StepActions(lambda s: None, run), say=said.append)
+
+
 def test_a_matrix_of_mappings_sets_placeholders_together():
     w = workflow(
         [

@@ -47,7 +47,8 @@ class Subscriptions:
     @cached_property
     def topic_sizes(self) -> np.ndarray:
         """Subscribers of each topic with any (in topic order)."""
-        return np.unique(self.topics, return_counts=True)[1]
+        counts = np.bincount(self.topics) if len(self.topics) else np.zeros(0, dtype=np.int64)
+        return counts[counts > 0]
 
     @classmethod
     def from_pairs(cls, nodes: int, pairs: np.ndarray) -> Subscriptions:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,9 @@ class KeptLinks:
     unshared: int
     over_budget: int
     released: int = 0
+    # Computed on the way, handed on so that no later step computes them again:
+    shared: np.ndarray | None = field(default=None, compare=False, repr=False)  # topics each link's ends share
+    components: np.ndarray | None = field(default=None, compare=False, repr=False)  # the links' union-find over rows
 
     @property
     def removed(self) -> int:
@@ -83,7 +86,7 @@ def keep_links(
         order = [i for i in np.flatnonzero(keep)]
         order.sort(key=lambda i: (shared[i], -links[i, 0], -links[i, 1]))
         keep[order[: int(keep.sum()) - max_edges]] = False
-    return KeptLinks(links[keep], departed, unshared, int((~keep).sum()))
+    return KeptLinks(links[keep], departed, unshared, int((~keep).sum()), shared=shared[keep])
 
 
 def _within_degree(links: np.ndarray, shared: np.ndarray, max_degree: int, nodes: int) -> np.ndarray:
@@ -136,8 +139,10 @@ def release_redundant(
     else:
         at_budget = np.bincount(links.reshape(-1), minlength=subscriptions.nodes) >= max_degree
         bound_ends = at_budget[links[:, 0]].astype(np.int64) + at_budget[links[:, 1]]
-    shared = shared_topics(subscriptions, links)
-    order = np.lexsort((links[:, 1], links[:, 0], -shared, bound_ends))
+    shared = kept.shared if kept.shared is not None else shared_topics(subscriptions, links)
+    # links are in (u, v) order: a stable sort by (bound ends, more shared first) keeps it within ties
+    most = int(shared.max(initial=0))
+    order = np.argsort(bound_ends * (most + 1) + (most - shared), kind="stable")
     classes = ComponentClasses(subscriptions)
     marked = kernels.redundant_in_order(
         subscriptions.offsets,
@@ -149,29 +154,37 @@ def release_redundant(
     )
     released = np.zeros(len(links), dtype=bool)
     released[order[marked]] = True
-    return dataclasses.replace(kept, links=links[~released], released=int(released.sum()))
+    # The released links joined no classes: the union-find is that of the links that stay.
+    stay = ~released
+    return dataclasses.replace(
+        kept, links=links[stay], released=int(released.sum()), shared=shared[stay], components=classes.parent
+    )
 
 
-def open_topics(subscriptions: Subscriptions, links: np.ndarray) -> tuple[Subscriptions, int]:
+def open_topics(
+    subscriptions: Subscriptions, links: np.ndarray, components: np.ndarray | None = None
+) -> tuple[Subscriptions, int]:
     """The subscriptions of the topics `links` leave disconnected, over the same node ids, and how
     many topics with subscribers the links connect already. A link's gain counts only topics whose
     subscribers it joins, so the greedy from `links` adds the same links, with the same gains, on
-    these alone: an incremental design's candidate pairs are the pairs sharing an open topic."""
-    classes = ComponentClasses(subscriptions)
-    links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
-    kernels.merge_links(
-        subscriptions.offsets,
-        subscriptions.topics,
-        classes.parent,
-        np.ascontiguousarray(links[:, 0]),
-        np.ascontiguousarray(links[:, 1]),
-    )
-    kernels.flatten(classes.parent)
+    these alone: an incremental design's candidate pairs are the pairs sharing an open topic.
+    `components`: the links' union-find over the subscription rows, when the caller has it
+    (`KeptLinks.components`; it is flattened here)."""
+    if components is None:
+        components = ComponentClasses(subscriptions).parent
+        links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
+        kernels.merge_links(
+            subscriptions.offsets,
+            subscriptions.topics,
+            components,
+            np.ascontiguousarray(links[:, 0]),
+            np.ascontiguousarray(links[:, 1]),
+        )
     topics = subscriptions.topics
-    rows = max(len(topics), 1)  # classes are rows: one key per (topic, class)
-    classes_per_topic = np.unique(topics * rows + classes.parent) // rows
-    split = np.bincount(classes_per_topic, minlength=int(topics.max(initial=-1)) + 1) > 1
+    split = kernels.split_topics(topics, components, int(topics.max(initial=-1)) + 1)
     keep = split[topics]
-    nodes = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
-    restricted = Subscriptions.from_pairs(subscriptions.nodes, np.column_stack([nodes[keep], topics[keep]]))
+    # The rows kept stay in (node, topic) order: the CSR offsets are the running count of them.
+    kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    offsets = kept_before[subscriptions.offsets]
+    restricted = Subscriptions(offsets, np.ascontiguousarray(topics[keep]))
     return restricted, len(subscriptions.topic_sizes) - int(split.sum())

@@ -182,6 +182,83 @@ def pair_gains(offsets, topics, label, head, us, vs):
 
 
 @nb.njit(cache=True, nogil=True)
+def transpose(offsets, topics, label, topic_count):
+    """The subscriptions by topic in one counting pass (rows come in (node, topic) order, so each
+    topic's subscribers come out ascending): `topic_offsets`, `topic_nodes`, and with `label` (a
+    flattened union-find over rows, a class's root its smallest row) each topic's subscribers
+    grouped by class, classes in the order of their smallest member, with each row's own class
+    span `[group_lo, group_hi)` (empty arrays without `label`)."""
+    rows = len(topics)
+    topic_offsets = np.zeros(topic_count + 1, dtype=np.int64)
+    for i in range(rows):
+        topic_offsets[topics[i] + 1] += 1
+    for t in range(topic_count):
+        topic_offsets[t + 1] += topic_offsets[t]
+    fill = topic_offsets[:-1].copy()
+    by_topic = np.empty(rows, dtype=np.int64)  # row indices, by topic, ascending within one
+    for u in range(len(offsets) - 1):
+        for i in range(offsets[u], offsets[u + 1]):
+            t = topics[i]
+            by_topic[fill[t]] = i
+            fill[t] += 1
+    owner = np.empty(rows, dtype=np.int64)
+    for u in range(len(offsets) - 1):
+        for i in range(offsets[u], offsets[u + 1]):
+            owner[i] = u
+    topic_nodes = np.empty(rows, dtype=np.int64)
+    if len(label) == 0:
+        for j in range(rows):
+            topic_nodes[j] = owner[by_topic[j]]
+        return topic_offsets, topic_nodes, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    group_lo = np.empty(rows, dtype=np.int64)
+    group_hi = np.empty(rows, dtype=np.int64)
+    size = np.zeros(rows, dtype=np.int64)  # by class root: members on this topic, then the next slot
+    start = np.zeros(rows, dtype=np.int64)
+    for t in range(topic_count):
+        lo, hi = topic_offsets[t], topic_offsets[t + 1]
+        for j in range(lo, hi):
+            size[label[by_topic[j]]] += 1
+        at = lo
+        for j in range(lo, hi):  # classes in the order of their first (smallest) member
+            root = label[by_topic[j]]
+            if by_topic[j] == root:
+                start[root] = at
+                at += size[root]
+        for j in range(lo, hi):
+            i = by_topic[j]
+            root = label[i]
+            place = start[root]
+            start[root] += 1
+            topic_nodes[place] = owner[i]
+        for j in range(lo, hi):
+            i = by_topic[j]
+            root = label[i]
+            group_hi[i] = start[root]  # the end of its class's span
+            group_lo[i] = start[root] - size[root]
+        for j in range(lo, hi):
+            size[label[by_topic[j]]] = 0
+    return topic_offsets, topic_nodes, group_lo, group_hi
+
+
+@nb.njit(cache=True, nogil=True)
+def split_topics(topics, parent, topic_count):
+    """Which topics have their subscription rows in more than one class of the union-find
+    `parent` (not flattened: each row's root is found)."""
+    first = np.full(topic_count, -1, dtype=np.int64)
+    split = np.zeros(topic_count, dtype=np.bool_)
+    for i in range(len(topics)):
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        t = topics[i]
+        if first[t] < 0:
+            first[t] = root
+        elif first[t] != root:
+            split[t] = True
+    return split
+
+
+@nb.njit(cache=True, nogil=True)
 def flatten(parent):
     """Point every row at its root (roots are the smallest rows of their classes)."""
     for i in range(len(parent)):

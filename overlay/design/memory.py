@@ -30,6 +30,7 @@ BYTES_PER_PAIR = 16  # a pair's code (8 bytes), twice over while a level's list 
 BYTES_PER_SUBSCRIPTION = 96  # the CSR and its transpose, the components or GM2's forest
 ROUND_LINKS = 100_000  # links one call of the sweep adds at most (a round of this regime)
 NO_ARRAY = np.zeros(0, dtype=np.int64)
+NO_FLAGS = np.zeros(0, dtype=np.bool_)
 
 
 def pair_bound(
@@ -79,6 +80,16 @@ def supported(rule: Eligibility, classes: Classes) -> bool:
     return rule.compiled() is not None and isinstance(classes, (ComponentClasses, BlockClasses))
 
 
+def closed_nodes(rule: Eligibility) -> np.ndarray:
+    """A flag per node that can take no link in this run (GPM's at the degree budget already), or
+    empty: `sweep.build_levels` leaves their pairs out."""
+    if isinstance(rule, DegreePhases) and rule.max_degree is not None and len(rule.degrees):
+        full = rule.degrees >= rule.max_degree
+        if full.any():
+            return full
+    return NO_FLAGS
+
+
 class MemorySweep:
     """The state of one in-memory greedy: candidate levels, relation and rule; `calls()` runs it."""
 
@@ -121,6 +132,7 @@ class MemorySweep:
             self.stamp_bits,
             stamp,
             preferred,
+            closed_nodes(rule),
         )
         self.preferred = preferred
         self.pairs = int(self.sizes[1:].sum())

@@ -32,11 +32,10 @@ MIN_WORK_PER_PARTITION = 20_000_000  # below this, another partition costs more 
 
 def by_topic(subscriptions: Subscriptions) -> tuple[np.ndarray, np.ndarray]:
     """The transpose: subscribers of topic t are `nodes[offsets[t]:offsets[t + 1]]`, ascending."""
-    owners = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
-    order = np.lexsort((owners, subscriptions.topics))
-    topics = subscriptions.topics[order]
-    span = int(topics.max()) + 1 if len(topics) else 0
-    return np.searchsorted(topics, np.arange(span + 1)).astype(np.int64), owners[order]
+    topic_offsets, topic_nodes, _, _ = kernels.transpose(
+        subscriptions.offsets, subscriptions.topics, NO_GROUPS, _topic_count(subscriptions)
+    )
+    return topic_offsets, topic_nodes
 
 
 NO_GROUPS = np.zeros(0, dtype=np.int64)
@@ -48,20 +47,15 @@ def by_topic_and_class(subscriptions: Subscriptions, label: np.ndarray) -> tuple
     class (a flattened union-find of `ComponentClasses`: rows of one class share a topic).
 
     What the pair counts need to skip pairs a start's links joined already: on a topic nearly
-    connected, a node's partners apart from it are the few outside its class."""
-    owners = np.repeat(np.arange(subscriptions.nodes, dtype=np.int64), np.diff(subscriptions.offsets))
-    order = np.lexsort((owners, label, subscriptions.topics))
-    topics, labels = subscriptions.topics[order], label[order]
-    span = int(topics.max()) + 1 if len(topics) else 0
-    topic_offsets = np.searchsorted(topics, np.arange(span + 1)).astype(np.int64)
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (topics[1:] != topics[:-1]) | (labels[1:] != labels[:-1])
-    starts = np.flatnonzero(first)
-    ends = np.append(starts[1:], len(order))
-    group = np.cumsum(first) - 1
-    group_lo, group_hi = np.empty(len(order), dtype=np.int64), np.empty(len(order), dtype=np.int64)
-    group_lo[order], group_hi[order] = starts[group], ends[group]
-    return topic_offsets, owners[order], group_lo, group_hi
+    connected, a node's partners apart from it are the few outside its class. One counting pass
+    (`kernels.transpose`), no sort."""
+    return kernels.transpose(
+        subscriptions.offsets, subscriptions.topics, np.ascontiguousarray(label), _topic_count(subscriptions)
+    )
+
+
+def _topic_count(subscriptions: Subscriptions) -> int:
+    return int(subscriptions.topics.max()) + 1 if subscriptions.rows else 0
 
 
 def node_ranges(

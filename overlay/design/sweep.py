@@ -75,7 +75,7 @@ def level_of(gain, pair, preferred):
 
 @nb.njit(cache=True, nogil=True)
 def build_levels(
-    offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, top_level, stamp_bits, stamp, preferred
+    offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, top_level, stamp_bits, stamp, preferred, closed
 ):
     """The candidate pairs (u < v sharing a topic) in lists by shared-topic count, each in (u, v)
     order: a sparse product of the subscription matrix with its transpose, row by row. A row's
@@ -84,7 +84,10 @@ def build_levels(
 
     With classes (`group_lo`, `group_hi`: `kernels.count_partners`), a pair's level is its gain
     after a start's links, exact: its code carries `stamp` (1 + the links of the start).
-    `preferred` (sorted pair indices, or empty): the levels are `level_of` (gain, preference)."""
+    `preferred` (sorted pair indices, or empty): the levels are `level_of` (gain, preference).
+    `closed` (a flag per node, or empty): nodes that can take no link in this run (GPM's at the
+    degree budget already: an incremental design's full nodes); their pairs are left out, as the
+    sweep would drop them unseen."""
     nodes = len(offsets) - 1
     levels = List()
     top = 2 * top_level + 1 if len(preferred) else top_level
@@ -93,7 +96,10 @@ def build_levels(
     sizes = np.zeros(top + 1, dtype=np.int64)
     count = np.zeros(nodes, dtype=np.int64)
     touched = np.empty(nodes, dtype=np.int64)
+    pruning = len(closed) > 0
     for u in range(nodes):
+        if pruning and closed[u]:
+            continue
         found = kernels.count_partners(
             offsets, topics, topic_offsets, topic_nodes, group_lo, group_hi, u, count, touched
         )
@@ -101,19 +107,16 @@ def build_levels(
             touched[:found].sort()
             for q in range(found):
                 v = touched[q]
-                _push(
-                    levels, sizes, level_of(count[v], u * nodes + v, preferred), ((u * nodes + v) << stamp_bits) | stamp
-                )
+                if not (pruning and closed[v]):
+                    level = level_of(count[v], u * nodes + v, preferred)
+                    _push(levels, sizes, level, ((u * nodes + v) << stamp_bits) | stamp)
                 count[v] = 0
         else:
             for v in range(u + 1, nodes):
                 if count[v] > 0:
-                    _push(
-                        levels,
-                        sizes,
-                        level_of(count[v], u * nodes + v, preferred),
-                        ((u * nodes + v) << stamp_bits) | stamp,
-                    )
+                    if not (pruning and closed[v]):
+                        level = level_of(count[v], u * nodes + v, preferred)
+                        _push(levels, sizes, level, ((u * nodes + v) << stamp_bits) | stamp)
                     count[v] = 0
     return levels, sizes
 

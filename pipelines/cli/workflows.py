@@ -15,6 +15,7 @@ from pipelines.cli.command import Command, add_command
 from pipelines.cli.flags import SETTINGS_FLAGS, StepArgumentError, StepParser, key_value, ratio
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse
+from pipelines.ledger import RunTakenOver
 from pipelines.workflow import bundle
 from pipelines.workflow.complete import outputs_complete
 from pipelines.workflow.runner import StepActions, WorkflowFailed, run_workflow
@@ -78,7 +79,8 @@ def execute_workflow(plan: WorkflowPlan, spark, lakehouse: Lakehouse, force: boo
         return outputs_complete(lakehouse, planned.args, planned.request)
 
     try:
-        outcomes = run_workflow(plan.workflow, StepActions(complete=complete, run=run), force=force)
+        actions = StepActions(complete=complete, run=run, handed_over=_handed_over)
+        outcomes = run_workflow(plan.workflow, actions, force=force)
         code = 0
     except WorkflowFailed as failure:
         outcomes, code = failure.outcomes, 1
@@ -89,6 +91,11 @@ def execute_workflow(plan: WorkflowPlan, spark, lakehouse: Lakehouse, force: boo
     if code == 0:
         print_summary(plan)
     return code
+
+
+def _handed_over(error: BaseException) -> bool:
+    """A step's run taken over by another process, which will complete it (not a delete)."""
+    return isinstance(error, RunTakenOver) and not error.deleted
 
 
 def print_summary(plan: WorkflowPlan) -> None:

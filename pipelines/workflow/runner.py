@@ -19,13 +19,23 @@ log = logging.getLogger(__name__)
 RAN, SKIPPED, FAILED, NOT_RUN = "ran", "skipped", "failed", "not run"
 
 
+HANDED_OVER_WAIT = 6 * 3600.0  # seconds a step taken over by another process is awaited
+HANDED_OVER_POLL = 5.0
+
+
 @dataclass(frozen=True)
 class StepActions:
     """`complete(step)`: why the step's outputs are complete already (None: they are not).
-    `run(step)`: run it; its exit code (0: success)."""
+    `run(step)`: run it; its exit code (0: success). `handed_over(error)`: whether the error says
+    another process took the step's run over and will complete it (the same workflow started
+    twice): then this process waits for the step's outputs instead of failing, up to `wait`
+    seconds, looking every `poll` seconds."""
 
     complete: Callable[[Step], str | None]
     run: Callable[[Step], int]
+    handed_over: Callable[[BaseException], bool] = lambda error: False
+    wait: float = HANDED_OVER_WAIT
+    poll: float = HANDED_OVER_POLL
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,13 @@ def run_workflow(
         except Exception as exc:
             log.debug("step %s failed", step.name, exc_info=True)
             error = f"{type(exc).__name__}: {exc}".strip()
+            if actions.handed_over(exc):
+                error = _await_other(step, actions, prefix, say)
+                if not error:
+                    detail = "completed by another process that took it over"
+                    outcomes.append(StepOutcome(step.name, command, SKIPPED, time.monotonic() - started, detail))
+                    say(f"{prefix}: {detail}")
+                    continue
         seconds = time.monotonic() - started
         if error:
             outcomes.append(StepOutcome(step.name, command, FAILED, seconds, error))
@@ -88,3 +105,21 @@ def run_workflow(
         outcomes.append(StepOutcome(step.name, command, RAN, seconds))
         say(f"{prefix}: done in {seconds:.0f} s (workflow {time.monotonic() - clock:.0f} s)")
     return outcomes
+
+
+def _await_other(step: Step, actions: StepActions, prefix: str, say: Callable[[str], None]) -> str:
+    """Wait for the process that took the step's run over to complete its outputs: "" once they
+    are, else why not. Nothing is taken back: two processes never fight over one run."""
+    say(f"{prefix}: another process took its run over; waiting for it to complete (up to {actions.wait:.0f} s)")
+    clock = last_said = time.monotonic()
+    while time.monotonic() - clock < actions.wait:
+        if actions.complete(step) is not None:
+            return ""
+        time.sleep(actions.poll)
+        if time.monotonic() - last_said >= 60:
+            say(f"{prefix}: still waiting for the other process ({time.monotonic() - clock:.0f} s)")
+            last_said = time.monotonic()
+    return (
+        f"another process took its run over and did not complete it in {actions.wait:.0f} s "
+        "(it may have failed or been killed)"
+    )
