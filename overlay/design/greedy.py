@@ -132,6 +132,7 @@ class GreedyStart:
     phase: int = 1
     links: np.ndarray | None = None  # the same links, when the caller holds them already ((k, 2))
     prefer: np.ndarray | None = None  # (k, 2) pairs that go first among equal gains (a rebuild's yesterday)
+    classes: Classes | None = None  # the links' classes over the engine's subscriptions, when built already
 
 
 @dataclass(frozen=True)
@@ -508,13 +509,17 @@ class GreedyDesign:
             rule: Eligibility = DegreePhases(subscriptions.nodes, params.max_degree, start.phase, degrees)
         else:
             rule = Unlimited()
-        classes = BlockClasses(subscriptions) if params.algorithm == "gm2" else ComponentClasses(subscriptions)
+        if start.classes is not None:  # the links are merged in them already
+            classes, merging = start.classes, links[:0]
+        else:
+            classes = BlockClasses(subscriptions) if params.algorithm == "gm2" else ComponentClasses(subscriptions)
+            merging = links
         return GreedyEngine(
             self.frame.sparkSession,
             subscriptions,
             rule,
             classes=classes,
-            initial_links=links,
+            initial_links=merging,
             shared_counts=self.shared_counts,
             max_edges=params.max_edges,
             batch_size=params.batch_size,

@@ -169,7 +169,16 @@ def open_topics(
     subscribers it joins, so the greedy from `links` adds the same links, with the same gains, on
     these alone: an incremental design's candidate pairs are the pairs sharing an open topic.
     `components`: the links' union-find over the subscription rows, when the caller has it
-    (`KeptLinks.components`; it is flattened here)."""
+    (`KeptLinks.components`)."""
+    restricted, connected, _ = open_start(subscriptions, links, components)
+    return restricted, connected
+
+
+def open_start(
+    subscriptions: Subscriptions, links: np.ndarray, components: np.ndarray | None = None
+) -> tuple[Subscriptions, int, ComponentClasses]:
+    """`open_topics`, and the links' topic components over the open topics' rows: the greedy
+    engine's start classes, so that it need not merge the links again."""
     if components is None:
         components = ComponentClasses(subscriptions).parent
         links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
@@ -180,11 +189,15 @@ def open_topics(
             np.ascontiguousarray(links[:, 0]),
             np.ascontiguousarray(links[:, 1]),
         )
+    kernels.flatten(components)  # roots are the smallest rows of their classes: one pass
     topics = subscriptions.topics
     split = kernels.split_topics(topics, components, int(topics.max(initial=-1)) + 1)
     keep = split[topics]
-    # The rows kept stay in (node, topic) order: the CSR offsets are the running count of them.
+    # The rows kept stay in (node, topic) order: the CSR offsets are the running count of them,
+    # and a class's root (its smallest row, on the same topic) is kept with it.
     kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    offsets = kept_before[subscriptions.offsets]
-    restricted = Subscriptions(offsets, np.ascontiguousarray(topics[keep]))
-    return restricted, len(subscriptions.topic_sizes) - int(split.sum())
+    restricted = Subscriptions(kept_before[subscriptions.offsets], np.ascontiguousarray(topics[keep]))
+    classes = ComponentClasses(restricted)
+    classes.parent = kept_before[components[keep]]
+    classes.components = int(np.count_nonzero(classes.parent == np.arange(restricted.rows)))
+    return restricted, len(subscriptions.topic_sizes) - int(split.sum()), classes

@@ -47,18 +47,23 @@ def next_shared(topics, i, i_end, j, j_end):
 
 @nb.njit(cache=True, nogil=True)
 def shared_topic_count(offsets, topics, us, vs):
-    """How many topics the two ends of each link (us[k], vs[k]) share."""
+    """How many topics the two ends of each link (us[k], vs[k]) share. u's topics are marked once
+    for a run of links with the same u (links in (u, v) order: once per node), so a link costs
+    the topics of v, not of both ends."""
     out = np.zeros(len(us), dtype=np.int64)
+    if len(us) == 0 or len(topics) == 0:
+        return out
+    marked_by = np.full(topics.max() + 1, -1, dtype=np.int64)
     for k in range(len(us)):
-        i, i_end = offsets[us[k]], offsets[us[k] + 1]
-        j, j_end = offsets[vs[k]], offsets[vs[k] + 1]
-        while True:
-            i, j = next_shared(topics, i, i_end, j, j_end)
-            if i < 0:
-                break
-            out[k] += 1
-            i += 1
-            j += 1
+        u, v = us[k], vs[k]
+        if k == 0 or us[k - 1] != u:
+            for i in range(offsets[u], offsets[u + 1]):
+                marked_by[topics[i]] = u
+        count = 0
+        for j in range(offsets[v], offsets[v + 1]):
+            if marked_by[topics[j]] == u:
+                count += 1
+        out[k] = count
     return out
 
 
