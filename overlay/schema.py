@@ -294,6 +294,7 @@ OVERLAY_ROUNDS = TableSpec(
         (CANDIDATE_ROWS, LongType(), True),
         (OPEN_NODES, LongType(), True),
         (ROWS_READ, LongType(), True),
+        (REGIME, StringType(), True),
     ),
     partition_by=(),
     description=(
@@ -302,7 +303,7 @@ OVERLAY_ROUNDS = TableSpec(
         "totals (edges, TCC, TcoSuppR) and seconds (of which `spark_seconds` in the round's Spark job), "
         "the rows of the candidate table (`candidate_rows`, at its last full pass) and, when the round "
         "read only the rows between the nodes still open in its phase, how many (`open_nodes`), and "
-        "the rows its pass read (`rows_read`). "
+        "the rows its pass read (`rows_read`), and the regime that ran it (memory or rounds). "
         "A round exists once its edges are stored."
     ),
 )

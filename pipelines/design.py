@@ -503,6 +503,7 @@ def _store_rounds(
             S.CANDIDATE_ROWS: r.candidate_rows,
             S.OPEN_NODES: r.open_nodes,
             S.ROWS_READ: r.rows_read,
+            S.REGIME: r.regime,
         }
         records.append(tuple(record[c] for c in columns))
     frame = local_frame(spark, records, S.frame_schema(S.OVERLAY_ROUNDS, tuple(columns)))
@@ -540,8 +541,10 @@ def _run_greedy(
     start, last = _resume_point(lakehouse, run_id) if resuming else (GreedyStart(), None)
     kept = None
     kept_seconds = 0.0
+    # Rounds finished by an earlier attempt: the regime is the one their rounds record.
+    ran = last.asDict().get(S.REGIME) if last is not None else None
     if last is not None and last[S.FINISHED] and carry is None:
-        return GreedyOutcome(last[S.TCC], None, None, None, [])
+        return GreedyOutcome(last[S.TCC], None, None, ran, [])
     reading = time.monotonic()  # the engine's driver copy (bounded: `Subscriptions.collect`)
     collected = Subscriptions.collect(subscriptions, rows=subscription_rows)
     timings[S.SECONDS_READ] = time.monotonic() - reading
@@ -554,7 +557,7 @@ def _run_greedy(
         if carry.max_changes is None:  # under --max-changes every change is spent on new links
             kept = release_redundant(collected, kept, **rule)
     if last is not None and last[S.FINISHED]:
-        return GreedyOutcome(last[S.TCC], None, None, None, [], kept)
+        return GreedyOutcome(last[S.TCC], None, None, ran, [], kept)
     edge_cap = budget.max_edges if request.algorithm == "gpa" else None
     if carry is not None:
         if carry.max_changes is not None:

@@ -77,6 +77,28 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, mo
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(pairs, "gpm", max_degree=3)
 
 
+@pytest.mark.parametrize("regime", ["memory", "rounds"])
+def test_a_run_whose_rounds_finished_before_a_crash_completes_with_their_regime(spark, lakehouse, monkeypatch, regime):
+    """Crash after the last round is stored, while the metrics are computed: the run resumed
+    takes no round, and records the regime its rounds ran in (they say it), not none."""
+    store_instance(spark, lakehouse, "finished", CRASHED)
+    request = DesignRequest("finished", "gpm", max_degree=3)
+    settings = {"diameters": False, "engine": design.EngineChoice(regime=regime)}
+
+    def crash(*args, **kwargs):
+        raise Crash()
+
+    monkeypatch.setattr(design, "evaluate_run", crash)
+    with pytest.raises(Crash):
+        run_design(spark, lakehouse, request, f"fin-{regime}", commit_seconds=0, **settings)
+    monkeypatch.undo()
+    rounds = lakehouse.read(S.OVERLAY_ROUNDS).filter(F.col(S.RUN_ID) == f"fin-{regime}")
+    assert rounds.filter(F.col(S.FINISHED)).count() == 1  # every round stored before the crash
+    run = run_design(spark, lakehouse, request, f"fin-{regime}", **settings)
+    assert run[S.STATUS] == S.COMPLETE and run[S.REGIME] == regime
+    assert {r[S.REGIME] for r in rounds.collect()} == {regime}
+
+
 @pytest.mark.ci  # two designs in threads at once
 def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, instance):
     """GPM and RandomM designed concurrently on one lakehouse: both complete, neither is damaged."""

@@ -38,6 +38,11 @@ def run(lakehouse: Path, *argv: str) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
+def in_process(lakehouse: Path, *argv: str) -> None:
+    code, _, err = run_cli("--lakehouse", str(lakehouse), "-q", *argv)
+    assert code == 0, err[-4000:]
+
+
 def commits(lakehouse: Path) -> int:
     return sum(1 for _ in lakehouse.glob("*/_delta_log/*.json"))
 
@@ -50,8 +55,8 @@ def files(folder: Path) -> int:
 def prepared(tmp_path_factory) -> Path:
     """A lakehouse with instance z and a small-world overlay on it."""
     root = tmp_path_factory.mktemp("prepared") / "lh"
-    run(root, "ingest", "--instance", "z", *INSTANCE)
-    run(root, "design", "--instance", "z", "--algorithm", "swico", "--skip-diameters")
+    in_process(root, "ingest", "--instance", "z", *INSTANCE)  # in this process: a JVM start fewer each
+    in_process(root, "design", "--instance", "z", "--algorithm", "swico", "--skip-diameters")
     return root
 
 
@@ -91,8 +96,7 @@ def test_a_killed_job_run_again_ends_with_the_undisturbed_tables(spark, prepared
     undisturbed, killed = tmp_path / "undisturbed", tmp_path / "killed"
     for copy in (undisturbed, killed):
         shutil.copytree(prepared, copy)
-    code, _, err = run_cli("--lakehouse", str(undisturbed), "-q", *argv)  # in this process: one JVM fewer
-    assert code == 0, err[-4000:]
+    in_process(undisturbed, *argv)  # one JVM start fewer
     before = commits(killed)
     killed_then_again(killed, argv, lambda: commits(killed) - before, reached)
     same_lakehouses(spark, undisturbed, killed)
