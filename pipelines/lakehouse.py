@@ -5,7 +5,8 @@ does), and never touches other instances:
 
 1. every row of the new version is appended with a fresh, time-ordered `ingest_id`;
 2. one MERGE into `instances` points the instance at the new `ingest_id` (the commit point; it
-   only moves forward, so of two concurrent ingests of one name the later-started one wins);
+   only moves forward, so of two concurrent ingests of one name the later-started one wins; one
+   of the same source and parameters committed while this one ran stands, and this one yields);
 3. the version is recorded in `instance_versions` (earlier ones marked superseded), versions
    beyond the retention (`Retention`) are dropped, and their rows, and those of crashed attempts,
    are deleted.
@@ -360,6 +361,7 @@ class Lakehouse:
         """Store a new version of an instance and make it current (see module doc); earlier
         versions stay readable, within `retention`. `on_step` hears of each table written (stage
         `stored`, with its rows: counts the instance row needs anyway)."""
+        started = datetime.now(UTC).replace(tzinfo=None)
         ingest_id = new_ingest_id()
         self.ensure_all((S.INSTANCES, S.INSTANCE_VERSIONS, *S.INSTANCE_TABLES))
         # Materialise the subscriptions once: they are both written and counted.
@@ -411,11 +413,18 @@ class Lakehouse:
         }
         previous = self.read(S.INSTANCES).filter(F.col(S.INSTANCE) == instance).first()
         update = local_frame(self.spark, [tuple(record[c] for c in S.INSTANCES.columns)], S.INSTANCES.schema)
+        # The later ingest wins, unless the current version is this same source, committed while
+        # this ingest ran: two ingests of one source at once (a workflow started twice) make one
+        # version, decided in the commit itself, not by a read before it.
+        same_meanwhile = (
+            f"t.{S.SOURCE} = s.{S.SOURCE} AND t.{S.PARAMS} = s.{S.PARAMS} "
+            f"AND t.{S.CREATED_AT} >= TIMESTAMP '{started.isoformat(sep=' ')}'"
+        )
         self._commit(
             lambda: DeltaTable.forPath(self.spark, self.path(S.INSTANCES))
             .alias("t")
             .merge(update.alias("s"), f"t.{S.INSTANCE} = s.{S.INSTANCE}")
-            .whenMatchedUpdateAll(condition=f"t.{S.INGEST_ID} < s.{S.INGEST_ID}")
+            .whenMatchedUpdateAll(condition=f"t.{S.INGEST_ID} < s.{S.INGEST_ID} AND NOT ({same_meanwhile})")
             .whenNotMatchedInsertAll()
             .execute(),
             "commit instances",
@@ -431,7 +440,7 @@ class Lakehouse:
             )
         else:
             log.warning(
-                "instance %s was replaced by a later ingest (%s) while this one ran; discarding this one",
+                "instance %s was replaced by another ingest (%s) while this one ran; discarding this one",
                 instance,
                 current[S.INGEST_ID],
             )

@@ -82,6 +82,31 @@ def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lake
     assert raw_rows(lakehouse, S.NODE_KEYS, "x").count() == 20
 
 
+def test_two_ingests_of_one_source_at_once_make_one_version(spark, lakehouse, monkeypatch):
+    """The same workflow started twice: while this ingest writes, another process's ingest of the
+    same source (started a little earlier) commits; this one yields to it in its own commit."""
+    frames = make(spark, 4)
+    real_commit = lakehouse._commit
+    other = []
+
+    def commit(action, what):
+        if what == "commit instances" and not other:
+            other.append(True)
+            with monkeypatch.context() as earlier:
+                earlier.setattr(lakehouse_module, "new_ingest_id", lambda: "00000000T000000000000Z-earlier")
+                other.append(lakehouse.replace_instance("twice", frames))
+        return real_commit(action, what)
+
+    monkeypatch.setattr(lakehouse, "_commit", commit)
+    row = lakehouse.replace_instance("twice", frames)
+    assert row[S.INGEST_ID] == other[1][S.INGEST_ID] == "00000000T000000000000Z-earlier"
+    versions = lakehouse.read(S.INSTANCE_VERSIONS).filter(F.col(S.INSTANCE) == "twice")
+    assert [r[S.INGEST_ID] for r in versions.collect()] == [row[S.INGEST_ID]]
+    for table in S.INSTANCE_TABLES:  # the yielding ingest's rows are gone
+        ids = {r[0] for r in raw_rows(lakehouse, table, "twice").select(S.INGEST_ID).distinct().collect()}
+        assert ids <= {row[S.INGEST_ID]}, table.name
+
+
 @pytest.mark.ci  # concurrency of ingests: stable since issue 2, 18 s
 def test_concurrent_ingests_of_different_instances(spark, lakehouse):
     lakehouse.replace_instance("seed", make(spark, 9))  # tables exist: the threads race on commits only
