@@ -736,9 +736,9 @@ def _run_baseline(spark, lakehouse, run_id, attempt, subscriptions, budget: Budg
     """Baselines are cheap and seeded: a resumed run recomputes them from scratch."""
     nodes = subscriptions.select(S.NODE_ID).distinct()
     if request.algorithm == "random-a":
-        edges = random_a(nodes, budget.max_edges, request.seed)
+        edges = random_a(nodes, budget.max_edges, request.seed, lineage=lakehouse.lineage)
     elif request.algorithm == "random-m":
-        edges = random_m(nodes, budget.max_degree, request.seed)
+        edges = random_m(nodes, budget.max_degree, request.seed, lineage=lakehouse.lineage)
     else:
         edges = spidercast_m(
             subscriptions,

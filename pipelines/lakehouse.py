@@ -364,8 +364,9 @@ class Lakehouse:
         started = datetime.now(UTC).replace(tzinfo=None)
         ingest_id = new_ingest_id()
         self.ensure_all((S.INSTANCES, S.INSTANCE_VERSIONS, *S.INSTANCE_TABLES))
-        # Materialise the subscriptions once: they are both written and counted.
-        subscriptions = frames.subscriptions.localCheckpoint(eager=True)
+        # Materialise the subscriptions once: they are both written and counted (a reliable
+        # checkpoint on a cluster: a lost executor then costs retries, not the ingest).
+        subscriptions = self.lineage.cut(frames.subscriptions)
         counts = instance_counts(subscriptions, frames.node_keys, frames.topic_keys)
         staged = {
             S.SUBSCRIPTIONS_TABLE: subscriptions,

@@ -292,7 +292,25 @@ MATRIX_MARKET_CASES = [
         file("g.mtx", MATRIX_MARKET.replace(b"2 3\n", f"2 {HUGE}\n".encode())),
         Quarantined(3, 2, 1),
     ),
-    Case("matrix-market", "duplicate-rows", file("g.mtx", MATRIX_MARKET + b"2 1\n"), Quarantined(4, 3, duplicates=1)),
+    Case(
+        "matrix-market",
+        "duplicate-rows",
+        file("g.mtx", MATRIX_MARKET.replace(b"4 4 3\n", b"4 4 4\n") + b"2 1\n"),
+        Quarantined(4, 3, duplicates=1),
+    ),
+    Case(
+        "matrix-market",
+        "cut-at-a-line-end",
+        file("g.mtx", MATRIX_MARKET.removesuffix(b"3 4\n")),
+        Refused("declares 3 entries but it holds 2 entry lines: the file is truncated"),
+        default=True,
+    ),
+    Case(
+        "matrix-market",
+        "more-entries-than-declared",
+        file("g.mtx", MATRIX_MARKET + b"1 4\n"),
+        Refused("declares 3 entries but it holds 4 entry lines: the file is damaged"),
+    ),
     Case(
         "matrix-market", "non-utf8", file("g.mtx", MATRIX_MARKET.replace(b"2 3\n", b"2 \xff\n")), Quarantined(3, 2, 1)
     ),

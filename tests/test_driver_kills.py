@@ -84,7 +84,7 @@ def killed_then_again(lakehouse: Path, argv: list[str], progress, reached: int) 
 JOBS = {
     "ingest": (["ingest", "--instance", "y", *INSTANCE], 2),
     "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60", "--engine", "supersteps"], 2),
-    "simulate": (["simulate", "feverfew", "--instance", "z", "--cycles", "6", "--snapshot-every", "2"]
+    "simulate": (["simulate", "feverfew", "--instance", "z", "--cycles", "4", "--snapshot-every", "2"]
                  + ["--skip-diameters"], 3),
     "compare": (["compare", "--instance", "z", "--publications", "40"], 8),
 }  # fmt: skip

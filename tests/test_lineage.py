@@ -8,10 +8,14 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 
+from overlay import schema as S
+from overlay.design.baselines import random_m
 from overlay.design.greedy import GreedyDesign, GreedyParams
 from overlay.graph import connected_components
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from overlay.lineage import LOCAL, RELIABLE, Lineage
 from pipelines.config import apply_overrides, load_settings
+from pipelines.lakehouse import Lakehouse
 from pipelines.spark import in_process, lineage_for, loopback_master
 from tests.helpers import frame
 from tests.instances import random_instance
@@ -54,6 +58,18 @@ def test_a_reliable_cut_writes_the_checkpoint_folder_and_keeps_the_rows(spark):
     assert_df_equality(cut, rows, ignore_row_order=True)
 
 
+def test_an_ingest_on_a_cluster_materialises_with_a_reliable_checkpoint(spark, tmp_path):
+    """The lakehouse's lineage decides how an ingest materialises its subscriptions: reliable on
+    a cluster (files in the checkpoint folder, which a lost executor does not take with it)."""
+    folder = Path(spark.sparkContext.getCheckpointDir().removeprefix("file:"))
+    before = {p for p in folder.rglob("*") if p.is_file()}
+    lakehouse = Lakehouse(spark, tmp_path / "lh", RELIABLE)
+    spec = SyntheticSpec(dist="zipf", nodes=20, topics=8, min_subs=1, max_subs=3, seed=2)
+    row = lakehouse.replace_instance("c", synthetic_instance(spark, spec))
+    assert {p for p in folder.rglob("*") if p.is_file()} - before
+    assert row[S.SUBSCRIPTIONS] == lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "c").count() > 0
+
+
 @pytest.mark.ci  # 12 s: the batched rounds
 def test_the_greedy_rounds_and_components_agree_with_reliable_checkpoints(spark):
     subscriptions = random_instance("zipf", 30, 10, 1, 4, 3)
@@ -64,3 +80,6 @@ def test_the_greedy_rounds_and_components_agree_with_reliable_checkpoints(spark)
     edges = spark.createDataFrame([(0, 1), (1, 2), (4, 5)], "src long, dst long")
     labels = {r["id"]: r["component"] for r in connected_components(vertices, edges, "dataframe", RELIABLE).collect()}
     assert labels == {0: 0, 1: 0, 2: 0, 3: 3, 4: 4, 5: 4}
+    nodes = spark.range(12).withColumnRenamed("id", S.NODE_ID)  # RandomM's matching rounds, both ways
+    local, reliable = (random_m(nodes, 3, 4, lineage=way).orderBy(S.ADDED_ORDER).collect() for way in (LOCAL, RELIABLE))
+    assert local == reliable and len(local) > 0

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.frames import local_frame
 from overlay.instance.ids import with_dense_id
+from overlay.lineage import LOCAL, Lineage
 
 _IDX = "_idx"
 
@@ -35,10 +36,11 @@ def numbered_links(links: DataFrame, order_by: list) -> DataFrame:
     )
 
 
-def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
-    """(u, v, added_order, round): min(m, k(k-1)/2) distinct uniform random pairs of the k nodes."""
+def random_a(nodes: DataFrame, max_edges: int, seed: int, lineage: Lineage = LOCAL) -> DataFrame:
+    """(u, v, added_order, round): min(m, k(k-1)/2) distinct uniform random pairs of the k nodes.
+    `lineage`: how its materialised steps are kept (reliable checkpoints on a cluster)."""
     spark = nodes.sparkSession
-    indexed = _indexed_nodes(nodes).localCheckpoint()
+    indexed = lineage.cut(_indexed_nodes(nodes))
     k = indexed.count()
     wanted = min(max_edges, k * (k - 1) // 2)
     if wanted == 0:
@@ -57,7 +59,7 @@ def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
         pairs = drawn.groupBy(F.least("_a", "_b").alias("_lo"), F.greatest("_a", "_b").alias("_hi")).agg(
             F.min("_draw").alias("_draw")
         )
-        chosen = pairs.orderBy("_draw").limit(wanted).localCheckpoint()
+        chosen = lineage.cut(pairs.orderBy("_draw").limit(wanted))
         if chosen.count() == wanted:
             break
         draws *= 4
@@ -71,10 +73,13 @@ def random_a(nodes: DataFrame, max_edges: int, seed: int) -> DataFrame:
     return numbered_links(links, ["_draw"])
 
 
-def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | None = None) -> DataFrame:
-    """(u, v, added_order, round): random matchings until every node has degree d (or no progress)."""
+def random_m(
+    nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | None = None, lineage: Lineage = LOCAL
+) -> DataFrame:
+    """(u, v, added_order, round): random matchings until every node has degree d (or no progress).
+    `lineage`: how each round's state is cut (reliable checkpoints on a cluster)."""
     spark = nodes.sparkSession
-    members = nodes.select(S.NODE_ID).distinct().localCheckpoint()
+    members = lineage.cut(nodes.select(S.NODE_ID).distinct())
     edges = local_frame(spark, [], f"{S.U} long, {S.V} long, {S.ROUND} int, _h long")
     limit = max_rounds if max_rounds is not None else 4 * max_degree + 8
     for round_no in range(1, limit + 1):
@@ -90,15 +95,14 @@ def random_m(nodes: DataFrame, max_degree: int, seed: int, max_rounds: int | Non
         second = ranked.filter(F.col("_place") % 2 == 1).select(
             ((F.col("_place") - 1) / 2).cast("long").alias("_slot"), F.col(S.NODE_ID).alias("_y")
         )
-        new = (
+        new = lineage.cut(
             first.join(second, on="_slot")
             .select(
                 F.least("_x", "_y").alias(S.U), F.greatest("_x", "_y").alias(S.V), F.lit(round_no).alias(S.ROUND), "_h"
             )
             .join(edges.select(S.U, S.V), on=[S.U, S.V], how="left_anti")
-            .localCheckpoint()
         )
         if new.count() == 0:
             break
-        edges = edges.unionByName(new).localCheckpoint()
+        edges = lineage.cut(edges.unionByName(new))
     return numbered_links(edges, [S.ROUND, "_h", S.U, S.V])

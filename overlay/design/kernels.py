@@ -125,10 +125,9 @@ def redundant_in_order(offsets, topics, parent, us, vs, releasable):
     is connected without it by the links before it, all of which stay)."""
     marked = np.zeros(len(us), dtype=np.bool_)
     for k in range(len(us)):
-        if releasable[k] and pair_gain(offsets, topics, parent, us[k], vs[k]) == 0:
+        # A link that joins nothing changes nothing: one walk both merges and tells.
+        if merge_pair(offsets, topics, parent, us[k], vs[k]) == 0 and releasable[k]:
             marked[k] = True
-        else:
-            merge_pair(offsets, topics, parent, us[k], vs[k])
     return marked
 
 

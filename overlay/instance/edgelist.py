@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.errors import InputError
 from overlay.inputs import check_gzip_files, read_failure
 from overlay.instance.ids import read_lines_numbered
 
@@ -101,3 +102,33 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
         F.when(is_edge, b_key).alias(B_KEY),
         S.REASON,
     )
+
+
+def check_declared_entries(read: DataFrame) -> None:
+    """A MatrixMarket file whose entry lines (edges and rejected rows) are not as many as its size
+    line declares is refused: cut at a line boundary, a truncated file reads as a smaller graph.
+    `read`: the classified lines without comments, blanks and headers; one row per file comes
+    back (its size line), and one count per such file."""
+    sizes = read.filter(F.col(KIND) == SIZE_LINE).select(S.SOURCE_FILE, TEXT).collect()  # one per file
+    if not sizes:
+        return
+    entries = {
+        r[S.SOURCE_FILE]: r["count"]
+        for r in read.filter(F.col(KIND) != SIZE_LINE)
+        .filter(F.col(S.SOURCE_FILE).isin([r[S.SOURCE_FILE] for r in sizes]))
+        .groupBy(S.SOURCE_FILE)
+        .count()
+        .collect()
+    }
+    for size in sizes:
+        fields = size[TEXT].replace(",", " ").replace(";", " ").split()
+        if len(fields) != 3 or not all(f.isdigit() for f in fields):
+            raise InputError(
+                f"{size[S.SOURCE_FILE]}: its MatrixMarket size line is {size[TEXT][:60]!r}, not 'rows columns entries'"
+            )
+        declared, found = int(fields[2]), entries.get(size[S.SOURCE_FILE], 0)
+        if declared != found:
+            raise InputError(
+                f"{size[S.SOURCE_FILE]}: its size line declares {declared:,} entries but it holds {found:,} entry "
+                f"lines: the file is {'truncated' if found < declared else 'damaged'}; fetch it again"
+            )

@@ -94,7 +94,9 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     """The instance of a social graph; `on_step` hears of every level of the BFS sample."""
     spec.validate()
     lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path))
-    rows = lines.filter(~F.col(E.KIND).isin(*E.NOT_ROWS)).localCheckpoint(eager=True)
+    # The rows and the MatrixMarket size lines, read once.
+    read = lines.filter(~F.col(E.KIND).isin(E.COMMENT, E.BLANK, E.HEADER)).localCheckpoint(eager=True)
+    rows = read.filter(F.col(E.KIND) != E.SIZE_LINE)
     rejected = rows.filter(F.col(E.KIND) == E.REJECTED).select(  # stored as UTF-8: U+FFFD for an undecodable byte
         F.make_valid_utf8(E.TEXT).alias(S.RECORD), S.REASON, S.SOURCE_FILE, S.LINE
     )
@@ -145,6 +147,7 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
             f"{tally.duplicates} duplicates). Expected one 'source target' pair of numeric ids "
             "per line; comment (#, %), blank and header lines are skipped."
         )
+    E.check_declared_entries(read)
 
     accepted = edges.filter(F.col(STATUS) == ACCEPTED)
     users = (
