@@ -51,7 +51,7 @@ from overlay.design.greedy import (
     GreedyStart,
     InstanceSize,
 )
-from overlay.design.incremental import KeptLinks, keep_links, open_start, release_redundant
+from overlay.design.incremental import KeptLinks, keep_links, open_topics, release_redundant
 from overlay.design.per_topic import NODE_ORDERS, cycle_pt, harary_pt
 from overlay.design.spidercast import SpiderCastParams, spidercast_m
 from overlay.errors import InputError
@@ -590,7 +590,7 @@ def _run_greedy(
             start = dataclasses.replace(start, links=_stored_links(start.edges))
         at_start = start.links
         components = kept.components if last is None else None  # a resumed run has more links than kept
-        engine_subscriptions, offset, start_classes = open_start(collected, at_start, components)
+        engine_subscriptions, offset, start_classes = open_topics(collected, at_start, components)
         start = dataclasses.replace(start, classes=start_classes)
         size = InstanceSize.of(collected)
         log.info(

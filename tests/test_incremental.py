@@ -146,6 +146,15 @@ def test_gm2_from_kept_links_is_the_oracles_sequence_from_them(spark, engine):
     assert added == gm2_ref(subscriptions, start=start)
 
 
+def rounds_from_classes(spark, subscriptions, params, start, classes, view):
+    """The rounds from the start's classes as `open_topics` built them (the links not merged again)."""
+    begun = GreedyStart(edges=start_frame(spark, start), classes=classes)
+    return [
+        (r.edges, r.tcc, r.tco_support)
+        for r in GreedyDesign(frame(spark, subscriptions), params, begun, **view).rounds()
+    ]
+
+
 @pytest.mark.parametrize("algorithm,budget", ALGORITHMS)
 def test_the_open_topics_alone_give_the_same_links_and_counts(spark, algorithm, budget):
     """On the topics the start leaves disconnected, with the whole instance's size and the closed
@@ -157,7 +166,7 @@ def test_the_open_topics_alone_give_the_same_links_and_counts(spark, algorithm, 
         tuple(link)
         for link in keep_links(whole, np.array(random_links(subscriptions, 40, 4)), 0, **budget).links.tolist()
     ]
-    restricted, closed = open_topics(whole, np.array(start))
+    restricted, closed, classes = open_topics(whole, np.array(start))
     topics_of = {}
     for node, topic in subscriptions:
         topics_of.setdefault(topic, set()).add(node)
@@ -175,7 +184,9 @@ def test_the_open_topics_alone_give_the_same_links_and_counts(spark, algorithm, 
         return [(r.edges, r.tcc, r.tco_support) for r in design.rounds()]
 
     full = rounds()
-    assert rounds(driver_subscriptions=restricted, size=InstanceSize.of(whole), tcc_offset=closed) == full
+    view = {"driver_subscriptions": restricted, "size": InstanceSize.of(whole), "tcc_offset": closed}
+    assert rounds(**view) == full
+    assert rounds_from_classes(spark, subscriptions, params, start, classes, view) == full  # as the job runs it
     added = [e for edges, _, _ in full for e in edges]
     assert added == greedy_oracle(subscriptions, algorithm, start=start, **budget)
 

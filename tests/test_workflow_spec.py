@@ -239,7 +239,7 @@ def test_runner_skips_complete_steps_and_stops_at_a_failure():
 
 
 class TakenOver(RuntimeError):
-    pass
+    """Stands in for `RunTakenOver`: the runner knows it only through `handed_over`."""
 
 
 def test_a_step_taken_over_by_another_process_is_awaited_not_failed():

@@ -103,10 +103,12 @@ NO_HEADS = np.zeros(0, dtype=np.int64)
 class ComponentClasses:
     """Topic-connected components as one union-find over subscription rows."""
 
-    def __init__(self, subscriptions: Subscriptions) -> None:
+    def __init__(self, subscriptions: Subscriptions, parent: np.ndarray | None = None) -> None:
+        """`parent`: a flattened union-find over the rows to start from (default: every row alone)."""
         self.subscriptions = subscriptions
-        self.parent = np.arange(subscriptions.rows, dtype=np.int64)
-        self.components = subscriptions.rows  # TCC, summed over topics
+        rows = np.arange(subscriptions.rows, dtype=np.int64)
+        self.parent = rows if parent is None else parent
+        self.components = int(np.count_nonzero(self.parent == rows))  # TCC, summed over topics
         self.topics = len(subscriptions.topic_sizes)
 
     @property

@@ -163,22 +163,14 @@ def release_redundant(
 
 def open_topics(
     subscriptions: Subscriptions, links: np.ndarray, components: np.ndarray | None = None
-) -> tuple[Subscriptions, int]:
-    """The subscriptions of the topics `links` leave disconnected, over the same node ids, and how
-    many topics with subscribers the links connect already. A link's gain counts only topics whose
-    subscribers it joins, so the greedy from `links` adds the same links, with the same gains, on
-    these alone: an incremental design's candidate pairs are the pairs sharing an open topic.
-    `components`: the links' union-find over the subscription rows, when the caller has it
-    (`KeptLinks.components`)."""
-    restricted, connected, _ = open_start(subscriptions, links, components)
-    return restricted, connected
-
-
-def open_start(
-    subscriptions: Subscriptions, links: np.ndarray, components: np.ndarray | None = None
 ) -> tuple[Subscriptions, int, ComponentClasses]:
-    """`open_topics`, and the links' topic components over the open topics' rows: the greedy
-    engine's start classes, so that it need not merge the links again."""
+    """The subscriptions of the topics `links` leave disconnected, over the same node ids; how
+    many topics with subscribers the links connect already; and the links' topic components over
+    those rows (the greedy engine's start classes: it need not merge the links again). A link's
+    gain counts only topics whose subscribers it joins, so the greedy from `links` adds the same
+    links, with the same gains, on these alone: an incremental design's candidate pairs are the
+    pairs sharing an open topic. `components`: the links' union-find over the subscription rows,
+    when the caller has it (`KeptLinks.components`; flattened here)."""
     if components is None:
         components = ComponentClasses(subscriptions).parent
         links = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, 2)
@@ -197,7 +189,5 @@ def open_start(
     # and a class's root (its smallest row, on the same topic) is kept with it.
     kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
     restricted = Subscriptions(kept_before[subscriptions.offsets], np.ascontiguousarray(topics[keep]))
-    classes = ComponentClasses(restricted)
-    classes.parent = kept_before[components[keep]]
-    classes.components = int(np.count_nonzero(classes.parent == np.arange(restricted.rows)))
+    classes = ComponentClasses(restricted, parent=kept_before[components[keep]])
     return restricted, len(subscriptions.topic_sizes) - int(split.sum()), classes

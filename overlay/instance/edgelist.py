@@ -28,6 +28,7 @@ A_KEY = "a_key"
 B_KEY = "b_key"
 # Kinds of line.
 EDGE, REJECTED, COMMENT, BLANK, HEADER, SIZE_LINE = "edge", "rejected", "comment", "blank", "header", "size"
+ENTRIES = "entries"
 NOT_ROWS = (COMMENT, BLANK, HEADER, SIZE_LINE)
 
 _ID_PATTERN = r"^[+-]?[0-9]+$"
@@ -104,31 +105,38 @@ def classify_edge_lines(lines: DataFrame) -> DataFrame:
     )
 
 
-def check_declared_entries(read: DataFrame) -> None:
+def file_tallies(read: DataFrame) -> list:
+    """Per input file, in one job: its rows (`entries`: edges and rejected rows), the rejected ones,
+    and its MatrixMarket size line if it has one. `read`: the classified lines without comments,
+    blanks and headers. One row per file: bounded by the files of the input, not its lines."""
+    size_line = F.col(KIND) == SIZE_LINE
+    return (
+        read.groupBy(S.SOURCE_FILE)
+        .agg(
+            F.sum(F.when(size_line, 0).otherwise(1)).alias(ENTRIES),
+            F.sum(F.when(F.col(KIND) == REJECTED, 1).otherwise(0)).alias(S.REJECTED),
+            F.max(F.when(size_line, F.col(TEXT))).alias(SIZE_LINE),
+        )
+        .collect()
+    )
+
+
+def check_declared_entries(files: list) -> None:
     """A MatrixMarket file whose entry lines (edges and rejected rows) are not as many as its size
     line declares is refused: cut at a line boundary, a truncated file reads as a smaller graph.
-    `read`: the classified lines without comments, blanks and headers; one row per file comes
-    back (its size line), and one count per such file."""
-    sizes = read.filter(F.col(KIND) == SIZE_LINE).select(S.SOURCE_FILE, TEXT).collect()  # one per file
-    if not sizes:
-        return
-    entries = {
-        r[S.SOURCE_FILE]: r["count"]
-        for r in read.filter(F.col(KIND) != SIZE_LINE)
-        .filter(F.col(S.SOURCE_FILE).isin([r[S.SOURCE_FILE] for r in sizes]))
-        .groupBy(S.SOURCE_FILE)
-        .count()
-        .collect()
-    }
-    for size in sizes:
-        fields = size[TEXT].replace(",", " ").replace(";", " ").split()
+    `files`: `file_tallies`."""
+    for tally in files:
+        line = tally[SIZE_LINE]
+        if line is None:
+            continue
+        fields = line.replace(",", " ").replace(";", " ").split()
         if len(fields) != 3 or not all(f.isdigit() for f in fields):
             raise InputError(
-                f"{size[S.SOURCE_FILE]}: its MatrixMarket size line is {size[TEXT][:60]!r}, not 'rows columns entries'"
+                f"{tally[S.SOURCE_FILE]}: its MatrixMarket size line is {line[:60]!r}, not 'rows columns entries'"
             )
-        declared, found = int(fields[2]), entries.get(size[S.SOURCE_FILE], 0)
+        declared, found = int(fields[2]), tally[ENTRIES]
         if declared != found:
             raise InputError(
-                f"{size[S.SOURCE_FILE]}: its size line declares {declared:,} entries but it holds {found:,} entry "
+                f"{tally[S.SOURCE_FILE]}: its size line declares {declared:,} entries but it holds {found:,} entry "
                 f"lines: the file is {'truncated' if found < declared else 'damaged'}; fetch it again"
             )

@@ -130,14 +130,11 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
 
     by_status = {row[STATUS]: row["count"] for row in edges.groupBy(STATUS).count().collect()}
-    row_counts = rows.agg(
-        F.count(F.lit(1)).alias("read"),
-        F.coalesce(F.sum(F.when(F.col(E.KIND) == E.REJECTED, 1).otherwise(0)), F.lit(0)).alias("rejected"),
-    ).first()
+    files = E.file_tallies(read)
     tally = RowTally(
-        read=int(row_counts["read"]),
+        read=sum(f[E.ENTRIES] for f in files),
         accepted=by_status.get(ACCEPTED, 0),
-        rejected=int(row_counts["rejected"]),
+        rejected=sum(f[S.REJECTED] for f in files),
         duplicates=by_status.get(DUPLICATE, 0),
         unsampled=by_status.get(UNSAMPLED, 0),
     )
@@ -147,7 +144,7 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
             f"{tally.duplicates} duplicates). Expected one 'source target' pair of numeric ids "
             "per line; comment (#, %), blank and header lines are skipped."
         )
-    E.check_declared_entries(read)
+    E.check_declared_entries(files)
 
     accepted = edges.filter(F.col(STATUS) == ACCEPTED)
     users = (
