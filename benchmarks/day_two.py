@@ -87,14 +87,39 @@ def main() -> None:
     wall = cli(args.lakehouse, *argv)
 
     chain = f"{args.base}.churn{args.rate:g}.s{args.seed}"
-    changes = table(args.lakehouse, "overlay_changes")
+    figures = chain_figures(args.lakehouse, chain)
+    print_markdown(figures["days"])
+    print()
+    print_markdown(
+        [
+            {"measure": "links changed a day, incremental / fresh (mean; worst day)",
+             "value": f"{figures['changes_ratio']:.3f}; {figures['worst_changes_ratio']:.3f}", "target": "<= 0.2"},
+            {"measure": "TcoSuppR, largest gap fresh - incremental", "value": f"{figures['largest_gap']:.4f}",
+             "target": "<= 0.01"},
+            {"measure": f"engine seconds, incremental / fresh (the {figures['incremental_days']} days designed "
+                        "incrementally)", "value": f"{figures['engine_ratio']:.3f}", "target": "<= 0.2"},
+            {"measure": "engine seconds, the chain / fresh (all days, rebuilds included)",
+             "value": f"{figures['engine_ratio_all_days']:.3f}", "target": ""},
+            {"measure": "engine and read seconds, incremental / fresh", "value": f"{figures['engine_read_ratio']:.3f}",
+             "target": "(the read is alike)"},
+            {"measure": "days with the max degree above the budget", "value": str(figures["days_over_budget"]),
+             "target": "0"},
+        ]
+    )  # fmt: skip
+    print(f"\n{len(figures['days'])} days on {chain}, {args.algorithm}; churn-experiment wall {wall:.0f} s")
+
+
+def chain_figures(lakehouse: str, chain: str) -> dict:
+    """One churn chain's figures against the issue's targets, from `overlay_changes` and
+    `overlay_runs` (read without Spark): the per-day rows and the chain's ratios."""
+    changes = table(lakehouse, "overlay_changes")
     changes = changes[changes.instance == chain].copy()
     changes["day"] = changes.run_id.str.extract(r"\.d(\d+)$")[0].astype(int)
     changes["changed"] = changes.links_added + changes.links_removed
     inc = changes[changes.change_kind != "fresh"].set_index("day").sort_index()
     fresh = changes[changes.change_kind == "fresh"].set_index("day").sort_index()
     days = inc.index.intersection(fresh.index)
-    runs = table(args.lakehouse, "overlay_runs").set_index("run_id")
+    runs = table(lakehouse, "overlay_runs").set_index("run_id")
     budgets = [json.loads(runs.loc[r, "params"])["budget"]["max_degree"] for r in inc.run_id]
     rows = [
         {
@@ -111,34 +136,27 @@ def main() -> None:
         }
         for d in days
     ]
-    print_markdown(rows)
     ratio = inc.loc[days, "changed"] / fresh.loc[days, "changed"].clip(lower=1)
-    gap = (fresh.loc[days, "tco_support"] - inc.loc[days, "tco_support"]).max()
-    engine = inc.loc[days, "seconds_engine"].sum() / fresh.loc[days, "seconds_engine"].sum()
     incremental_days = [d for d in days if inc.loc[d, "change_kind"] != "rebuilt"]  # a rebuild is a fresh design
-    engine_incremental = (
-        inc.loc[incremental_days, "seconds_engine"].sum() / fresh.loc[incremental_days, "seconds_engine"].sum()
-    )
     read = runs["seconds_read"] if "seconds_read" in runs else 0.0 * runs["seconds"]
     inc_read = inc.loc[days, "seconds_engine"].sum() + read.reindex(inc.loc[days, "run_id"]).fillna(0).sum()
     fresh_read = fresh.loc[days, "seconds_engine"].sum() + read.reindex(fresh.loc[days, "run_id"]).fillna(0).sum()
     over = [(d, m, b) for d, m, b in zip(inc.index, inc.max_degree, budgets) if b is not None and m > b]
-    print()
-    print_markdown(
-        [
-            {"measure": "links changed a day, incremental / fresh (mean; worst day)",
-             "value": f"{ratio.mean():.3f}; {ratio.max():.3f}", "target": "<= 0.2"},
-            {"measure": "TcoSuppR, largest gap fresh - incremental", "value": f"{gap:.4f}", "target": "<= 0.01"},
-            {"measure": f"engine seconds, incremental / fresh (the {len(incremental_days)} days designed incrementally)",
-             "value": f"{engine_incremental:.3f}", "target": "<= 0.2"},
-            {"measure": "engine seconds, the chain / fresh (all days, rebuilds included)", "value": f"{engine:.3f}",
-             "target": ""},
-            {"measure": "engine and read seconds, incremental / fresh", "value": f"{inc_read / fresh_read:.3f}",
-             "target": "(the read is alike)"},
-            {"measure": "days with the max degree above the budget", "value": str(len(over)), "target": "0"},
-        ]
-    )  # fmt: skip
-    print(f"\n{len(days)} days on {chain}, {args.algorithm}; churn-experiment wall {wall:.0f} s")
+    return {
+        "days": rows,
+        "changes_ratio": float(ratio.mean()),
+        "worst_changes_ratio": float(ratio.max()),
+        "largest_gap": float((fresh.loc[days, "tco_support"] - inc.loc[days, "tco_support"]).max()),
+        "incremental_days": len(incremental_days),
+        "rebuilds": len(days) - len(incremental_days),
+        "engine_ratio": float(
+            inc.loc[incremental_days, "seconds_engine"].sum() / fresh.loc[incremental_days, "seconds_engine"].sum()
+        ),
+        "engine_ratio_all_days": float(inc.loc[days, "seconds_engine"].sum() / fresh.loc[days, "seconds_engine"].sum()),
+        "engine_read_ratio": float(inc_read / fresh_read),
+        "days_over_budget": len(over),
+        "max_degree": int(inc.max_degree.max()),
+    }
 
 
 if __name__ == "__main__":

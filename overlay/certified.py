@@ -38,6 +38,7 @@ from overlay import schema as S
 from overlay.csr import run_starts, undirected_csr
 from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS, Subscriptions
 from overlay.errors import InputError
+from overlay.lineage import LOCAL, Lineage
 from overlay.quality import DegreeSummary, TccSummary, degree_summary
 
 PARENT, DEPTH = "parent", "depth"
@@ -245,6 +246,7 @@ def certified_components(
     max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
     driver_subscriptions: Subscriptions | None = None,
     broadcast_links: int = BROADCAST_LINKS,
+    lineage: Lineage = LOCAL,
 ) -> CertifiedComponents:
     """The TCC labels of every subscription computed on the driver and proven in Spark, and
     their TCC and degree summaries (over `nodes` nodes). Raises `InputError` when the
@@ -253,7 +255,8 @@ def certified_components(
 
     `driver_subscriptions`: a driver copy the caller holds already (a design job's engine); the
     check compares the forest with `subscriptions`, so a wrong copy cannot pass. The links are
-    broadcast to the check's join when there are at most `broadcast_links` of them."""
+    broadcast to the check's join when there are at most `broadcast_links` of them; the forest is
+    kept as `lineage` says."""
     if driver_subscriptions is None:
         driver_subscriptions = Subscriptions.collect(subscriptions, nodes, max_rows)
     table = edges.select(S.U, S.V).limit(max_rows - driver_subscriptions.rows + 1).toArrow()
@@ -266,7 +269,7 @@ def certified_components(
     )
     driver_forest = topic_forest(driver_subscriptions, links)
     # Materialised once: the check reads it four times, and an Arrow-built frame is slow to reread.
-    forest = spark.createDataFrame(driver_forest.to_arrow()).localCheckpoint(eager=True)
+    forest = lineage.cut(spark.createDataFrame(driver_forest.to_arrow()))
     violations = forest_violations(subscriptions, edges, forest, table.num_rows <= broadcast_links)
     if violations:
         raise CertificateError(
@@ -287,9 +290,10 @@ def certified_topic_components(
     nodes: int | None = None,
     max_rows: int = MAX_DRIVER_SUBSCRIPTIONS,
     broadcast_links: int = BROADCAST_LINKS,
+    lineage: Lineage = LOCAL,
 ) -> DataFrame:
     """(topic_id, node_id, component) for every subscription, as `topic_components` gives them:
     `certified_components` without the summaries."""
     return certified_components(
-        spark, subscriptions, edges, nodes, max_rows, broadcast_links=broadcast_links
+        spark, subscriptions, edges, nodes, max_rows, broadcast_links=broadcast_links, lineage=lineage
     ).components

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from overlay.graph import DST, ID, SRC, Backend, resolve_backend
-from overlay.lineage import Lineage
+from overlay.lineage import LOCAL, Lineage
 
 DEGREE, FARTHEST = "degree", "farthest"
 SOURCE = "is_source"
@@ -52,14 +52,14 @@ def active_pregel(graph, lineage: Lineage, max_iterations: int = UNBOUNDED_ROUND
     )
 
 
-def _released(result: DataFrame) -> DataFrame:
-    """A persisted GraphFrames result as a local checkpoint, its cache released."""
-    kept = result.localCheckpoint(eager=True)
+def _released(result: DataFrame, lineage: Lineage) -> DataFrame:
+    """A persisted GraphFrames result checkpointed as `lineage` says, its cache released."""
+    kept = lineage.cut(result)
     result.unpersist()
     return kept
 
 
-def aggregate_degrees(vertices: DataFrame, edges: DataFrame) -> DataFrame:
+def aggregate_degrees(vertices: DataFrame, edges: DataFrame, lineage: Lineage = LOCAL) -> DataFrame:
     """(id, degree) of every vertex with at least one edge end (a self-loop counts twice, as in
     `overlay.quality`); vertices: `id`, edges: `src`, `dst`, undirected."""
     from graphframes import GraphFrame
@@ -69,7 +69,7 @@ def aggregate_degrees(vertices: DataFrame, edges: DataFrame) -> DataFrame:
     degrees = GraphFrame(vertices.select(ID), edges.select(SRC, DST)).aggregateMessages(
         [F.sum(AM.msg).alias(DEGREE)], sendToSrc=[one], sendToDst=[one]
     )
-    return _released(degrees)
+    return _released(degrees, lineage)
 
 
 def _news() -> Column:

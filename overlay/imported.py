@@ -17,6 +17,7 @@ from overlay import schema as S
 from overlay.instance.ids import with_dense_id
 from overlay.instance.model import RowTally
 from overlay.keyfile import FIRST, SECOND, key_pair_problem, read_key_pairs
+from overlay.lineage import LOCAL, Lineage
 
 COLUMNS = ("u", "v")
 DUPLICATE_REASON = "duplicate link (the same pair appears on an earlier row)"
@@ -32,9 +33,9 @@ class ImportedOverlay:
     tally: RowTally
 
 
-def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> ImportedOverlay:
+def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame, lineage: Lineage = LOCAL) -> ImportedOverlay:
     """Read an overlay file and map its keys through the instance's `node_keys` (key, id)."""
-    raw = read_key_pairs(spark, path, COLUMNS, "one overlay link per row")
+    raw = read_key_pairs(spark, path, COLUMNS, "one overlay link per row", lineage)
     rows = raw.withColumn(S.REASON, key_pair_problem(COLUMNS)).select(
         S.SOURCE_FILE,
         S.LINE,
@@ -53,7 +54,7 @@ def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> Impo
         F.when(F.col("_a_id") == F.col("_b_id"), F.format_string("self-loop on node '%s'", F.col("_a"))),
     )
     first_seen = Window.partitionBy(S.U, S.V).orderBy(S.SOURCE_FILE, S.LINE)
-    rows = (
+    rows = lineage.cut(
         rows.withColumn(S.REASON, problem)
         .withColumn(S.U, F.least("_a_id", "_b_id"))
         .withColumn(S.V, F.greatest("_a_id", "_b_id"))
@@ -61,7 +62,6 @@ def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> Impo
             "_duplicate",
             F.col(S.REASON).isNull() & (F.row_number().over(first_seen) > 1),
         )
-        .localCheckpoint(eager=True)
     )
     counts = rows.agg(
         F.count(F.lit(1)).alias("read"),
@@ -74,7 +74,9 @@ def import_overlay(spark: SparkSession, path: str, node_keys: DataFrame) -> Impo
         read=read, accepted=read - rejected_count - duplicates, rejected=rejected_count, duplicates=duplicates
     )
     accepted = rows.filter(F.col(S.REASON).isNull() & ~F.col("_duplicate"))
-    edges = with_dense_id(accepted.select(S.U, S.V, S.SOURCE_FILE, S.LINE), [S.SOURCE_FILE, S.LINE], S.ADDED_ORDER)
+    edges = with_dense_id(
+        accepted.select(S.U, S.V, S.SOURCE_FILE, S.LINE), [S.SOURCE_FILE, S.LINE], S.ADDED_ORDER, lineage
+    )
     quarantined = rows.filter(F.col(S.REASON).isNotNull() | F.col("_duplicate")).select(
         S.RECORD,
         F.coalesce(F.col(S.REASON), F.lit(DUPLICATE_REASON)).alias(S.REASON),

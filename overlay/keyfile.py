@@ -20,6 +20,7 @@ from overlay import schema as S
 from overlay.errors import InputError, excerpt
 from overlay.inputs import check_gzip_files, check_parquet_files, read_failure
 from overlay.instance.ids import file_path_column, read_lines_numbered
+from overlay.lineage import LOCAL, Lineage
 
 FIRST, SECOND, OVERFLOW = "_first", "_second", "_overflow"
 UTF8 = "_utf8"  # whether the row is UTF-8 text: checked on the raw bytes, before any string function decodes them
@@ -54,10 +55,10 @@ def _locate(columns: list[str], path: str, names: tuple[str, str], what: str) ->
     return normalised.index(names[0]), normalised.index(names[1])
 
 
-def _read_csv(spark: SparkSession, path: str, names: tuple[str, str], what: str) -> DataFrame:
+def _read_csv(spark: SparkSession, path: str, names: tuple[str, str], what: str, lineage: Lineage) -> DataFrame:
     check_gzip_files(path)
     try:
-        lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, _TEXT)
+        lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, _TEXT, lineage)
     except Exception as error:
         raise (read_failure(error, path) or error) from None
     lines = lines.withColumn(UTF8, F.is_valid_utf8(_TEXT)).withColumn(_TEXT, F.regexp_replace(_TEXT, r"\r$", ""))
@@ -96,7 +97,7 @@ def _parquet_schema_error(error: Exception, path: str) -> InputError | None:
     return None
 
 
-def _read_parquet(spark: SparkSession, path: str, names: tuple[str, str], what: str) -> DataFrame:
+def _read_parquet(spark: SparkSession, path: str, names: tuple[str, str], what: str, lineage: Lineage) -> DataFrame:
     check_parquet_files(path)
     try:
         frame = spark.read.parquet(path)
@@ -123,10 +124,13 @@ def _read_parquet(spark: SparkSession, path: str, names: tuple[str, str], what: 
     )
 
 
-def read_key_pairs(spark: SparkSession, path: str, names: tuple[str, str], what: str) -> DataFrame:
-    """(source_file, line, record, _first, _second, _overflow, _utf8) for every data row of the file."""
+def read_key_pairs(
+    spark: SparkSession, path: str, names: tuple[str, str], what: str, lineage: Lineage = LOCAL
+) -> DataFrame:
+    """(source_file, line, record, _first, _second, _overflow, _utf8) for every data row of the file
+    (a CSV's lines read once and kept as `lineage` says)."""
     reader = _read_parquet if is_parquet(path) else _read_csv
-    return reader(spark, path, names, what)
+    return reader(spark, path, names, what, lineage)
 
 
 def key_pair_problem(names: tuple[str, str]) -> Column:

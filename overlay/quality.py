@@ -121,14 +121,17 @@ class DegreeSummary:
     max_degree: int
 
 
-def node_degrees(edges: DataFrame, backend: Backend = "auto") -> DataFrame:
-    """(node_id, degree) of every node with a link; edges: (u, v) overlay links."""
+def node_degrees(edges: DataFrame, backend: Backend = "auto", lineage: Lineage = LOCAL) -> DataFrame:
+    """(node_id, degree) of every node with a link; edges: (u, v) overlay links (`lineage`: how
+    the GraphFrames form keeps its result)."""
     chosen = pick_backend(edges.sparkSession, backend, DEGREES_DEFAULT)
     ends = edges.select(F.col(S.U).alias(S.NODE_ID)).union(edges.select(F.col(S.V).alias(S.NODE_ID)))
     if chosen == "dataframe":
         return ends.groupBy(S.NODE_ID).agg(F.count(F.lit(1)).alias(DEGREE))
     counted = aggregate_degrees(
-        ends.distinct().select(F.col(S.NODE_ID).alias(ID)), edges.select(F.col(S.U).alias(SRC), F.col(S.V).alias(DST))
+        ends.distinct().select(F.col(S.NODE_ID).alias(ID)),
+        edges.select(F.col(S.U).alias(SRC), F.col(S.V).alias(DST)),
+        lineage,
     )
     return counted.select(F.col(ID).alias(S.NODE_ID), DEGREE)
 
@@ -148,10 +151,12 @@ def degree_summary(links: np.ndarray, node_count: int) -> DegreeSummary:
     )
 
 
-def summarise_degrees(edges: DataFrame, node_count: int, backend: Backend = "auto") -> DegreeSummary:
+def summarise_degrees(
+    edges: DataFrame, node_count: int, backend: Backend = "auto", lineage: Lineage = LOCAL
+) -> DegreeSummary:
     """Degrees over all `node_count` nodes of the instance (nodes without links have degree 0)."""
     row = (
-        node_degrees(edges, backend)
+        node_degrees(edges, backend, lineage)
         .agg(
             F.count(F.lit(1)).alias("linked"),
             F.coalesce(F.sum(DEGREE), F.lit(0)).alias("ends"),

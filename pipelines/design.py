@@ -719,6 +719,7 @@ def _run_small_world(
             parallelism=task_slots(spark),
             regime=engine.regime,
             memory_budget=engine.memory_budget,
+            lineage=lakehouse.lineage,
         )
         violation = property_1_violation(overlay.ring, overlay.fingers, nodes)
         if violation is not None:

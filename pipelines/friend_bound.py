@@ -46,13 +46,11 @@ def run_friend_bound(spark: SparkSession, lakehouse: Lakehouse, request: FriendB
     request.check()
     instance = lakehouse.instance_row(request.instance)
     ingest_id = instance[S.INGEST_ID]
-    subscriptions = (
-        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id)
-        .select(S.NODE_ID, S.TOPIC_ID)
-        .localCheckpoint(eager=True)
+    subscriptions = lakehouse.lineage.cut(
+        lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
     )
     csr = Subscriptions.collect(subscriptions, int(instance[S.NODES]))
-    nodes = sampled_nodes(subscriptions, request.min_feeds, request.sample, request.seed).localCheckpoint(eager=True)
+    nodes = lakehouse.lineage.cut(sampled_nodes(subscriptions, request.min_feeds, request.sample, request.seed))
     if nodes.isEmpty():
         raise InputError(f"instance '{request.instance}' has no node with at least {request.min_feeds} feeds")
     rows = best_friend_coverage(spark, csr.offsets, csr.topics, request.k, task_slots(spark), nodes).select(

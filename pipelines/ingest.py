@@ -20,6 +20,7 @@ from overlay.instance.churn import ChurnSpec
 from overlay.instance.keyed import SubscriptionsFileSpec, subscriptions_file_instance
 from overlay.instance.social import SocialSpec, social_instance
 from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep
 from pipelines.config import LabSettings
 from pipelines.instance_churn import ChurnRequest, run_churn
@@ -199,13 +200,16 @@ def churn_request(args: argparse.Namespace) -> ChurnRequest:
     return request
 
 
-def build_instance(spark: SparkSession, spec: SourceSpec, on_step: OnStep | None = None) -> InstanceFrames:
-    """The instance frames of a source; `on_step` hears of the BFS sample's levels (social)."""
+def build_instance(
+    spark: SparkSession, spec: SourceSpec, on_step: OnStep | None = None, lineage: Lineage = LOCAL
+) -> InstanceFrames:
+    """The instance frames of a source; `on_step` hears of the BFS sample's levels (social);
+    `lineage`: how its intermediate frames are kept (the lakehouse's: reliable on a cluster)."""
     if isinstance(spec, SyntheticSpec):
-        return synthetic_instance(spark, spec)
+        return synthetic_instance(spark, spec, lineage)
     if isinstance(spec, SocialSpec):
-        return social_instance(spark, spec, on_step)
-    return subscriptions_file_instance(spark, spec)
+        return social_instance(spark, spec, on_step, lineage)
+    return subscriptions_file_instance(spark, spec, lineage)
 
 
 def _file_size(spec: SourceSpec) -> str:
@@ -253,7 +257,7 @@ def run(
     started = time.monotonic()
     log.info("ingest %s: building from %s%s", instance, spec, _file_size(spec))
     with Progress(f"ingest {instance}", enabled=progress, logger=log) as bar:
-        frames = build_instance(spark, spec, bar.on_step)
+        frames = build_instance(spark, spec, bar.on_step, lakehouse.lineage)
         t = frames.tally
         bar.step(
             f"read: {t.read} rows = {t.accepted} accepted + {t.rejected} rejected + {t.duplicates} duplicates "

@@ -126,7 +126,7 @@ def run_import(
     claimed = _claim_import(lakehouse, run_id, instance, instance_row[S.INGEST_ID], path, started)
     with ledger.failing(lakehouse, claimed, "import"):
         node_keys = lakehouse.instance_rows(S.NODE_KEYS, instance, instance_row[S.INGEST_ID]).select(S.KEY, S.ID)
-        imported = import_overlay(spark, path, node_keys)
+        imported = import_overlay(spark, path, node_keys, lakehouse.lineage)
         t = imported.tally
         log.info(
             "import %s: %d rows = %d links + %d rejected + %d duplicates",
@@ -245,10 +245,14 @@ def store_ktco(spark: SparkSession, lakehouse: Lakehouse, run: Row, k: int, prog
     return summary
 
 
-def _certified_components(spark: SparkSession, subscriptions, edges, nodes: int, driver_subscriptions=None):
+def _certified_components(
+    spark: SparkSession, lakehouse: Lakehouse, subscriptions, edges, nodes: int, driver_subscriptions=None
+):
     """The certified TCC labels and summaries, or None when the instance exceeds the driver cap."""
     try:
-        return certified_components(spark, subscriptions, edges, nodes, driver_subscriptions=driver_subscriptions)
+        return certified_components(
+            spark, subscriptions, edges, nodes, driver_subscriptions=driver_subscriptions, lineage=lakehouse.lineage
+        )
     except InputError as error:
         log.info("topic components by connected components: %s", error)
         return None
@@ -324,7 +328,7 @@ def _evaluate(
     run_id = run[S.RUN_ID]
     clock = time.monotonic()
     proven = (
-        _certified_components(spark, subscriptions, edges, instance[S.NODES], driver_subscriptions)
+        _certified_components(spark, lakehouse, subscriptions, edges, instance[S.NODES], driver_subscriptions)
         if certified and engine_links is None
         else None
     )
@@ -348,7 +352,7 @@ def _evaluate(
     )
     clock = time.monotonic()
     if proven is None and engine_links is None:
-        degrees = summarise_degrees(edges, instance[S.NODES], backend)
+        degrees = summarise_degrees(edges, instance[S.NODES], backend, lakehouse.lineage)
     bar.step(
         f"degrees: {degrees.edges} links, average {degrees.avg_degree:.2f}, max {degrees.max_degree}, "
         f"{time.monotonic() - clock:.1f}s",

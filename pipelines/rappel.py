@@ -374,15 +374,14 @@ def migrate_tree_states(lakehouse: Lakehouse) -> None:
     if not lakehouse.exists(table) or not tree_codec.outdated(lakehouse.read(table)):
         return
     stored = lakehouse.read(table)
-    readable = tree_codec.current_rows(stored).localCheckpoint(eager=True)
+    readable = lakehouse.lineage.cut(tree_codec.current_rows(stored))
     keys = [S.RUN_ID, S.ROUND]
-    lost = (
+    lost = lakehouse.lineage.cut(
         stored.groupBy(*keys)
         .agg(F.count(F.lit(1)).alias("trees"))
         .join(readable.groupBy(*keys).agg(F.count(F.lit(1)).alias("read")), keys, "left")
         .where(F.coalesce("read", F.lit(0)) < F.col("trees"))
         .select(*keys)
-        .localCheckpoint(eager=True)
     )
     dropped = sorted({r[S.RUN_ID] for r in lost.collect()})  # one row per snapshot lost: a few
     if dropped:

@@ -31,15 +31,13 @@ def run_structure(
     run = complete_run(lakehouse, run_id)
     _, subscriptions, links = run_inputs(lakehouse, run)
     counted = subscriptions.groupBy(S.TOPIC_ID).agg(F.count(F.lit(1)).alias(S.SUBSCRIBERS))
-    picked = (
-        nearest_topics(counted, sizes)
-        .select(
+    picked = lakehouse.lineage.cut(
+        nearest_topics(counted, sizes).select(
             F.element_at(F.array(*[F.lit(s) for s in sizes]), F.col("pick").cast("int") + 1)
             .cast("long")
             .alias(S.WANTED),
             S.TOPIC_ID,
         )
-        .localCheckpoint(eager=True)
     )
     measured = topic_structure(subscriptions, links, picked.select(S.TOPIC_ID))
     rows = picked.join(measured, S.TOPIC_ID).withColumn(S.COMPUTED_AT, F.lit(_now()))

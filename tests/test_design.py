@@ -286,7 +286,7 @@ def test_a_run_id_reused_with_other_settings_is_refused(spark, refreshed):
 
 
 @pytest.mark.ci  # a real kill -9 of a design process, then the same command again
-def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_path):
+def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, tmp_path):
     """A real crash: SIGKILL the design process after two committed rounds, run it again."""
     import os
     import signal
@@ -296,41 +296,15 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(tmp_pat
 
     from deltalake import DeltaTable
 
-    base = [
-        sys.executable,
-        "-m",
-        "pipelines",
-        "--lakehouse",
-        str(tmp_path / "lh"),
-        "-q",
-        "--master",
-        "local[2]",
-        "--shuffle-partitions",
-        "2",
-    ]
-    subprocess.run(
-        base
-        + [
-            "ingest",
-            "--instance",
-            "k",
-            "--source",
-            "synthetic",
-            "--dist",
-            "zipf",
-            "--nodes",
-            "24",
-            "--topics",
-            "16",
-            "--min-subs",
-            "2",
-            "--max-subs",
-            "6",
-            "--seed",
-            "2",
-        ],
-        check=True,
-    )
+    from tests.helpers import run_cli
+
+    root = str(tmp_path / "lh")
+    ingest = ["ingest", "--instance", "k", "--source", "synthetic", "--dist", "zipf", "--nodes", "24"]
+    ingest += ["--topics", "16", "--min-subs", "2", "--max-subs", "6", "--seed", "2"]
+    code, _, err = run_cli("--lakehouse", root, "-q", *ingest)  # in this process: a JVM start fewer
+    assert code == 0, err[-3000:]
+    base = [sys.executable, "-m", "pipelines", "--lakehouse", root, "-q", "--master", "local[2]"]
+    base += ["--shuffle-partitions", "2"]
     design_cmd = base + [
         "design",
         "--instance",

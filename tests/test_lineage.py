@@ -83,3 +83,47 @@ def test_the_greedy_rounds_and_components_agree_with_reliable_checkpoints(spark)
     nodes = spark.range(12).withColumnRenamed("id", S.NODE_ID)  # RandomM's matching rounds, both ways
     local, reliable = (random_m(nodes, 3, 4, lineage=way).orderBy(S.ADDED_ORDER).collect() for way in (LOCAL, RELIABLE))
     assert local == reliable and len(local) > 0
+
+
+@pytest.mark.ci  # about 60 s: ingests of every source kind, a small-world design in rounds, evaluate, import
+def test_no_command_takes_a_local_checkpoint_on_a_cluster(spark, graphframes, tmp_path, monkeypatch):
+    """With reliable checkpoints (a cluster's), no step of these commands keeps blocks that a lost
+    executor would take with it: every DataFrame cut goes through the lakehouse's lineage."""
+    from pyspark.sql import DataFrame
+
+    from tests.helpers import run_cli
+
+    def refused(self, eager=True):
+        raise AssertionError("a local checkpoint on a cluster")
+
+    settings = tmp_path / "lab.yaml"
+    settings.write_text(
+        Path("conf/lab.yaml")
+        .read_text()
+        .replace("checkpoints: auto", "checkpoints: reliable", 1)
+        .replace("regime: auto", "regime: rounds", 1),  # the small-world greedy in Spark rounds
+        encoding="utf-8",
+    )
+    edges = tmp_path / "g.txt"
+    edges.write_text("".join(f"{a} {b}\n" for a in range(12) for b in (a + 1, a + 3) if b < 12), encoding="utf-8")
+    subscriptions = tmp_path / "s.csv"
+    subscriptions.write_text("node,topic\n" + "".join(f"n{i},t{i % 3}\nn{i},t{i % 5}\n" for i in range(9)))
+    links = tmp_path / "links.csv"
+    links.write_text("u,v\nn0,n1\nn1,n2\nn0,n1\n", encoding="utf-8")
+    monkeypatch.setattr(DataFrame, "localCheckpoint", refused)
+    base = ["--config", str(settings), "--lakehouse", str(tmp_path / "lh"), "-q"]
+    for argv in (
+        ["ingest", "--instance", "z", "--source", "synthetic", "--dist", "zipf", "--nodes", "24", "--topics", "8"]
+        + ["--min-subs", "1", "--max-subs", "3", "--seed", "3"],
+        ["ingest", "--instance", "g", "--source", "social", "--path", str(edges), "--sample-bfs", "8", "--seed", "2"],
+        ["ingest", "--instance", "f", "--source", "social", "--path", str(edges), "--directed"]
+        + ["--feed-seeds", "3", "--feed-publishers", "4", "--seed", "2"],
+        ["ingest", "--instance", "s", "--source", "subscriptions", "--path", str(subscriptions)],
+        ["design", "--instance", "z", "--algorithm", "swico", "--short", "gswico", "--long", "gswico"]
+        + ["--skip-diameters"],
+        ["evaluate", "--run-id", "z.swico.gswico-gswico.s1", "--backend", "graphframes"],
+        ["import-overlay", "--instance", "s", "--run-id", "s.imported", "--path", str(links)],
+        ["topic-structure", "--run-id", "z.swico.gswico-gswico.s1", "--topic-sizes", "3"],
+    ):
+        code, _, err = run_cli(*base, *argv)
+        assert code == 0, (argv, err[-3000:])

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ def bfs_sample(
     seed: int,
     seed_count: int,
     on_step: OnStep | None = None,
+    lineage: Lineage = LOCAL,
 ) -> DataFrame:
     """Nodes (node: long, level: int) of the BFS sample of the undirected view of `edges`.
     `on_step` hears of every level (stage `BFS level`: nodes visited of the sample size, counted
@@ -42,16 +44,11 @@ def bfs_sample(
     if size <= 0 or seed_count <= 0:
         raise ValueError("size and seed_count must be positive")
     undirected = edges.select(F.col(a_col).alias("_from"), F.col(b_col).alias("_to"))
-    adjacency = (
-        undirected.union(undirected.select(F.col("_to").alias("_from"), F.col("_from").alias("_to")))
-        .distinct()
-        .localCheckpoint(eager=True)
+    adjacency = lineage.cut(
+        undirected.union(undirected.select(F.col("_to").alias("_from"), F.col("_from").alias("_to"))).distinct()
     )
-    nodes = (
-        adjacency.select(F.col("_from").alias(NODE))
-        .distinct()
-        .withColumn(_RANK, F.xxhash64(F.lit(seed), F.col(NODE)))
-        .localCheckpoint(eager=True)
+    nodes = lineage.cut(
+        adjacency.select(F.col("_from").alias(NODE)).distinct().withColumn(_RANK, F.xxhash64(F.lit(seed), F.col(NODE)))
     )
     total = nodes.count()
     if total <= size:
@@ -60,7 +57,7 @@ def bfs_sample(
 
     first_seeds = min(seed_count, size)
     visited = nodes.orderBy(_RANK, NODE).limit(first_seeds).select(NODE, F.lit(0).alias(S.LEVEL))
-    visited = visited.localCheckpoint(eager=True)
+    visited = lineage.cut(visited)
     count, level = first_seeds, 0
     while count < size:
         frontier = visited.filter(F.col(S.LEVEL) == level)
@@ -80,7 +77,7 @@ def bfs_sample(
             reached = reached.orderBy(_RANK, NODE).limit(size - count)
             found = size - count
         level += 1
-        visited = visited.union(reached.select(NODE, F.lit(level).alias(S.LEVEL))).localCheckpoint(eager=True)
+        visited = lineage.cut(visited.union(reached.select(NODE, F.lit(level).alias(S.LEVEL))))
         count += found
         log.debug("BFS level %d: %d nodes visited of %d", level, count, size)
         report(on_step, "BFS level", level, figures={"visited": count, "sample size": size})

@@ -21,6 +21,7 @@ from overlay import schema as S
 from overlay.errors import InputError
 from overlay.inputs import check_gzip_files, read_failure
 from overlay.instance.ids import read_lines_numbered
+from overlay.lineage import LOCAL, Lineage
 
 TEXT = "text"
 KIND = "kind"
@@ -34,11 +35,11 @@ NOT_ROWS = (COMMENT, BLANK, HEADER, SIZE_LINE)
 _ID_PATTERN = r"^[+-]?[0-9]+$"
 
 
-def read_numbered_lines(spark: SparkSession, path: str) -> DataFrame:
+def read_numbered_lines(spark: SparkSession, path: str, lineage: Lineage = LOCAL) -> DataFrame:
     """(source_file, line, text) of every line; a missing or undecodable file is an InputError."""
     check_gzip_files(path)
     try:
-        lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, TEXT)
+        lines = read_lines_numbered(spark, path, S.LINE, S.SOURCE_FILE, TEXT, lineage)
     except Exception as error:
         raise (read_failure(error, path) or error) from None
     return lines

@@ -22,32 +22,39 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from overlay.lineage import LOCAL, Lineage
+
 _RANK, _FOLLOWERS = "_rank", "_followers"
 
 
-def feed_sample(edges: DataFrame, subscriber: str, publisher: str, seeds: int, publishers: int, seed: int) -> DataFrame:
+def feed_sample(
+    edges: DataFrame,
+    subscriber: str,
+    publisher: str,
+    seeds: int,
+    publishers: int,
+    seed: int,
+    lineage: Lineage = LOCAL,
+) -> DataFrame:
     """The kept (subscriber, publisher) pairs of unique follow edges (see the module doc)."""
     journals = edges.select(F.col(publisher).alias("_journal")).distinct()
-    seed_journals = (
+    seed_journals = lineage.cut(
         journals.withColumn(_RANK, F.xxhash64(F.lit(seed), F.lit("feed-seed"), F.col("_journal")))
         .orderBy(_RANK, "_journal")
         .limit(seeds)
-        .localCheckpoint(eager=True)
     )
-    universe = (
+    universe = lineage.cut(
         edges.join(seed_journals.select(F.col("_journal").alias(publisher)), on=publisher)
         .select(F.col(subscriber).alias("_member"))
         .distinct()
-        .localCheckpoint(eager=True)
     )
     inside = edges.join(universe.select(F.col("_member").alias(subscriber)), on=subscriber)
     popular = Window.orderBy(F.col(_FOLLOWERS).desc(), F.col(publisher))
-    chosen = (
+    chosen = lineage.cut(
         inside.groupBy(publisher)
         .agg(F.count(F.lit(1)).alias(_FOLLOWERS))
         .withColumn("_place", F.row_number().over(popular))
         .filter(F.col("_place") <= publishers)
         .select(publisher)
-        .localCheckpoint(eager=True)
     )
     return inside.join(chosen, on=publisher).select(subscriber, publisher)

@@ -69,19 +69,19 @@ def file_path_column() -> Column:
     return F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
 
 
-def read_lines_numbered(spark, path: str, line_col: str, file_col: str, text_col: str) -> DataFrame:
+def read_lines_numbered(
+    spark, path: str, line_col: str, file_col: str, text_col: str, lineage: Lineage = LOCAL
+) -> DataFrame:
     """Read text files (plain or compressed) as (file, 1-based line number, text)."""
-    lines = (
-        spark.read.text(path)
-        .select(
+    lines = lineage.cut(
+        spark.read.text(path).select(
             F.col("value").alias(text_col),
             file_path_column().alias(file_col),
             F.col("_metadata.file_block_start").alias(_RUN),
             F.monotonically_increasing_id().alias(_POS),
         )
-        .localCheckpoint(eager=True)
     )  # read (and decompress) the files once
-    numbered = _number_runs(lines, [_RUN], [file_col], line_col).drop(_RUN)
+    numbered = _number_runs(lines, [_RUN], [file_col], line_col, lineage).drop(_RUN)
     return numbered.withColumn(line_col, F.col(line_col) + 1)
 
 

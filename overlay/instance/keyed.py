@@ -18,6 +18,7 @@ from overlay.errors import InputError
 from overlay.instance.ids import pairs_to_ids, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
 from overlay.keyfile import FIRST, SECOND, key_pair_problem, read_key_pairs
+from overlay.lineage import LOCAL, Lineage
 
 COLUMNS = ("node", "topic")
 _NODE, _TOPIC = FIRST, SECOND
@@ -32,10 +33,12 @@ class SubscriptionsFileSpec:
             raise InputError("--path is empty")
 
 
-def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec) -> InstanceFrames:
+def subscriptions_file_instance(
+    spark: SparkSession, spec: SubscriptionsFileSpec, lineage: Lineage = LOCAL
+) -> InstanceFrames:
     spec.validate()
-    raw = read_key_pairs(spark, spec.path, COLUMNS, "one subscription per row")
-    rows = raw.withColumn(S.REASON, key_pair_problem(COLUMNS)).localCheckpoint(eager=True)
+    raw = read_key_pairs(spark, spec.path, COLUMNS, "one subscription per row", lineage)
+    rows = lineage.cut(raw.withColumn(S.REASON, key_pair_problem(COLUMNS)))
     row_counts = rows.agg(
         F.count(F.lit(1)).alias("read"),
         F.coalesce(F.sum(F.when(F.col(S.REASON).isNotNull(), 1).otherwise(0)), F.lit(0)).alias("rejected"),
@@ -45,11 +48,10 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
         raise InputError(f"{spec.path}: no data rows (the file has a header but nothing under it)")
     rejected = rows.filter(F.col(S.REASON).isNotNull()).select(S.RECORD, S.REASON, S.SOURCE_FILE, S.LINE)
     first_seen = Window.partitionBy(_NODE, _TOPIC).orderBy(S.SOURCE_FILE, S.LINE)
-    valid = (
+    valid = lineage.cut(
         rows.filter(F.col(S.REASON).isNull())
         .select(F.trim(_NODE).alias(_NODE), F.trim(_TOPIC).alias(_TOPIC), S.SOURCE_FILE, S.LINE)
         .withColumn("_first_seen", F.row_number().over(first_seen) == 1)
-        .localCheckpoint(eager=True)
     )
     accepted = valid.filter("_first_seen").select(_NODE, _TOPIC)
     accepted_count = accepted.count()
@@ -64,8 +66,8 @@ def subscriptions_file_instance(spark: SparkSession, spec: SubscriptionsFileSpec
             f"{spec.path}: none of the {read} rows is usable ({tally.rejected} rejected); every "
             "row needs a non-blank node and topic key"
         )
-    node_ids = with_dense_id(accepted.select(F.col(_NODE).alias(S.KEY)).distinct(), [S.KEY], S.ID)
-    topic_ids = with_dense_id(accepted.select(F.col(_TOPIC).alias(S.KEY)).distinct(), [S.KEY], S.ID)
+    node_ids = with_dense_id(accepted.select(F.col(_NODE).alias(S.KEY)).distinct(), [S.KEY], S.ID, lineage)
+    topic_ids = with_dense_id(accepted.select(F.col(_TOPIC).alias(S.KEY)).distinct(), [S.KEY], S.ID, lineage)
     return InstanceFrames(
         source="subscriptions",
         params=asdict(spec),

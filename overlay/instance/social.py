@@ -30,6 +30,7 @@ from overlay.instance.bfs import NODE, bfs_sample
 from overlay.instance.feeds import feed_sample
 from overlay.instance.ids import pairs_to_ids, with_dense_id
 from overlay.instance.model import InstanceFrames, RowTally
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep
 
 STATUS = "status"
@@ -79,9 +80,9 @@ def _orient(edges: DataFrame, spec: SocialSpec) -> DataFrame:
     return edges.withColumn(SUBSCRIBER, F.least(a, b)).withColumn(PUBLISHER, F.greatest(a, b))
 
 
-def _mark_unsampled(edges: DataFrame, sample: DataFrame) -> DataFrame:
+def _mark_unsampled(edges: DataFrame, sample: DataFrame, lineage: Lineage) -> DataFrame:
     """Accepted edges with an endpoint outside the sample become `unsampled`."""
-    inside = sample.select(F.col(NODE).alias("_node")).localCheckpoint(eager=True)
+    inside = lineage.cut(sample.select(F.col(NODE).alias("_node")))
     flagged = edges
     for end, flag in ((SUBSCRIBER, "_sub_in"), (PUBLISHER, "_pub_in")):
         flagged = flagged.join(inside.select(F.col("_node").alias(end), F.lit(True).alias(flag)), on=end, how="left")
@@ -90,12 +91,15 @@ def _mark_unsampled(edges: DataFrame, sample: DataFrame) -> DataFrame:
     return flagged.withColumn(STATUS, status).drop("_sub_in", "_pub_in")
 
 
-def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | None = None) -> InstanceFrames:
-    """The instance of a social graph; `on_step` hears of every level of the BFS sample."""
+def social_instance(
+    spark: SparkSession, spec: SocialSpec, on_step: OnStep | None = None, lineage: Lineage = LOCAL
+) -> InstanceFrames:
+    """The instance of a social graph; `on_step` hears of every level of the BFS sample; `lineage`:
+    how its intermediate frames are kept (reliable checkpoints on a cluster)."""
     spec.validate()
-    lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path))
+    lines = E.classify_edge_lines(E.read_numbered_lines(spark, spec.path, lineage))
     # The rows and the MatrixMarket size lines, read once.
-    read = lines.filter(~F.col(E.KIND).isin(E.COMMENT, E.BLANK, E.HEADER)).localCheckpoint(eager=True)
+    read = lineage.cut(lines.filter(~F.col(E.KIND).isin(E.COMMENT, E.BLANK, E.HEADER)))
     rows = read.filter(F.col(E.KIND) != E.SIZE_LINE)
     rejected = rows.filter(F.col(E.KIND) == E.REJECTED).select(  # stored as UTF-8: U+FFFD for an undecodable byte
         F.make_valid_utf8(E.TEXT).alias(S.RECORD), S.REASON, S.SOURCE_FILE, S.LINE
@@ -106,8 +110,10 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     )
     if spec.sample_bfs is not None:
         unique = edges.filter(F.col(STATUS) == ACCEPTED)
-        sample = bfs_sample(unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step)
-        edges = _mark_unsampled(edges, sample)
+        sample = bfs_sample(
+            unique, SUBSCRIBER, PUBLISHER, spec.sample_bfs, spec.seed, spec.bfs_seed_count, on_step, lineage
+        )
+        edges = _mark_unsampled(edges, sample, lineage)
     kept = None
     if spec.feed_sampled:
         follows = edges.filter(F.col(STATUS) == ACCEPTED).select(SUBSCRIBER, PUBLISHER)
@@ -115,8 +121,8 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
             follows = follows.union(
                 follows.select(F.col(PUBLISHER).alias(SUBSCRIBER), F.col(SUBSCRIBER).alias(PUBLISHER))
             )
-        kept = feed_sample(follows, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed)
-        kept = kept.localCheckpoint(eager=True)
+        kept = feed_sample(follows, SUBSCRIBER, PUBLISHER, spec.feed_seeds, spec.feed_publishers, spec.seed, lineage)
+        kept = lineage.cut(kept)
         lines = (
             kept
             if spec.directed
@@ -127,7 +133,7 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
         flagged = edges.join(lines.withColumn("_kept", F.lit(True)), on=[SUBSCRIBER, PUBLISHER], how="left")
         status = F.when((F.col(STATUS) == ACCEPTED) & F.col("_kept").isNull(), UNSAMPLED).otherwise(F.col(STATUS))
         edges = flagged.withColumn(STATUS, status).drop("_kept")
-    edges = edges.select(SUBSCRIBER, PUBLISHER, STATUS).localCheckpoint(eager=True)
+    edges = lineage.cut(edges.select(SUBSCRIBER, PUBLISHER, STATUS))
 
     by_status = {row[STATUS]: row["count"] for row in edges.groupBy(STATUS).count().collect()}
     files = E.file_tallies(read)
@@ -150,11 +156,11 @@ def social_instance(spark: SparkSession, spec: SocialSpec, on_step: OnStep | Non
     users = (
         accepted.select(F.col(SUBSCRIBER).alias(NODE)).union(accepted.select(F.col(PUBLISHER).alias(NODE))).distinct()
     )
-    ids = with_dense_id(users, [NODE], S.ID)
+    ids = with_dense_id(users, [NODE], S.ID, lineage)
     keys = ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
     topic_ids, topic_keys = ids, keys
     if kept is not None:
-        topic_ids = with_dense_id(kept.select(F.col(PUBLISHER).alias(NODE)).distinct(), [NODE], S.ID)
+        topic_ids = with_dense_id(kept.select(F.col(PUBLISHER).alias(NODE)).distinct(), [NODE], S.ID, lineage)
         topic_keys = topic_ids.select(F.col(NODE).cast("string").alias(S.KEY), S.ID)
 
     pairs = accepted.select(SUBSCRIBER, PUBLISHER)

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.instance.model import InstanceFrames, RowTally
+from overlay.lineage import LOCAL, Lineage
 
 Distribution = Literal["unif", "zipf", "expo"]
 DISTRIBUTIONS: tuple[str, ...] = ("unif", "zipf", "expo")
@@ -113,13 +114,13 @@ def _generate(spec: SyntheticSpec):
     return generate
 
 
-def synthetic_instance(spark: SparkSession, spec: SyntheticSpec) -> InstanceFrames:
+def synthetic_instance(spark: SparkSession, spec: SyntheticSpec, lineage: Lineage = LOCAL) -> InstanceFrames:
     spec.validate()
     tasks = max(1, math.ceil(spec.nodes / NODES_PER_TASK))
-    subscriptions = (
-        spark.range(0, spec.nodes, numPartitions=tasks)
-        .mapInPandas(_generate(spec), schema=f"{S.NODE_ID} long, {S.TOPIC_ID} long")
-        .localCheckpoint(eager=True)
+    subscriptions = lineage.cut(
+        spark.range(0, spec.nodes, numPartitions=tasks).mapInPandas(
+            _generate(spec), schema=f"{S.NODE_ID} long, {S.TOPIC_ID} long"
+        )
     )
     total = subscriptions.count()
     node_keys = spark.range(spec.nodes).select(F.concat(F.lit("n"), F.col("id")).alias(S.KEY), F.col("id").alias(S.ID))

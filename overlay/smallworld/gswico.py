@@ -40,6 +40,7 @@ from overlay.design.greedy import MEMORY_BUDGET, GreedyEngine, Regime
 from overlay.design.pairs import SHARED, shared_topic_counts
 from overlay.design.sweep import RING_EDGES, RING_RULE, SLOT_RULE
 from overlay.frames import local_frame
+from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
 from overlay.smallworld.baselines import (
     chord_fingers,
@@ -247,6 +248,7 @@ def _constrained_greedy(
     per_node: int | None = None,
     regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
+    lineage: Lineage = LOCAL,
 ) -> tuple[GreedyLinks, GreedyEngine]:
     """Add max-gain allowed links until no allowed candidate has a positive gain; returns the
     links and the engine (its classes are the final topic components). `on_step` hears of every
@@ -263,6 +265,7 @@ def _constrained_greedy(
         name=name,
         regime=regime,
         memory_budget=memory_budget,
+        lineage=lineage,
     )
     result = GreedyLinks()
     for r in engine.rounds():
@@ -289,14 +292,14 @@ class SmallWorld:
     rounds: int
 
 
-def shared_counts(spark, subscriptions: Subscriptions, parallelism: int | None = None) -> Counts:
+def shared_counts(
+    spark, subscriptions: Subscriptions, parallelism: int | None = None, lineage: Lineage = LOCAL
+) -> Counts:
     """The shared-topic counts for both greedy stages, computed once when the first stage that
     runs in rounds asks (the in-memory regime builds its own; `parallelism`: see
     `shared_topic_counts`)."""
     return functools.cache(
-        lambda: shared_topic_counts(spark, subscriptions, parallelism=parallelism)
-        .select(S.U, S.V, SHARED)
-        .localCheckpoint(eager=True)
+        lambda: lineage.cut(shared_topic_counts(spark, subscriptions, parallelism=parallelism).select(S.U, S.V, SHARED))
     )
 
 
@@ -309,6 +312,7 @@ def gswico_ring(
     per_node: int | None = None,
     regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
+    lineage: Lineage = LOCAL,
 ) -> tuple[list[tuple[int, int]], GreedyLinks]:
     """GSwicoS: the (node, position) pairs of the greedy circle and its links in order."""
     n = subscriptions.nodes
@@ -325,6 +329,7 @@ def gswico_ring(
         per_node=per_node,
         regime=regime,
         memory_budget=memory_budget,
+        lineage=lineage,
     )
     if not rule.complete:
         fill_round = stage.rounds + 1
@@ -354,6 +359,7 @@ def gswico_fingers(
     per_node: int | None = None,
     regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
+    lineage: Lineage = LOCAL,
 ) -> tuple[list[tuple[int, int, int]], GreedyLinks]:
     """GSwicoL: greedy long fingers (node, phase, finger) on a given ring, and their links in
     order. Free slots left when gains run out are filled by the caller (Chord fingers)."""
@@ -375,6 +381,7 @@ def gswico_fingers(
         per_node,
         regime,
         memory_budget,
+        lineage,
     )
     return rule.fingers, stage
 
@@ -420,6 +427,7 @@ def small_world_overlay(
     parallelism: int | None = None,
     regime: Regime = "auto",
     memory_budget: int = MEMORY_BUDGET,
+    lineage: Lineage = LOCAL,
 ) -> SmallWorld:
     """One of the four overlay types of BeaConvey Table 2 over nodes 0..n-1.
 
@@ -428,7 +436,8 @@ def small_world_overlay(
     fingers; links of a baseline or of the zero-gain fill come after the greedy ones, by
     (phase, position).
 
-    `on_step` (optional) hears of every greedy round (stages `gswico-s round`, `gswico-l round`)
+    `lineage`: how the greedy rounds and the ring and fingers are kept (reliable checkpoints on a
+    cluster). `on_step` (optional) hears of every greedy round (stages `gswico-s round`, `gswico-l round`)
     and of every phase done (stage `phase`: the driver copy when a part is greedy, the
     ring, the long fingers), with figures the code has at hand: no Spark job is added for them.
     """
@@ -444,14 +453,16 @@ def small_world_overlay(
         clock = time.monotonic()
 
     driver_copy = Subscriptions.collect(subscriptions, n) if greedy_stages else None
-    counts = shared_counts(spark, driver_copy, parallelism) if greedy_stages else None
+    counts = shared_counts(spark, driver_copy, parallelism, lineage) if greedy_stages else None
     if greedy_stages:
         phase_done(1, **{"driver copy": "done", "subscriptions": driver_copy.rows})
     rounds = 0
     seq = 0
     if short == "gswico":
-        positions, stage = gswico_ring(spark, driver_copy, counts, batch_size, on_step, per_node, regime, memory_budget)
-        ring = local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long").localCheckpoint(eager=True)
+        positions, stage = gswico_ring(
+            spark, driver_copy, counts, batch_size, on_step, per_node, regime, memory_budget, lineage
+        )
+        ring = lineage.cut(local_frame(spark, positions, f"{S.NODE_ID} long, {S.POSITION} long"))
         rounds = stage.rounds
         position = dict(positions)
         order = {(u, v): (i, gain, r) for i, (u, v, gain, r) in enumerate(stage.links)}
@@ -466,7 +477,7 @@ def small_world_overlay(
         short_fingers = _ordered_fingers(spark, rows, "gswico")
     else:
         nodes = spark.range(n).select(F.col("id").alias(S.NODE_ID))
-        ring = random_ring(nodes, seed).localCheckpoint(eager=True)
+        ring = lineage.cut(random_ring(nodes, seed))
         rounds = 1
         short_fingers = _plain(successor_fingers(ring, n), "random", rounds)
     phase_done(phases - 1, ring=short, nodes=n, rounds=rounds)
@@ -488,6 +499,7 @@ def small_world_overlay(
             per_node,
             regime,
             memory_budget,
+            lineage,
         )
         rows = [
             (node, phase, finger, seq + i, gain, r)
@@ -503,7 +515,7 @@ def small_world_overlay(
         rounds += 1
         chosen = chord_fingers(ring, n, 1) if long == "chord" else random_fingers(ring, n, seed, 1)
         long_fingers = _plain(chosen, long, rounds)
-    fingers = short_fingers.unionByName(long_fingers).localCheckpoint(eager=True)
+    fingers = lineage.cut(short_fingers.unionByName(long_fingers))
     phase_done(phases, fingers=long, rounds=rounds)
     return SmallWorld(ring=ring, fingers=fingers.select(*S.FINGER_COLUMNS), links=_links(fingers, ring), rounds=rounds)
 
