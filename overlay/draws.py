@@ -37,6 +37,10 @@ RAPPEL_REJOIN = 21  # Rappel: when a member's periodic rejoins fall, and which a
 RAPPEL_UPDATE = 22  # Rappel: when in its minute a feed publishes
 RAPPEL_PUBLISHER = 23  # Rappel: a feed's publisher when no node has its key (the least draw)
 RAPPEL_LEAVE = 24  # Rappel: whether a node going offline leaves properly (§4.4) or fails
+GOSSIPSUB_DIRECTION = 25  # gossipsub: which end of a connection opened it (outbound there)
+GOSSIPSUB_GRAFT = 26  # gossipsub: which peers a mesh below D_low grafts
+GOSSIPSUB_KEEP = 27  # gossipsub: which peers a mesh above D_high keeps
+GOSSIPSUB_OUTBOUND = 28  # gossipsub: which outbound peers a mesh short of D_out grafts
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 M64 = (1 << 64) - 1
-DIRECTION, GRAFT_PICK, KEEP, OUTBOUND_PICK = 21, 22, 23, 24
+DIRECTION, GRAFT_PICK, KEEP, OUTBOUND_PICK = 25, 26, 27, 28
 
 
 def mix(z: int) -> int:
