@@ -66,10 +66,11 @@ def algorithm_label(name: str) -> str:
     return PROTOCOLS[name].label if name in PROTOCOLS else name
 
 
-# The simulators of overlay gossip: Feverfew's cycle engine (its rule chooses the links) and
-# Rappel's rounds.
+# The simulators of overlay gossip: Feverfew's cycle engine (its rule chooses the links),
+# Rappel's rounds and gossipsub's heartbeats (on the cycle engine).
 FEVERFEW_CYCLES = "feverfew-cycles"
 RAPPEL_ROUNDS = "rappel-rounds"
+GOSSIPSUB_HEARTBEATS = "gossipsub-heartbeats"
 
 # Protocol kinds: what a protocol's run is.
 OVERLAY_GOSSIP = "overlay-gossip"  # `simulate`: builds an overlay run by gossip (or full knowledge)
@@ -87,7 +88,7 @@ class Protocol:
     paper: str
     summary: str
     cycles: bool = False  # simulated in gossip cycles (takes --cycles and the cycle settings)
-    simulator: str | None = None  # overlay gossip: the job that simulates it (FEVERFEW_CYCLES, RAPPEL_ROUNDS)
+    simulator: str | None = None  # overlay gossip: the job that simulates it (FEVERFEW_CYCLES, ...)
 
 
 PROTOCOLS: dict[str, Protocol] = {
@@ -134,6 +135,14 @@ PROTOCOLS: dict[str, Protocol] = {
             "ComNet'09",
             "Rappel's friendship overlay and per-feed trees in 30 s rounds",
             simulator=RAPPEL_ROUNDS,
+        ),
+        Protocol(
+            "gossipsub",
+            "gossipsub",
+            OVERLAY_GOSSIP,
+            "libp2p v1.1",
+            "libp2p's gossipsub v1.1: per-topic meshes kept by heartbeats (GRAFT, PRUNE, backoff)",
+            simulator=GOSSIPSUB_HEARTBEATS,
         ),
         Protocol("po", "Po", ROUTING, "DEBS'18", "Protocol 5: the nearest subscriber and subscribed fingers"),
         Protocol("pa1", "Pa1", ROUTING, "DEBS'18", "Po plus a pivot in the distant range (a finger, else its start)"),

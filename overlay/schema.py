@@ -879,6 +879,88 @@ TOPIC_STRUCTURE = TableSpec(
 
 GOSSIP_TABLES = (GOSSIP_CYCLES, GOSSIP_COVERAGE, GOSSIP_DIFFUSIONS, GOSSIP_STATES, GOSSIP_VIEWS, TOPIC_STRUCTURE)
 
+# gossipsub (libp2p v1.1) simulations: per-topic meshes kept by heartbeats; a simulation is an
+# overlay run whose links are the union of its meshes.
+HEARTBEAT = "heartbeat"
+PEER_ID = "peer_id"
+GRAFTS = "grafts"
+PRUNES = "prunes"
+REFUSED = "refused"
+MESHES = "meshes"
+MESH_AVG = "mesh_avg"
+MESH_MIN = "mesh_min"
+MESH_MAX = "mesh_max"
+BELOW_LOW = "below_low"
+ABOVE_HIGH = "above_high"
+BACKOFFS = "backoffs"
+GOSSIPSUB_STATE_ARRAYS = (
+    ("mesh_topic", LongType()),
+    ("mesh_peer", LongType()),
+    ("backoff_topic", LongType()),
+    ("backoff_peer", LongType()),
+    ("backoff_until", IntegerType()),
+)
+
+GOSSIPSUB_MESH = TableSpec(
+    name="gossipsub_mesh",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (TOPIC_ID, LongType(), False),
+        (NODE_ID, LongType(), False),
+        (PEER_ID, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "The final meshes of a gossipsub simulation: one row per direction, (topic, node, peer) for every "
+        "peer in the node's mesh of the topic (the meshes are symmetric: each link has both rows)."
+    ),
+)
+
+GOSSIPSUB_HEARTBEATS = TableSpec(
+    name="gossipsub_heartbeats",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (HEARTBEAT, IntegerType(), False),
+        (GRAFTS, LongType(), False),
+        (PRUNES, LongType(), False),
+        (REFUSED, LongType(), False),
+        (MESHES, LongType(), False),
+        (MESH_AVG, DoubleType(), True),
+        (MESH_MIN, IntegerType(), True),
+        (MESH_MAX, IntegerType(), True),
+        (BELOW_LOW, LongType(), False),
+        (ABOVE_HIGH, LongType(), False),
+        (BACKOFFS, LongType(), False),
+        (SECONDS, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "One row per heartbeat of a gossipsub simulation (append-only): the GRAFTs and PRUNEs sent (PRUNEs "
+        "include the refusals of GRAFTs), the GRAFTs refused; over the meshes of topics with more than D_low "
+        "subscribers (one per such subscription): their number, mean, min and max size, how many are below "
+        "D_low and above D_high; the backoffs held; the heartbeat's seconds (its Spark job)."
+    ),
+)
+
+GOSSIPSUB_STATES = TableSpec(
+    name="gossipsub_states",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (HEARTBEAT, IntegerType(), False),
+        (NODE_ID, LongType(), False),
+        *((name, ArrayType(kind), False) for name, kind in GOSSIPSUB_STATE_ARRAYS),
+    ),
+    partition_by=(),
+    description=(
+        "Every node's state after a heartbeat, every few heartbeats and at the end (a simulation resumes "
+        "from its last one): its meshes as (mesh_topic, mesh_peer) pairs and its backoffs as (backoff_topic, "
+        "backoff_peer, backoff_until): no GRAFT to that peer in that topic before heartbeat backoff_until."
+    ),
+)
+
+GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_STATES)
+
 ALIVE = "alive"
 INFORMED = "informed"
 COMPLETION = "completion"
@@ -1237,6 +1319,7 @@ ALL_TABLES = (
     *OVERLAY_TABLES,
     *SMALL_WORLD_TABLES,
     *GOSSIP_TABLES,
+    *GOSSIPSUB_TABLES,
     *ROUTING_TABLES,
     *RAPPEL_TABLES,
     FRIEND_BOUND,

@@ -75,6 +75,7 @@ OVERLAY = RunKind(
         S.RING,
         S.FINGERS,
         *S.GOSSIP_TABLES,
+        *S.GOSSIPSUB_TABLES,
         *S.RAPPEL_RUN_TABLES,
     ),
     "run",

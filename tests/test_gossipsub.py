@@ -83,3 +83,76 @@ def test_parameters_outside_the_specs_constraints_are_refused(change, message):
     with pytest.raises(InputError, match=re.escape(message)):
         GossipsubParams(**change).check()
     PROFILES["eth2"].check()
+
+
+def test_simulate_gossipsub_stores_the_oracles_meshes_heartbeats_and_union(spark, lakehouse):
+    """The job on Spark's cycle engine, snapshots every 5 of 12 heartbeats: its meshes, the
+    heartbeats' GRAFT and PRUNE counts and the run's links are the oracle's."""
+    from chispa import assert_df_equality
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from overlay.instance.synthetic import SyntheticSpec
+    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
+    from tests.helpers import store_instance
+
+    spec = SyntheticSpec(dist="zipf", nodes=40, topics=6, min_subs=1, max_subs=3, seed=2)
+    subs = store_instance(spark, lakehouse, "g", spec)
+    run = run_gossipsub(spark, lakehouse, GossipsubRequest("g", 12, seed=3), snapshot_every=5, progress=False, diameters=False)  # fmt: skip
+    oracle = GossipsubOracle(subs, Params(), seed=3)
+    counts = []
+    for _ in range(12):
+        oracle.heartbeat()
+        counts.append((oracle.heartbeats, oracle.grafts, oracle.prunes))
+    mine = lambda table: lakehouse.read(table).filter(F.col(S.RUN_ID) == run[S.RUN_ID])  # noqa: E731
+    expected = spark.createDataFrame(sorted(oracle.rows()), "topic_id long, node_id long, peer_id long")
+    assert_df_equality(mine(S.GOSSIPSUB_MESH).drop(S.RUN_ID), expected, ignore_row_order=True, ignore_nullable=True)
+    beats = mine(S.GOSSIPSUB_HEARTBEATS).orderBy(S.HEARTBEAT).collect()
+    assert [(r[S.HEARTBEAT], r[S.GRAFTS], r[S.PRUNES]) for r in beats] == counts
+    links = {(r[S.U], r[S.V]) for r in mine(S.OVERLAY_EDGES).collect()}
+    assert links == oracle.links() and run[S.EDGES] == len(links) and run[S.STATUS] == S.COMPLETE
+    snapshots = sorted({r[S.HEARTBEAT] for r in mine(S.GOSSIPSUB_STATES).select(S.HEARTBEAT).collect()})
+    assert snapshots == [0, 5, 10, 12]
+    sizes = [len(m) for (p, t), m in oracle.mesh.items() if len(oracle.members[t]) > oracle.params.d_low]
+    last = beats[-1]
+    assert last[S.MESHES] == len(sizes) and last[S.MESH_MAX] == max(sizes) and last[S.MESH_MIN] == min(sizes)
+    assert last[S.BELOW_LOW] == sum(s < 4 for s in sizes) and abs(last[S.MESH_AVG] - sum(sizes) / len(sizes)) < 1e-9
+
+
+@pytest.mark.ci  # two more simulations with commits, about 60 s
+def test_a_gossipsub_run_stopped_mid_way_resumes_from_its_last_snapshot(spark, lakehouse, monkeypatch):
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from overlay.instance.synthetic import SyntheticSpec
+    from pipelines import gossipsub
+    from tests.helpers import store_instance
+
+    subs = store_instance(spark, lakehouse, "r", SyntheticSpec("zipf", 30, 5, 1, 3, seed=4))
+    request = gossipsub.GossipsubRequest("r", 9, seed=5, profile="default")
+    real, calls = gossipsub.heartbeat_summary, []
+
+    def power_cut_at_heartbeat_7(state):
+        calls.append(1)
+        if len(calls) == 7:
+            raise RuntimeError("power cut")
+        return real(state)
+
+    monkeypatch.setattr(gossipsub, "heartbeat_summary", power_cut_at_heartbeat_7)
+    with pytest.raises(RuntimeError, match="power cut"):
+        gossipsub.run_gossipsub(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
+    run_id = request.default_run_id()
+    mine = lambda table: lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id)  # noqa: E731
+    assert lakehouse.run_row(run_id)[S.STATUS] == S.FAILED
+    assert mine(S.GOSSIPSUB_STATES).agg(F.max(S.HEARTBEAT)).first()[0] == 6
+    monkeypatch.setattr(gossipsub, "heartbeat_summary", real)
+    run = gossipsub.run_gossipsub(spark, lakehouse, request, snapshot_every=3, progress=False, diameters=False)
+    assert run[S.STATUS] == S.COMPLETE
+    oracle = GossipsubOracle(subs, Params(), seed=5)
+    counts = []
+    for _ in range(9):
+        oracle.heartbeat()
+        counts.append((oracle.heartbeats, oracle.grafts, oracle.prunes))
+    beats = mine(S.GOSSIPSUB_HEARTBEATS).orderBy(S.HEARTBEAT).collect()
+    assert [(r[S.HEARTBEAT], r[S.GRAFTS], r[S.PRUNES]) for r in beats] == counts  # each heartbeat once
+    assert {(r[S.TOPIC_ID], r[S.NODE_ID], r[S.PEER_ID]) for r in mine(S.GOSSIPSUB_MESH).collect()} == oracle.rows()

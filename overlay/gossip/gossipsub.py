@@ -50,6 +50,14 @@ MEASURE_COLUMNS = (
     ("grafts", "int"),  # GRAFTs the node sent this heartbeat
     ("prunes", "int"),  # PRUNEs it sent: its own and its refusals of GRAFTs
     ("refused", "int"),  # GRAFTs of its own that came back refused
+    # Over the node's meshes of topics with more than D_low subscribers (where the bounds can hold):
+    ("meshes", "int"),  # how many
+    ("mesh_links", "int"),  # their sizes summed
+    ("mesh_min", "int"),  # the smallest and largest (-1: none)
+    ("mesh_max", "int"),
+    ("below_low", "int"),  # how many are below D_low, and above D_high
+    ("above_high", "int"),
+    ("backoffs", "int"),  # backoffs the node holds, every topic
 )
 MESSAGE_COLUMNS = (
     ("dst", "bigint"),
@@ -237,6 +245,25 @@ class Gossipsub:
             "grafts": own["grafts"],
             "prunes": own["prunes"],
             "refused": len(rows) - 1,
+            **self.mesh_measures(node, meshes, backoffs),
+        }
+
+    def mesh_measures(self, node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]]) -> dict:
+        """The node's measure columns of its meshes (those of topics with more than D_low subscribers)."""
+        p = self.params
+        sizes = [
+            len(meshes.get(t, ()))
+            for t in self.members.of_node(node).tolist()
+            if len(self.members.of_topic(t)) > p.d_low
+        ]
+        return {
+            "meshes": len(sizes),
+            "mesh_links": sum(sizes),
+            "mesh_min": min(sizes, default=-1),
+            "mesh_max": max(sizes, default=-1),
+            "below_low": sum(size < p.d_low for size in sizes),
+            "above_high": sum(size > p.d_high for size in sizes),
+            "backoffs": sum(len(held) for held in backoffs.values()),
         }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from overlay import registry
-from pipelines import disseminate, friend_bound, rappel, simulate
+from pipelines import disseminate, friend_bound, gossipsub, rappel, simulate
 from pipelines.churn import SESSIONS, SUBSTITUTION, churn_help, parse_churn, parse_mass_failure
 from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.designs import DESIGN_COLUMNS
@@ -121,6 +121,33 @@ def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
+    _run_flags(parser, "INSTANCE.gossipsub[.PROFILE].hHEARTBEATS.sSEED")
+    parser.add_argument(
+        "--heartbeats", type=positive_int, default=120, help="heartbeats simulated, one per cycle (default 120)"
+    )
+    parser.add_argument(
+        "--profile",
+        choices=tuple(gossipsub.PROFILES),
+        default="default",
+        help="the mesh parameters: the spec's defaults (D 6, D_low 4, D_high 12; default) or Ethereum's "
+        "consensus layer (eth2: D 8, D_low 6, D_high 12)",
+    )
+    parser.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=gossipsub.SNAPSHOT_EVERY,
+        metavar="HEARTBEATS",
+        help=f"store every node's state (and commit the heartbeats' measures) this often (default "
+        f"{gossipsub.SNAPSHOT_EVERY}); a crash loses at most that many heartbeats: the same command resumes",
+    )
+
+
+def _prepare_gossipsub(args, _settings) -> gossipsub.GossipsubRequest:
+    request = gossipsub.GossipsubRequest(args.instance, args.heartbeats, args.seed, args.profile)
+    return checked(request, args.run_id)
+
+
 def _prepare_feverfew(args, _settings) -> simulate.SimulateRequest:
     gossips = registry.PROTOCOLS[args.protocol].cycles
     request = simulate.SimulateRequest(args.instance, args.protocol, seed=args.seed)
@@ -186,11 +213,15 @@ def _simulation(job, round_rows, round_columns, snapshot_every: int):
 
 _feverfew = _simulation(simulate.run_simulation, simulate.cycle_rows, simulate.CYCLE_COLUMNS, simulate.SNAPSHOT_EVERY)
 _rappel = _simulation(rappel.run_rappel, rappel.round_rows, rappel.ROUND_COLUMNS, rappel.SNAPSHOT_EVERY)
+_gossipsub = _simulation(
+    gossipsub.run_gossipsub, gossipsub.heartbeat_rows, gossipsub.HEARTBEAT_COLUMNS, gossipsub.SNAPSHOT_EVERY
+)
 
 
 SIMULATORS = {
     registry.FEVERFEW_CYCLES: (_feverfew_arguments, Command(_feverfew, prepare=_prepare_feverfew)),
     registry.RAPPEL_ROUNDS: (_rappel_arguments, Command(_rappel, prepare=_prepare_rappel)),
+    registry.GOSSIPSUB_HEARTBEATS: (_gossipsub_arguments, Command(_gossipsub, prepare=_prepare_gossipsub)),
 }
 
 
@@ -198,7 +229,7 @@ def _add_simulate(commands: argparse._SubParsersAction, common: argparse.Argumen
     simulator = add_command(
         commands,
         "simulate",
-        "build an overlay by gossip (Feverfew, SpiderCast, Rappel): a run like a design; see simulate PROTOCOL -h",
+        "build an overlay by gossip (Feverfew, SpiderCast, Rappel, gossipsub): a run like a design; see simulate PROTOCOL -h",
         common,
         None,
     )
