@@ -17,7 +17,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
@@ -30,7 +30,7 @@ from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import last_snapshot, simulated_run
+from pipelines.simulate import last_snapshot, simulation_job
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -79,32 +79,6 @@ class GossipsubRequest:
     def params_json(self) -> str:
         fields = {"heartbeats": self.heartbeats, "seed": self.seed, "profile": self.profile}
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
-
-
-def run_gossipsub(
-    spark: SparkSession,
-    lakehouse: Lakehouse,
-    request: GossipsubRequest,
-    run_id: str | None = None,
-    snapshot_every: int = SNAPSHOT_EVERY,
-    progress: bool = True,
-    diameters: bool = True,
-    replace: bool = False,
-) -> dict:
-    """Simulate (or finish simulating) one gossipsub run; the complete run row as a dict."""
-    return simulated_run(
-        spark,
-        lakehouse,
-        request,
-        _heartbeats,
-        run_id,
-        snapshot_every,
-        progress,
-        diameters,
-        replace,
-        unit="heartbeat",
-        nothing="no topic to keep a mesh of",
-    )
 
 
 def _state_names() -> list[str]:
@@ -193,6 +167,9 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(last)), [S.U, S.V])
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges.withColumn(S.GAIN, F.lit(None).cast("long")))
         bar.step("stored the meshes and their union", stored=S.OVERLAY_EDGES.name)
+
+
+run_gossipsub = simulation_job(_heartbeats, SNAPSHOT_EVERY, "heartbeat", "no topic to keep a mesh of")
 
 
 def heartbeat_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

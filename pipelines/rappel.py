@@ -49,7 +49,7 @@ from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import last_snapshot, simulated_run
+from pipelines.simulate import last_snapshot, simulation_job
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -235,32 +235,6 @@ class _Pending:
         return stamped
 
 
-def run_rappel(
-    spark: SparkSession,
-    lakehouse: Lakehouse,
-    request: RappelRequest,
-    run_id: str | None = None,
-    snapshot_every: int = SNAPSHOT_EVERY,
-    progress: bool = True,
-    diameters: bool = True,
-    replace: bool = False,
-) -> dict:
-    """Simulate (or finish simulating) one Rappel run; returns the complete run row as a dict."""
-    return simulated_run(
-        spark,
-        lakehouse,
-        request,
-        _simulate,
-        run_id,
-        snapshot_every,
-        progress,
-        diameters,
-        replace,
-        unit="round",
-        nothing="no feed to follow",
-    )
-
-
 def _simulate(
     spark: SparkSession,
     lakehouse: Lakehouse,
@@ -337,6 +311,9 @@ def _simulate(
         final = measures.tree_layout(step, last)
         lakehouse.write_run_rows(S.RAPPEL_NODES, run_id, measures.node_summary(friendship, final))
         bar.step("stored the friendships as the run's links", stored=S.OVERLAY_EDGES.name)
+
+
+run_rappel = simulation_job(_simulate, SNAPSHOT_EVERY, "round", "no feed to follow")
 
 
 def _snapshot(lakehouse: Lakehouse, run_id: str, simulation: RappelSimulation, result: RoundResult) -> None:

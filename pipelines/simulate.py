@@ -185,31 +185,38 @@ class _Pending:
         self.cycles, self.coverage, self.diffusions = [], [], []
 
 
-def run_simulation(
-    spark: SparkSession,
-    lakehouse: Lakehouse,
-    request: SimulateRequest,
-    run_id: str | None = None,
-    snapshot_every: int = SNAPSHOT_EVERY,
-    progress: bool = True,
-    diameters: bool = True,
-    replace: bool = False,
-) -> dict:
-    """Simulate (or finish simulating) one gossip run; returns the complete run row as a dict.
-    `replace`: delete the stored run of this id first (with everything on it)."""
-    return simulated_run(
-        spark,
-        lakehouse,
+def simulation_job(simulate_rounds, snapshot_default: int, unit: str, nothing: str):
+    """A simulation's job: `job(spark, lakehouse, request, run_id=None, snapshot_every=...,
+    progress=True, diameters=True, replace=False)` simulates (or finishes simulating) one run and
+    returns its complete run row as a dict (`simulated_run` with the protocol's
+    `simulate_rounds`); `replace` deletes the stored run of that id first. `unit`: what a round
+    is called; `nothing`: why an instance without subscriptions is refused."""
+
+    def job(
+        spark: SparkSession,
+        lakehouse: Lakehouse,
         request,
-        _simulate,
-        run_id,
-        snapshot_every,
-        progress,
-        diameters,
-        replace,
-        unit="cycle",
-        nothing="nothing to gossip about",
-    )
+        run_id: str | None = None,
+        snapshot_every: int = snapshot_default,
+        progress: bool = True,
+        diameters: bool = True,
+        replace: bool = False,
+    ) -> dict:
+        return simulated_run(
+            spark,
+            lakehouse,
+            request,
+            simulate_rounds,
+            run_id,
+            snapshot_every,
+            progress,
+            diameters,
+            replace,
+            unit,
+            nothing,
+        )
+
+    return job
 
 
 def simulated_run(
@@ -335,6 +342,9 @@ def _simulate(
             )
         _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
+
+
+run_simulation = simulation_job(_simulate, SNAPSHOT_EVERY, "cycle", "nothing to gossip about")
 
 
 def _covered(engine, state: DataFrame) -> DataFrame:

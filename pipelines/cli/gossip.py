@@ -31,6 +31,18 @@ def _run_flags(parser: argparse.ArgumentParser, run_id: str) -> None:
     )
 
 
+def _snapshot_flag(parser: argparse.ArgumentParser, default: int, unit: str, stored: str) -> None:
+    """`--snapshot-every`: how often a simulation stores what it resumes from."""
+    parser.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=default,
+        metavar=unit.upper(),
+        help=f"store {stored} this often (default {default}); a crash loses at most that many {unit}: the same "
+        "command resumes",
+    )
+
+
 def _feverfew_arguments(parser: argparse.ArgumentParser, cycles: bool) -> None:
     _run_flags(parser, "INSTANCE.PROTOCOL.cCYCLES.sSEED" if cycles else "INSTANCE.PROTOCOL.sSEED")
     if not cycles:  # full knowledge: only the seed matters
@@ -56,14 +68,7 @@ def _feverfew_arguments(parser: argparse.ArgumentParser, cycles: bool) -> None:
         action="store_true",
         help="empty the similar view after each rebuild (the literal Alg. 1)",
     )
-    parser.add_argument(
-        "--snapshot-every",
-        type=positive_int,
-        default=simulate.SNAPSHOT_EVERY,
-        metavar="CYCLES",
-        help=f"store every node's state (and commit the cycles' measures) this often (default "
-        f"{simulate.SNAPSHOT_EVERY}); a crash loses at most that many cycles: the same command resumes",
-    )
+    _snapshot_flag(parser, simulate.SNAPSHOT_EVERY, "cycles", "every node's state (and commit the cycles' measures)")
 
 
 def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,13 +116,11 @@ def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
         help="spread the nodes' first arrival over these minutes (default 0: all at once)",
     )
     parser.add_argument("--model-seed", type=integer, default=1, help="the latency model's seed (default 1)")
-    parser.add_argument(
-        "--snapshot-every",
-        type=positive_int,
-        default=rappel.SNAPSHOT_EVERY,
-        metavar="ROUNDS",
-        help=f"store the rounds' measures, every node's friendship state and every feed's tree this often "
-        f"(default {rappel.SNAPSHOT_EVERY}); a crash loses at most that many rounds: the same command resumes",
+    _snapshot_flag(
+        parser,
+        rappel.SNAPSHOT_EVERY,
+        "rounds",
+        "the rounds' measures, every node's friendship state and every feed's tree",
     )
 
 
@@ -133,13 +136,8 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
         help="the mesh parameters: the spec's defaults (D 6, D_low 4, D_high 12; default) or Ethereum's "
         "consensus layer (eth2: D 8, D_low 6, D_high 12)",
     )
-    parser.add_argument(
-        "--snapshot-every",
-        type=positive_int,
-        default=gossipsub.SNAPSHOT_EVERY,
-        metavar="HEARTBEATS",
-        help=f"store every node's state (and commit the heartbeats' measures) this often (default "
-        f"{gossipsub.SNAPSHOT_EVERY}); a crash loses at most that many heartbeats: the same command resumes",
+    _snapshot_flag(
+        parser, gossipsub.SNAPSHOT_EVERY, "heartbeats", "every node's state (and commit the heartbeats' measures)"
     )
 
 
