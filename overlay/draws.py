@@ -41,6 +41,8 @@ GOSSIPSUB_DIRECTION = 25  # gossipsub: which end of a connection opened it (outb
 GOSSIPSUB_GRAFT = 26  # gossipsub: which peers a mesh below D_low grafts
 GOSSIPSUB_KEEP = 27  # gossipsub: which peers a mesh above D_high keeps
 GOSSIPSUB_OUTBOUND = 28  # gossipsub: which outbound peers a mesh short of D_out grafts
+GOSSIPSUB_PHASE = 29  # gossipsub's spread: when in its heartbeat interval a node's heartbeats fall
+GOSSIPSUB_IHAVE = 30  # gossipsub's spread: which peers a heartbeat sends an IHAVE to
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

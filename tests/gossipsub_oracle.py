@@ -150,3 +150,73 @@ class GossipsubOracle:
     def rows(self) -> set[tuple[int, int, int]]:
         """(topic, node, peer): one row per direction, as `gossipsub_mesh` stores them."""
         return {(t, p, q) for (p, t), mesh in self.mesh.items() for q in mesh}
+
+
+# -- Dissemination: eager push along the meshes, lazy IHAVE / IWANT at the heartbeats -----------
+PHASE, IHAVE_PICK = 29, 30
+
+
+@dataclass(frozen=True)
+class Spread:
+    heartbeat_us: int = 1_000_000
+    d_lazy: int = 6
+    gossip_factor: float = 0.25
+    mcache_gossip: int = 3
+    gossip: bool = True  # lazy gossip on (gossipsub) or off (eager push alone: a designed overlay's flood)
+    flood_publish: bool = False
+
+
+SPREAD = Spread()
+
+
+def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread: Spread = SPREAD):
+    """One publication among `members` of its topic: `mesh[v]` the peers v pushes to, latency_us(a, b)
+    an int, `alive` the nodes up. Returns (first, counts): first[v] = (time_us, hops) of v's first
+    copy; counts: messages (full copies sent), duplicates (copies received again), ihave, iwant.
+
+    Events in time order, ties by (time, kind, node, other): kind 0 a copy arrives at node from
+    other; 1 node's heartbeat number other; 2 an IHAVE arrives at node from other; 3 an IWANT
+    arrives at node from other."""
+    import heapq
+
+    first = {publisher: (0, 0)}
+    counts = {"messages": 0, "duplicates": 0, "ihave": 0, "iwant": 0}
+    events = []
+
+    def copy(v, w, at, hops):
+        counts["messages"] += 1
+        heapq.heappush(events, (at + latency_us(v, w), 0, w, v, hops))
+
+    def received(v, at, hops, came_from, targets):
+        for w in sorted(targets):
+            if w != came_from and w != publisher and w in alive:
+                copy(v, w, at, hops + 1)
+        if spread.gossip:  # in the message cache: gossiped at the next mcache_gossip heartbeats
+            phase = rnd(seed, PHASE, v) % spread.heartbeat_us
+            k = (at - phase) // spread.heartbeat_us + 1
+            for j in range(k, k + spread.mcache_gossip):
+                heapq.heappush(events, (phase + j * spread.heartbeat_us, 1, v, j, 0))
+
+    everyone = {w for w in members if w != publisher}
+    received(publisher, 0, 0, None, everyone if spread.flood_publish else mesh.get(publisher, ()))
+    while events:
+        time, kind, node, other, hops = heapq.heappop(events)
+        if kind == 0:
+            if node in first:
+                counts["duplicates"] += 1
+            else:
+                first[node] = (time, hops)
+                received(node, time, hops, other, mesh.get(node, ()))
+        elif kind == 1:
+            eligible = sorted(w for w in members if w != node and w in alive and w not in mesh.get(node, ()))
+            want = min(len(eligible), max(spread.d_lazy, int(spread.gossip_factor * len(eligible))))
+            for w in sorted(eligible, key=lambda w: (rnd(seed, IHAVE_PICK, pub, node, other, w), w))[:want]:
+                counts["ihave"] += 1
+                heapq.heappush(events, (time + latency_us(node, w), 2, w, node, 0))
+        elif kind == 2:
+            if node not in first:
+                counts["iwant"] += 1
+                heapq.heappush(events, (time + latency_us(node, other), 3, other, node, 0))
+        else:
+            copy(node, other, time, first[node][1] + 1)
+    return first, counts

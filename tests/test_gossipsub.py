@@ -156,3 +156,43 @@ def test_a_gossipsub_run_stopped_mid_way_resumes_from_its_last_snapshot(spark, l
     beats = mine(S.GOSSIPSUB_HEARTBEATS).orderBy(S.HEARTBEAT).collect()
     assert [(r[S.HEARTBEAT], r[S.GRAFTS], r[S.PRUNES]) for r in beats] == counts  # each heartbeat once
     assert {(r[S.TOPIC_ID], r[S.NODE_ID], r[S.PEER_ID]) for r in mine(S.GOSSIPSUB_MESH).collect()} == oracle.rows()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_publications_spread_is_the_oracles(seed):
+    """Meshes the heartbeats built, a latency model's positions, a share of members down: eager
+    push with gossip (gossipsub), without (a designed overlay's flood), and flood publishing."""
+    import math
+
+    from overlay.gossip.spread import SpreadParams, spread
+    from overlay.rappel.coordinates import LatencyModel
+    from tests.gossipsub_oracle import Spread, spread_oracle
+
+    subs = random_subscriptions(seed, 60, 4, 2)
+    oracle = GossipsubOracle(subs, Params(d=3, d_low=2, d_high=5, d_out=1), seed=seed)
+    for _ in range(6):
+        oracle.heartbeat()
+    draw = random.Random(seed)
+    topic = draw.choice(sorted(oracle.members))
+    nodes = np.asarray(sorted(oracle.members[topic]), dtype=np.int64)
+    at = {int(v): i for i, v in enumerate(nodes)}
+    coordinates = LatencyModel().coordinates(seed, nodes)
+    up_ids = {int(v) for v in nodes if draw.random() > 0.2}
+    publisher = draw.choice(sorted(up_ids))
+    mesh = {int(v): oracle.mesh[(int(v), topic)] for v in nodes}
+    indptr = np.cumsum([0] + [len(mesh[int(v)]) for v in nodes])
+    indices = np.asarray([at[q] for v in nodes for q in sorted(mesh[int(v)])], dtype=np.int64)
+    up = np.asarray([int(v) in up_ids for v in nodes])
+
+    def latency(a, b):
+        (xa, ya), (xb, yb) = coordinates[at[a]], coordinates[at[b]]
+        return round(1000.0 * math.hypot(xa - xb, ya - yb))
+
+    for gossip, flood in ((True, False), (False, False), (True, True)):
+        spec = Spread(heartbeat_us=700_000, gossip=gossip, flood_publish=flood)
+        first, counts = spread_oracle(nodes.tolist(), mesh, latency, up_ids, publisher, 11, seed, spec)
+        params = SpreadParams(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, seed=seed)
+        ours = spread(nodes, indptr, indices, coordinates, up, at[publisher], 11, params)
+        got = {int(nodes[i]): (int(t), int(h)) for i, (t, h) in enumerate(zip(ours.first_us, ours.hops)) if t >= 0}
+        assert got == first
+        assert (ours.messages, ours.duplicates, ours.ihave, ours.iwant) == tuple(counts[k] for k in ("messages", "duplicates", "ihave", "iwant"))  # fmt: skip

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tests.gossipsub_oracle import GossipsubOracle, Params, outbound
+from tests.gossipsub_oracle import GossipsubOracle, Params, Spread, outbound, rnd, spread_oracle
 
 SMALL = Params(d=2, d_low=1, d_high=3, d_out=1, prune_backoff=3)
 
@@ -108,3 +108,52 @@ def test_random_instances_keep_symmetric_meshes_within_the_bounds_after_warm_up(
     for (p, t), mesh in oracle.mesh.items():
         if len(members[t]) > oracle.params.d_low:
             assert oracle.params.d_low <= len(mesh) <= oracle.params.d_high, (p, t, len(mesh))
+
+
+# -- dissemination ------------------------------------------------------------------------------
+MS = 1000  # microseconds
+
+
+def flat(_a, _b):
+    return 10 * MS
+
+
+def test_a_copy_walks_a_line_of_meshes_hop_by_hop():
+    mesh = {0: {1}, 1: {0, 2}, 2: {1, 3}, 3: {2}}
+    first, counts = spread_oracle(range(4), mesh, flat, set(range(4)), 0, 0, 1, Spread(gossip=False))
+    assert first == {0: (0, 0), 1: (10 * MS, 1), 2: (20 * MS, 2), 3: (30 * MS, 3)}
+    assert counts == {"messages": 3, "duplicates": 0, "ihave": 0, "iwant": 0}
+
+
+def test_a_triangle_sends_each_node_a_second_copy():
+    """0 pushes to 1 and 2; each forwards to its other mesh peer (not back, not to the publisher)."""
+    mesh = {0: {1, 2}, 1: {0, 2}, 2: {0, 1}}
+    first, counts = spread_oracle(range(3), mesh, flat, {0, 1, 2}, 0, 0, 1, Spread(gossip=False))
+    assert first == {0: (0, 0), 1: (10 * MS, 1), 2: (10 * MS, 1)}
+    assert counts == {"messages": 4, "duplicates": 2, "ihave": 0, "iwant": 0}
+
+
+def test_a_dead_mesh_peer_is_skipped_and_flood_publish_reaches_every_live_member():
+    mesh = {0: {1}, 1: {0, 2}, 2: {1}, 3: set()}
+    first, _ = spread_oracle(range(4), mesh, flat, {0, 2, 3}, 0, 0, 1, Spread(gossip=False))
+    assert first == {0: (0, 0)}  # 1 is down: nothing goes past it, and 3 has no mesh peer
+    first, counts = spread_oracle(range(4), mesh, flat, {0, 2, 3}, 0, 0, 1, Spread(gossip=False, flood_publish=True))
+    assert first == {0: (0, 0), 2: (10 * MS, 1), 3: (10 * MS, 1)} and counts["messages"] == 2
+
+
+def test_gossip_brings_a_copy_to_a_node_outside_every_mesh():
+    """Node 2 meshes with nobody: the first heartbeat of 0 or 1 after its copy sends it an IHAVE,
+    2 answers IWANT, and the copy comes three latencies after that heartbeat."""
+    seed, heartbeat = 3, 1000 * MS
+    mesh = {0: {1}, 1: {0}, 2: set()}
+    first, counts = spread_oracle(range(3), mesh, flat, {0, 1, 2}, 0, 7, seed, Spread(heartbeat_us=heartbeat))
+
+    def next_heartbeat(v, after):
+        phase = rnd(seed, 29, v) % heartbeat
+        return phase + ((after - phase) // heartbeat + 1) * heartbeat
+
+    earliest = min(next_heartbeat(0, 0), next_heartbeat(1, 10 * MS))
+    assert first[2] == (earliest + 30 * MS, 1 if earliest == next_heartbeat(0, 0) else 2)
+    assert counts["ihave"] == 3 + 3 + 6  # 0 and 1: three heartbeats to node 2; 2: three to both
+    assert counts["iwant"] >= 1 and counts["messages"] == 1 + counts["iwant"]
+    assert counts["duplicates"] == counts["iwant"] - 1
