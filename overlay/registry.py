@@ -163,6 +163,20 @@ PROTOCOLS: dict[str, Protocol] = {
         ),
         Protocol("push-pull", "push-pull", DISSEMINATION, "SCIS'14", "push-pull gossip on a run's topic subgraphs"),
         Protocol(
+            "flood",
+            "flood",
+            DISSEMINATION,
+            "-",
+            "each subscriber forwards its first copy to its topic-subgraph neighbours, in latency-model time",
+        ),
+        Protocol(
+            "gossipsub-spread",
+            "gossipsub (push + gossip)",
+            DISSEMINATION,
+            "libp2p v1.1",
+            "gossipsub's eager push along its meshes and lazy IHAVE/IWANT gossip at the heartbeats",
+        ),
+        Protocol(
             "push-pull-live",
             "push-pull (live)",
             DISSEMINATION,

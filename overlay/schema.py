@@ -469,6 +469,7 @@ SUPERSTEPS = "supersteps"
 COUNTER_EXAMPLE = "counter_example"
 OVERLAY_TYPE = "overlay_type"
 LATENCY_MS, DIRECT_MS = "latency_ms", "direct_ms"
+IHAVE, IWANT = "ihave", "iwant"
 LATENCY_MEDIAN, LATENCY_P95, STRETCH_MEDIAN = "latency_median", "latency_p95", "stretch_median"
 
 ROUTING_RUNS = TableSpec(
@@ -514,11 +515,17 @@ ROUTING_PUBLICATIONS = TableSpec(
         (RECEIVED, LongType(), False),
         (PURE_FORWARDS, LongType(), False),
         (DELIVERIES, LongType(), False),
+        (EXPECTED_DELIVERIES, LongType(), True),
+        (DUPLICATE_DELIVERIES, LongType(), True),
+        (IHAVE, LongType(), True),
+        (IWANT, LongType(), True),
     ),
     partition_by=(),
     description=(
         "The workload of a routing run, one row per publication: its topic and publisher (a "
-        "subscriber of it), and the messages it caused: received, pure forwards, deliveries."
+        "subscriber of it), and the messages it caused: received, pure forwards, deliveries. A spread "
+        "(`disseminate --protocol flood | gossipsub-spread`) adds the deliveries expected (subscribers up "
+        "but the publisher), the duplicate copies and gossipsub's IHAVE and IWANT messages (null otherwise)."
     ),
 )
 

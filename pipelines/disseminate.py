@@ -28,7 +28,9 @@ from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
 from overlay.gossip.feverfew import FeverfewParams
+from overlay.gossip.gossipsub import GossipsubParams
 from overlay.gossip.healing import heal_and_disseminate
+from overlay.gossip.spread import DELIVERY, SUMMARY, SpreadParams, spread_publications
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
@@ -41,6 +43,9 @@ log = logging.getLogger(__name__)
 
 PROTOCOL = "push-pull"
 LIVE_PROTOCOL = "push-pull-live"
+FLOOD, GOSSIPSUB_SPREAD = "flood", "gossipsub-spread"
+SPREADS = (FLOOD, GOSSIPSUB_SPREAD)  # in latency-model time, stored like routing runs
+KINDS = (PROTOCOL, *SPREADS)
 
 
 @dataclass(frozen=True)
@@ -54,17 +59,29 @@ class DisseminateRequest:
     mass_cycle: int = 1
     topic_sizes: tuple[int, ...] = ()
     live: bool = False
+    kind: str = PROTOCOL  # push-pull in cycles, or a spread: flood, gossipsub-spread
+    model_seed: int = 1  # a spread's latency model
+    flood_publish: bool = False  # gossipsub-spread: the publisher sends to every subscriber
 
     @property
     def protocol(self) -> str:
-        return LIVE_PROTOCOL if self.live else PROTOCOL
+        return LIVE_PROTOCOL if self.live else self.kind
+
+    @property
+    def spreads(self) -> bool:
+        return self.kind in SPREADS
 
     def failures(self) -> Failures:
         return Failures(self.substitution, self.mass_share, self.mass_cycle)
 
     def params_json(self) -> str:
-        """The request as stored in `routing_runs.params` (`route.claim_run` compares it)."""
-        return json.dumps(asdict(self), sort_keys=True)
+        """The request as stored in `routing_runs.params` (`route.claim_run` compares it); a push-pull
+        request as it was stored before the spreads came."""
+        fields = asdict(self)
+        if not self.spreads:
+            for name in ("kind", "model_seed", "flood_publish"):
+                del fields[name]
+        return json.dumps(fields, sort_keys=True)
 
     def check(self) -> None:
         """Every check that needs no Spark."""
@@ -79,6 +96,15 @@ class DisseminateRequest:
             )
         if self.cycles < 1:
             raise InputError(f"--cycles must be at least 1, got {self.cycles}")
+        if self.kind not in KINDS:
+            raise InputError(f"--protocol must be one of {', '.join(KINDS)}, got '{self.kind}'")
+        if self.spreads and (self.live or self.substitution):
+            raise InputError(
+                f"--protocol {self.kind} spreads each publication in a few heartbeats' time: it takes "
+                "--mass-failure (members down from the start), not --live or --churn"
+            )
+        if self.flood_publish and self.kind != GOSSIPSUB_SPREAD:
+            raise InputError("--flood-publish is gossipsub's: use it with --protocol gossipsub-spread")
         try:
             self.failures().check()
         except ValueError as error:
@@ -86,8 +112,12 @@ class DisseminateRequest:
 
     def default_routing_run_id(self) -> str:
         churn = f".sub{self.substitution:g}" if self.substitution else ""
-        mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
         sizes = f".n{'-'.join(map(str, self.topic_sizes))}" if self.topic_sizes else ""
+        if self.spreads:
+            mass = f".fail{self.mass_share:g}" if self.mass_share else ""
+            flood = ".flood-publish" if self.flood_publish else ""
+            return f"{self.run_id}.{self.kind}.p{self.publications}{sizes}{mass}{flood}.m{self.model_seed}.s{self.seed}"
+        mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
         return f"{self.run_id}.{self.protocol}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
 
 
@@ -117,23 +147,128 @@ def run_dissemination(
             if chosen == 0:
                 raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
             bar.step(f"{chosen} publications chosen", publications=chosen)
-            if request.live:
-                completion = _live(spark, lakehouse, run, instance, request, subscriptions, topics, progress)
+            steps, messages = request.cycles, None
+            if request.spreads:
+                steps, messages = _spread(spark, lakehouse, run, request, routing_run_id, subscriptions, links, topics)
+                bar.step("stored the deliveries and their metrics", stored=S.ROUTING_METRICS.name)
             else:
-                completion = disseminate(subscriptions, links, topics, request.failures(), request.cycles, request.seed)
-            lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
-            bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
+                if request.live:
+                    completion = _live(spark, lakehouse, run, instance, request, subscriptions, topics, progress)
+                else:
+                    completion = disseminate(
+                        subscriptions, links, topics, request.failures(), request.cycles, request.seed
+                    )
+                lakehouse.write_run_rows(S.DISSEMINATION_COMPLETION, routing_run_id, completion, key=S.ROUTING_RUN_ID)
+                bar.step(f"stored {S.DISSEMINATION_COMPLETION.name}", stored=S.DISSEMINATION_COMPLETION.name)
         ledger.complete(
             lakehouse,
             claimed,
             **{
                 S.FINISHED_AT: _now(),
                 S.SECONDS: time.monotonic() - clock,
-                S.SUPERSTEPS: request.cycles,
+                S.SUPERSTEPS: steps,
+                S.MESSAGES: messages,
                 S.PUBLICATIONS: chosen,
             },
         )
     return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)
+
+
+def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, routing_run_id: str, subscriptions, links, topics) -> tuple[int, int]:  # fmt: skip
+    """A spread's deliveries, publications and metrics stored (`overlay.gossip.spread`): flood on
+    the run's topic subgraphs, or gossipsub's push along the meshes of a gossipsub run with its
+    lazy gossip. Returns the deepest delivery's hops and the copies sent."""
+    if request.kind == GOSSIPSUB_SPREAD:
+        if run[S.ALGORITHM] != "gossipsub":
+            raise InputError(
+                f"--protocol gossipsub-spread pushes along a gossipsub run's meshes; run '{run[S.RUN_ID]}' was made "
+                f"by {run[S.ALGORITHM]}: use --protocol flood on it, or simulate gossipsub first"
+            )
+        mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+        push = mesh.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.U), F.col(S.PEER_ID).alias(S.V))
+        mesh_params = GossipsubParams(**json.loads(run[S.PARAMS])["protocol"])
+        params = SpreadParams(
+            heartbeat_us=1000 * mesh_params.heartbeat_ms,
+            d_lazy=mesh_params.d_lazy,
+            gossip_factor=mesh_params.gossip_factor,
+            mcache_gossip=mesh_params.mcache_gossip,
+            flood_publish=request.flood_publish,
+            seed=request.seed,
+        )
+    else:
+        both = links.select(S.U, S.V).union(links.select(F.col(S.V).alias(S.U), F.col(S.U).alias(S.V)))
+        at = subscriptions.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
+        push = both.join(at, S.U).join(at.withColumnRenamed(S.U, S.V), [S.V, S.TOPIC_ID])
+        params = SpreadParams(gossip=False, seed=request.seed)
+    rows = lakehouse.lineage.cut(
+        spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params)
+    )
+    deliveries = rows.filter(F.col("row_kind") == DELIVERY).select(
+        S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS
+    )
+    summaries = rows.filter(F.col("row_kind") == SUMMARY)
+    counted = deliveries.groupBy(S.PUB_ID).agg(F.count(F.lit(1)).alias(S.DELIVERIES))
+    publications = summaries.join(counted, S.PUB_ID, "left").select(
+        S.PUB_ID,
+        S.TOPIC_ID,
+        S.PUBLISHER,
+        F.col("messages").alias(S.RECEIVED),
+        F.lit(0).cast("long").alias(S.PURE_FORWARDS),
+        F.coalesce(S.DELIVERIES, F.lit(0)).cast("long").alias(S.DELIVERIES),
+        F.col("expected").alias(S.EXPECTED_DELIVERIES),
+        F.col("duplicates").alias(S.DUPLICATE_DELIVERIES),
+        F.col("ihave").alias(S.IHAVE),
+        F.col("iwant").alias(S.IWANT),
+    )
+    totals = summaries.agg(
+        F.count(F.lit(1)).alias(S.PUBLICATIONS),
+        F.sum("messages").alias(S.MESSAGES),
+        F.sum("duplicates").alias(S.DUPLICATE_DELIVERIES),
+        F.sum("expected").alias(S.EXPECTED_DELIVERIES),
+    ).first()
+    paths = deliveries.agg(
+        F.count(F.lit(1)).alias(S.DELIVERIES),
+        F.avg(S.HOPS).alias(S.AVG_PATH_LENGTH),
+        F.max(S.HOPS).alias(S.MAX_PATH_LENGTH),
+        F.percentile(S.LATENCY_MS, 0.5).alias(S.LATENCY_MEDIAN),
+        F.percentile(S.LATENCY_MS, 0.95).alias(S.LATENCY_P95),
+        F.percentile(F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS), 0.5).alias(S.STRETCH_MEDIAN),
+    ).first()
+    expected, delivered = int(totals[S.EXPECTED_DELIVERIES] or 0), int(paths[S.DELIVERIES])
+    deepest = int(paths[S.MAX_PATH_LENGTH] or 0)
+    metrics = {
+        S.RUN_ID: run[S.RUN_ID],
+        S.PROTOCOL: request.protocol,
+        S.PUBLICATIONS: int(totals[S.PUBLICATIONS]),
+        S.ROUTING_OVERHEAD: 0,  # copies go to subscribers of the topic only
+        S.AVG_PATH_LENGTH: paths[S.AVG_PATH_LENGTH],
+        S.MAX_PATH_LENGTH: paths[S.MAX_PATH_LENGTH],
+        S.LATENCY_MEDIAN: paths[S.LATENCY_MEDIAN],
+        S.LATENCY_P95: paths[S.LATENCY_P95],
+        S.STRETCH_MEDIAN: paths[S.STRETCH_MEDIAN],
+        S.DELIVERY_RATIO: delivered / expected if expected else 1.0,
+        S.DUPLICATE_DELIVERIES: int(totals[S.DUPLICATE_DELIVERIES] or 0),
+        S.MISSING_DELIVERIES: expected - delivered,
+        S.DELIVERIES: delivered,
+        S.EXPECTED_DELIVERIES: expected,
+        S.MESSAGES: int(totals[S.MESSAGES] or 0),
+        S.SUPERSTEPS: deepest,
+        S.COMPUTED_AT: _now(),
+    }
+    row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns[1:])], _metrics_schema())
+    for table, frame in (
+        (S.ROUTING_DELIVERIES, deliveries),
+        (S.ROUTING_PUBLICATIONS, publications),
+        (S.ROUTING_METRICS, row),
+    ):
+        lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
+    return deepest, metrics[S.MESSAGES]
+
+
+def _metrics_schema():
+    from pyspark.sql.types import StructType
+
+    return StructType([f for f in S.ROUTING_METRICS.schema.fields if f.name != S.ROUTING_RUN_ID])
 
 
 def _live(
@@ -178,6 +313,24 @@ def _live(
 
 
 SUMMARY_COLUMNS = ("pub_id", "topic_id", "subscribers", "publisher", "first_complete", "final_completion")
+SPREAD_COLUMNS = (
+    S.PUBLICATIONS,
+    S.DELIVERY_RATIO,
+    S.DELIVERIES,
+    S.EXPECTED_DELIVERIES,
+    S.DUPLICATE_DELIVERIES,
+    S.MESSAGES,
+    S.AVG_PATH_LENGTH,
+    S.MAX_PATH_LENGTH,
+    S.LATENCY_MEDIAN,
+    S.LATENCY_P95,
+)
+
+
+def spread_rows(lakehouse: Lakehouse, routing_run_id: str) -> list[dict]:
+    """A spread's `routing_metrics` row (one)."""
+    rows = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).collect()
+    return [r.asDict() for r in rows]
 
 
 def summary_rows(lakehouse: Lakehouse, routing_run_id: str) -> list[dict]:

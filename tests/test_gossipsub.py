@@ -196,3 +196,71 @@ def test_a_publications_spread_is_the_oracles(seed):
         got = {int(nodes[i]): (int(t), int(h)) for i, (t, h) in enumerate(zip(ours.first_us, ours.hops)) if t >= 0}
         assert got == first
         assert (ours.messages, ours.duplicates, ours.ihave, ours.iwant) == tuple(counts[k] for k in ("messages", "duplicates", "ihave", "iwant"))  # fmt: skip
+
+
+def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, lakehouse):
+    """A gossipsub run, then `disseminate --protocol gossipsub-spread` (its meshes, lazy gossip) and
+    `--protocol flood` (the run's topic subgraphs, no gossip) with a fifth of the nodes down: every
+    delivery, its hops and latency, and each publication's counts are the oracle's."""
+    import math
+
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from overlay.instance.synthetic import SyntheticSpec
+    from overlay.rappel.coordinates import LatencyModel
+    from pipelines.disseminate import DisseminateRequest, run_dissemination
+    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
+    from tests.gossipsub_oracle import Spread, rnd, spread_oracle
+    from tests.helpers import store_instance
+
+    subs = store_instance(spark, lakehouse, "d", SyntheticSpec("zipf", 50, 6, 1, 3, seed=6))
+    run = run_gossipsub(spark, lakehouse, GossipsubRequest("d", 8, seed=2), progress=False, diameters=False)
+    oracle = GossipsubOracle(subs, Params(), seed=2)
+    for _ in range(8):
+        oracle.heartbeat()
+    members = {}
+    for p, t in subs:
+        members.setdefault(t, set()).add(p)
+    links = oracle.links()
+    n = max(p for p, _ in subs) + 1
+    position = LatencyModel().coordinates(4, np.arange(n, dtype=np.int64))
+
+    def latency(a, b):
+        return round(1000.0 * math.hypot(position[a, 0] - position[b, 0], position[a, 1] - position[b, 1]))
+
+    for kind, gossip in (("gossipsub-spread", True), ("flood", False)):
+        request = DisseminateRequest(run[S.RUN_ID], 4, seed=9, mass_share=0.2, kind=kind, model_seed=4)
+        done = run_dissemination(spark, lakehouse, request, progress=False)
+        rid = done[S.ROUTING_RUN_ID]
+        mine = lambda table, rid=rid: lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == rid)  # noqa: E731
+        publications = mine(S.ROUTING_PUBLICATIONS).collect()
+        assert len(publications) == 4
+        expected_total = delivered_total = 0
+        for pub in publications:
+            topic, nodes = pub[S.TOPIC_ID], sorted(members[pub[S.TOPIC_ID]])
+            publisher = min(nodes, key=lambda v: (rnd(9, 11, topic, v), v))
+            assert pub[S.PUBLISHER] == publisher
+            up = {v for v in nodes if v == publisher or rnd(9, 12, 0, v) >= int(0.2 * 2.0**64)}
+            if gossip:
+                mesh = {v: oracle.mesh[(v, topic)] for v in nodes}
+            else:
+                mesh = {v: {w for w in nodes if (min(v, w), max(v, w)) in links} for v in nodes}
+            first, counts = spread_oracle(nodes, mesh, latency, up, publisher, pub[S.PUB_ID], 9, Spread(gossip=gossip))
+            got = {
+                r[S.NODE_ID]: (round(r[S.LATENCY_MS] * 1000), r[S.HOPS])
+                for r in mine(S.ROUTING_DELIVERIES).filter(F.col(S.PUB_ID) == pub[S.PUB_ID]).collect()
+            }
+            assert got == {v: f for v, f in first.items() if v != publisher}
+            assert (pub[S.RECEIVED], pub[S.DUPLICATE_DELIVERIES], pub[S.IHAVE], pub[S.IWANT]) == (
+                counts["messages"],
+                counts["duplicates"],
+                counts["ihave"],
+                counts["iwant"],
+            )
+            assert pub[S.EXPECTED_DELIVERIES] == len(up) - 1 and pub[S.DELIVERIES] == len(got)
+            expected_total += len(up) - 1
+            delivered_total += len(got)
+        metrics = mine(S.ROUTING_METRICS).first()
+        assert metrics[S.DELIVERY_RATIO] == delivered_total / expected_total and metrics[S.ROUTING_OVERHEAD] == 0
+        assert done[S.STATUS] == S.COMPLETE

@@ -83,6 +83,12 @@ class GossipsubParams:
     d_out: int = 2
     prune_backoff: int = 60
     seed: int = 1
+    # What the spread of publications uses (`overlay.gossip.spread`): the heartbeat interval, the
+    # gossip's D_lazy and factor, and the history windows it gossips about.
+    heartbeat_ms: int = 1000
+    d_lazy: int = 6
+    gossip_factor: float = 0.25
+    mcache_gossip: int = 3
 
     def check(self) -> None:
         if not 1 <= self.d_low <= self.d <= self.d_high:
@@ -93,11 +99,16 @@ class GossipsubParams:
             raise InputError(f"gossipsub needs 0 <= D_score <= D, got {self.d_score}")
         if self.prune_backoff < 1:
             raise InputError(f"the PRUNE backoff must be at least one heartbeat, got {self.prune_backoff}")
+        if self.heartbeat_ms < 1 or self.d_lazy < 0 or not 0 <= self.gossip_factor <= 1 or self.mcache_gossip < 1:
+            raise InputError(
+                "gossipsub needs a heartbeat of 1 ms or more, D_lazy >= 0, a gossip factor in [0, 1] "
+                "and at least one gossip window"
+            )
 
 
 PROFILES = {
     "default": GossipsubParams(),  # the spec's defaults (v1.0 D, D_low, D_high; v1.1 D_score, D_out)
-    "eth2": GossipsubParams(d=8, d_low=6, d_high=12),  # Ethereum's consensus layer
+    "eth2": GossipsubParams(d=8, d_low=6, d_high=12, heartbeat_ms=700),  # Ethereum's consensus layer
 }
 
 

@@ -25,8 +25,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
-from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
+from overlay import schema as S
+from overlay.draws import CHURN, GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, PUBLISHER, draw, draw_int
+from overlay.rappel.coordinates import LatencyModel
 
 COPY, HEARTBEAT, IHAVE, IWANT = 0, 1, 2, 3
 
@@ -125,3 +130,104 @@ def spread(
         else:
             send(v, other, time, int(out.hops[v]) + 1)
     return out
+
+
+# -- Every publication of a workload, one per task call ------------------------------------------
+DELIVERY, SUMMARY = 0, 1  # the two kinds of rows `spread_publications` returns
+SPREAD_SCHEMA = (
+    "pub_id long, topic_id long, publisher long, node_id long, row_kind int, hops int, latency_ms double, "
+    "direct_ms double, messages long, duplicates long, ihave long, iwant long, expected long"
+)
+_ARROW = pa.schema(
+    [
+        ("pub_id", pa.int64()),
+        ("topic_id", pa.int64()),
+        ("publisher", pa.int64()),
+        ("node_id", pa.int64()),
+        ("row_kind", pa.int32()),
+        ("hops", pa.int32()),
+        ("latency_ms", pa.float64()),
+        ("direct_ms", pa.float64()),
+        ("messages", pa.int64()),
+        ("duplicates", pa.int64()),
+        ("ihave", pa.int64()),
+        ("iwant", pa.int64()),
+        ("expected", pa.int64()),
+    ]
+)
+
+
+def spread_publications(
+    subscriptions: DataFrame,
+    push: DataFrame,
+    topics: DataFrame,
+    mass_share: float,
+    model_seed: int,
+    params: SpreadParams,
+) -> DataFrame:
+    """Every publication of `topics` (pub_id, topic_id) spread among its topic's subscribers.
+    `push`: (topic_id, u, v), u pushes copies of the topic's publications to v. The publisher of
+    topic t is its subscriber of least draw(PUBLISHER, t, node), which stays up; a member is down
+    when draw(CHURN, 0, node) < mass_share 2^64 (the very failures `disseminate` uses). Rows
+    (`SPREAD_SCHEMA`): a DELIVERY per member other than the publisher that got a copy (its hops,
+    latency and the publisher's direct latency, ms), and a SUMMARY per publication (its counts and
+    `expected`, the members up but the publisher)."""
+    members = topics.join(subscriptions.select(S.NODE_ID, S.TOPIC_ID), S.TOPIC_ID)
+    grouped = members.groupBy(S.PUB_ID, S.TOPIC_ID).agg(F.sort_array(F.collect_list(S.NODE_ID)).alias("_members"))
+    pushed = (
+        topics.select(S.PUB_ID, S.TOPIC_ID)
+        .join(push.select(S.TOPIC_ID, S.U, S.V), S.TOPIC_ID)
+        .groupBy(S.PUB_ID)
+        .agg(F.collect_list(S.U).alias("_us"), F.collect_list(S.V).alias("_vs"))
+    )
+    limit = np.uint64(min(int(mass_share * float(1 << 64)), (1 << 64) - 1))
+
+    def run(batches):
+        for batch in batches:
+            rows = [r for row in batch.to_pylist() for r in _one(row, mass_share, limit, model_seed, params)]
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=_ARROW)
+
+    return grouped.join(pushed, S.PUB_ID, "left").mapInArrow(run, SPREAD_SCHEMA)
+
+
+def _one(row: dict, mass_share: float, limit, model_seed: int, params: SpreadParams) -> list[dict]:
+    nodes = np.asarray(row["_members"], dtype=np.int64)
+    topic, pub = int(row[S.TOPIC_ID]), int(row[S.PUB_ID])
+    us = np.searchsorted(nodes, np.asarray(row["_us"] or [], dtype=np.int64))
+    vs = np.searchsorted(nodes, np.asarray(row["_vs"] or [], dtype=np.int64))
+    order = np.lexsort((vs, us))
+    indptr = np.searchsorted(us[order], np.arange(len(nodes) + 1))
+    publisher = int(np.argmin(draw(params.seed, PUBLISHER, topic, nodes)))
+    up = np.ones(len(nodes), dtype=bool)
+    if mass_share > 0:
+        up = ~(draw(params.seed, CHURN, 0, nodes) < limit) if mass_share < 1 else np.zeros(len(nodes), dtype=bool)
+    up[publisher] = True
+    positions = LatencyModel().coordinates(model_seed, nodes)
+    out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params)
+    base = {S.PUB_ID: pub, S.TOPIC_ID: topic, "publisher": int(nodes[publisher])}
+    rows = [
+        {
+            **base,
+            S.NODE_ID: int(nodes[i]),
+            "row_kind": DELIVERY,
+            "hops": int(out.hops[i]),
+            "latency_ms": out.first_us[i] / 1000.0,
+            "direct_ms": latency_us(positions, publisher, i) / 1000.0,
+        }
+        for i in np.flatnonzero(out.first_us >= 0).tolist()
+        if i != publisher
+    ]
+    rows.append(
+        {
+            **base,
+            S.NODE_ID: int(nodes[publisher]),
+            "row_kind": SUMMARY,
+            "messages": out.messages,
+            "duplicates": out.duplicates,
+            "ihave": out.ihave,
+            "iwant": out.iwant,
+            "expected": int(up.sum()) - 1,
+        }
+    )
+    return rows

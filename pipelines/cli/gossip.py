@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from overlay import registry
+from overlay.errors import InputError
 from pipelines import disseminate, friend_bound, gossipsub, rappel, simulate
 from pipelines.churn import SESSIONS, SUBSTITUTION, churn_help, parse_churn, parse_mass_failure
 from pipelines.cli.command import Command, add_command, checked
@@ -242,9 +243,26 @@ def _add_simulate(commands: argparse._SubParsersAction, common: argparse.Argumen
             add_arguments(parser)
 
 
+def _spread_failure(text: str, protocol: str) -> float:
+    """A spread's `--mass-failure SHARE`: that share of the nodes is down from the start."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise InputError(
+            f"--protocol {protocol} spreads each publication in a few heartbeats: --mass-failure takes SHARE "
+            f"alone, a number in (0, 1] (those nodes are down from the start), got '{text}'"
+        )
+    return value
+
+
 def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
     share_, cycle = 0.0, 1
-    if args.mass_failure:
+    spreads = args.protocol in disseminate.SPREADS
+    if args.mass_failure and spreads:
+        share_ = _spread_failure(args.mass_failure, args.protocol)
+    elif args.mass_failure:
         mass = parse_mass_failure(args.mass_failure, "cycles", whole=True, returns=False)
         share_, cycle = mass.share, int(mass.start)
     request = disseminate.DisseminateRequest(
@@ -257,12 +275,19 @@ def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
         cycle,
         tuple(args.topic_sizes),
         args.live,
+        args.protocol,
+        args.model_seed,
+        args.flood_publish,
     )
     return checked(request, args.routing_run_id)
 
 
 def _disseminate(args, request, spark, lakehouse) -> None:
     done = disseminate.run_dissemination(spark, lakehouse, request, args.routing_run_id, progress=not args.quiet)
+    if request.spreads:
+        print(f"Spread {done['routing_run_id']} ({request.protocol} on {done['run_id']}):")
+        print(format_table(disseminate.spread_rows(lakehouse, done["routing_run_id"]), disseminate.SPREAD_COLUMNS))
+        return
     print(f"Dissemination {done['routing_run_id']} ({request.protocol} on {done['run_id']}, {request.cycles} cycles):")
     print(format_table(disseminate.summary_rows(lakehouse, done["routing_run_id"]), disseminate.SUMMARY_COLUMNS))
 
@@ -287,11 +312,21 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     spreader = add_command(
         commands,
         "disseminate",
-        "push-pull gossip of publications on any overlay run's topic subgraphs, under churn or mass failure",
+        "publications spread on any overlay run's topic subgraphs: push-pull gossip in cycles, under churn or "
+        "mass failure; or, in latency-model time, a flood along the topic subgraphs or gossipsub's push along "
+        "its meshes with lazy IHAVE/IWANT gossip",
         common,
         Command(_disseminate, prepare=_prepare_disseminate),
     )
     spreader.add_argument("--run-id", required=True, help="a complete overlay run (designed, simulated or imported)")
+    spreader.add_argument(
+        "--protocol",
+        choices=disseminate.KINDS,
+        default=disseminate.PROTOCOL,
+        help="push-pull (default): Feverfew's gossip in cycles; flood: every subscriber forwards a first copy "
+        "to its topic-subgraph neighbours; gossipsub-spread (a gossipsub run): the push along its meshes and "
+        "lazy IHAVE/IWANT gossip at the heartbeats",
+    )
     spreader.add_argument("--publications", type=positive_int, required=True, help="how many, on distinct topics")
     spreader.add_argument(
         "--topic-sizes",
@@ -303,7 +338,18 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     spreader.add_argument("--cycles", type=positive_int, default=40, help="gossip cycles (default 40)")
     spreader.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(DISSEMINATE_CHURN))
     spreader.add_argument(
-        "--mass-failure", metavar="SHARE@CYCLE", help="that share of all nodes fails at that cycle, for good"
+        "--mass-failure",
+        metavar="SHARE@CYCLE",
+        help="push-pull: that share of all nodes fails at that cycle, for good; a spread takes SHARE alone (those "
+        "nodes are down from the start)",
+    )
+    spreader.add_argument(
+        "--model-seed", type=integer, default=1, help="a spread's latency model seed (default 1; as route's)"
+    )
+    spreader.add_argument(
+        "--flood-publish",
+        action="store_true",
+        help="gossipsub-spread: the publisher sends to every subscriber of the topic (v1.1's flood publishing)",
     )
     spreader.add_argument(
         "--seed", type=integer, default=1, help="publications', failures' and choices' seed (default 1)"
@@ -314,7 +360,11 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         help="a Feverfew run only: its gossip goes on during the dissemination, and the overlay heals "
         "(dead entries leave the views, returning nodes rejoin); protocol push-pull-live",
     )
-    spreader.add_argument("--routing-run-id", help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED")
+    spreader.add_argument(
+        "--routing-run-id",
+        help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED (push-pull), "
+        "RUN_ID.PROTOCOL.pN[.failS][.flood-publish].mMODEL.sSEED (a spread)",
+    )
     bounder = add_command(
         commands,
         "friend-bound",
