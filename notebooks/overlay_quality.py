@@ -10,7 +10,7 @@
 
 from pipelines import notebook
 
-params = notebook.parameters(globals(), lakehouse="lakehouse", instance="", degree_ratio="0.2")
+params = notebook.parameters(globals(), lakehouse="lakehouse", instance="", degree_ratio="0.2", view_run="")
 spark, lakehouse = notebook.open_lakehouse(params["lakehouse"])
 
 # COMMAND ----------
@@ -46,3 +46,27 @@ notebook.show(globals(), figures.quality_vs_budget(data.quality), "TcoSuppR agai
 
 nodes = dict(zip(data.quality[S.RUN_ID], data.quality[S.NODES]))
 notebook.show(globals(), figures.degree_distribution(data.degrees, nodes), "Degree distributions")
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## See an overlay
+# MAGIC One run as an interactive graph (`view`): nodes sized by degree, coloured by component; a
+# MAGIC large overlay is a breadth-first sample, as the title says. `view_run` names the run (by
+# MAGIC default the first run above).
+
+# COMMAND ----------
+
+import os
+import tempfile
+
+from pipelines.view import ViewRequest, run_view
+
+shown_run = params["view_run"] or (data.quality[S.RUN_ID].iloc[0] if len(data.quality) else "")
+if shown_run:
+    folder = os.environ.get("OVERLAY_LAB_FIGURES") or tempfile.mkdtemp(prefix="overlay-view-")
+    page = os.path.join(folder, "overlay_view.html")
+    shown = run_view(spark, lakehouse, ViewRequest(shown_run, page))
+    notebook.show_page(globals(), page, f"Overlay {shown_run}: {len(shown.nodes)} nodes, {len(shown.links)} links")
+else:
+    notebook.show(globals(), None, "Overlay view")

@@ -83,3 +83,15 @@ def show(scope: dict, item: DataFrame | Figure | object | None, title: str = "",
             print(f"(figure: {len(item.axes)} panels)")
     else:
         print(item.to_string(max_rows=rows) if hasattr(item, "to_string") else item)
+
+
+def show_page(scope: dict, page: str | Path, title: str = "") -> None:
+    """Show an HTML page the lab wrote (`view`): inline on Databricks (`displayHTML`), else say
+    where it is (open it in a browser)."""
+    if title:
+        print(f"\n## {title}")
+    display_html = scope.get("displayHTML")
+    if display_html is not None:
+        display_html(Path(page).read_text(encoding="utf-8"))
+        return
+    print(f"(page written to {page}: open it in a browser)")

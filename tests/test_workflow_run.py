@@ -85,7 +85,7 @@ def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
     "notebook, env, expected",
     [
         ("instances_overview.py", {"INSTANCE": "tiny"}, ["tiny", "subscribers", "reason"]),
-        ("overlay_quality.py", {}, ["Current overlay runs", "GPM (ratio 0.5)", "figure saved"]),
+        ("overlay_quality.py", {}, ["Current overlay runs", "GPM (ratio 0.5)", "figure saved", "overlay_view.html"]),
         ("routing_comparison.py", {"INSTANCE": "tiny"}, ["Routing runs", "Scribe on -", "figure saved"]),
         (
             "table_history.py",

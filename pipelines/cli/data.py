@@ -8,9 +8,9 @@ import argparse
 from overlay import schema as S
 from overlay.instance.churn import ATTACHMENTS
 from overlay.instance.synthetic import DISTRIBUTIONS
-from pipelines import catalog, ingest, overlays, runs
+from pipelines import catalog, ingest, overlays, runs, view
 from pipelines.cli.command import Command, add_command
-from pipelines.cli.flags import non_negative_int, positive_int, share
+from pipelines.cli.flags import integer, non_negative_int, positive_int, share
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import stack_report
@@ -210,6 +210,17 @@ def _export(args, _request, spark, lakehouse) -> None:
     print(f"wrote {links:,} links of run {args.run_id} to {args.out}")
 
 
+def _prepare_view(args, _settings) -> view.ViewRequest:
+    request = view.ViewRequest(args.run_id, args.out, args.topic, args.max_nodes, args.seed)
+    request.check()
+    return request
+
+
+def _view(_args, request, spark, lakehouse) -> None:
+    shown = view.run_view(spark, lakehouse, request)
+    print(f"wrote {request.out}: {shown.title}; {len(shown.links):,} links")
+
+
 def _check_register(args, _settings) -> None:
     catalog.check_name(args.schema, "schema")
     if args.catalog:
@@ -279,6 +290,23 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     export.add_argument("--run-id", required=True, help="a complete run of any kind")
     export.add_argument("--out", required=True, help="a .csv or .parquet file")
+    viewer = add_command(
+        commands,
+        "view",
+        "an overlay run, or one topic's subgraph of it, as an interactive self-contained HTML page",
+        common,
+        Command(_view, prepare=_prepare_view),
+    )
+    viewer.add_argument("--run-id", required=True, help="a complete run of any kind")
+    viewer.add_argument("--topic", metavar="KEY", help="show this topic's subgraph (a topic key of the run's instance)")
+    viewer.add_argument("--out", required=True, help="the .html file to write (it opens offline)")
+    viewer.add_argument(
+        "--max-nodes",
+        type=positive_int,
+        default=view.MAX_NODES,
+        help=f"show at most this many nodes: a larger graph is a breadth-first sample (default {view.MAX_NODES})",
+    )
+    viewer.add_argument("--seed", type=integer, default=1, help="the sample's seed (default 1)")
     registrar = add_command(
         commands,
         "register",
