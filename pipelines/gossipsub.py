@@ -26,6 +26,7 @@ from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.gossip.gossipsub import PROFILES, STATE_COLUMNS, GossipsubParams, gossipsub_engine
+from overlay.rappel.presence import Presence
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
@@ -59,6 +60,8 @@ class GossipsubRequest:
     heartbeats: int = 120
     seed: int = 1
     profile: str = "default"
+    churn: tuple[float, float] | None = None  # mean minutes online, offline
+    failure: tuple[float, int, int | None] | None = None  # share, from, to (heartbeats; None: for good)
 
     protocol = "gossipsub"
     algorithm = "gossipsub"
@@ -68,16 +71,43 @@ class GossipsubRequest:
             raise InputError(f"--heartbeats must be at least 1, got {self.heartbeats}")
         if self.profile not in PROFILES:
             raise InputError(f"--profile must be one of {', '.join(PROFILES)}, got '{self.profile}'")
+        try:
+            self.presence()
+        except ValueError as error:
+            raise InputError(str(error)) from None
+
+    def presence(self) -> Presence | None:
+        """Who is up at each heartbeat (heartbeats as the presence model's rounds), None: everyone."""
+        if self.churn is None and self.failure is None:
+            return None
+        share, start, end = self.failure or (0.0, 0, None)
+        online, offline = self.churn or (0.0, 0.0)
+        per_minute = 60_000 / PROFILES[self.profile].heartbeat_ms
+        return Presence(
+            seed=self.seed,
+            share=share,
+            fail_round=start,
+            return_round=end,
+            mean_online=online * per_minute,
+            mean_offline=offline * per_minute,
+        )
 
     def params(self) -> GossipsubParams:
         return GossipsubParams(**{**asdict(PROFILES[self.profile]), "seed": self.seed})
 
     def default_run_id(self) -> str:
         profile = "" if self.profile == "default" else f".{self.profile}"
-        return f"{self.instance}.gossipsub{profile}.h{self.heartbeats}.s{self.seed}"
+        churn = f".churn{self.churn[0]:g}-{self.churn[1]:g}" if self.churn else ""
+        fail = ""
+        if self.failure:
+            share, start, end = self.failure
+            fail = f".fail{share:g}at{start}" + (f"-{end}" if end is not None else "")
+        return f"{self.instance}.gossipsub{profile}.h{self.heartbeats}{churn}{fail}.s{self.seed}"
 
     def params_json(self) -> str:
         fields = {"heartbeats": self.heartbeats, "seed": self.seed, "profile": self.profile}
+        if self.churn or self.failure:
+            fields.update(churn=self.churn, failure=self.failure)
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
@@ -124,7 +154,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID])
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions.select(S.NODE_ID, S.TOPIC_ID), nodes)
-    engine = gossipsub_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage)
+    engine = gossipsub_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, request.presence())
     resumed = last_snapshot(lakehouse, run_id, S.GOSSIPSUB_STATES, S.HEARTBEAT)
     if resumed is None:
         for table in (S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES):

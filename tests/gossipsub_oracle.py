@@ -65,8 +65,10 @@ def outbound(seed: int, node: int, peer: int) -> bool:
 
 
 class GossipsubOracle:
-    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1):
+    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1, up=None):
+        """`up(node, heartbeat)`: who is up (churn, failures); None: everyone, always."""
         self.params, self.seed = params, seed
+        self.up = up or (lambda _node, _heartbeat: True)
         self.members: dict[int, set[int]] = {}
         self.topics: dict[int, set[int]] = {}
         for node, topic in subscriptions:
@@ -92,8 +94,9 @@ class GossipsubOracle:
         backoff = self.backoff[(p, t)]
         for q in [q for q, until in backoff.items() if h >= until]:
             del backoff[q]
+        mesh -= {q for q in mesh if not self.up(q, h)}  # gone peers leave at once, without backoff
         if len(mesh) < P.d_low:
-            eligible = self.members[t] - mesh - {p} - set(backoff)
+            eligible = {q for q in self.members[t] if self.up(q, h)} - mesh - {p} - set(backoff)
             for q in self._smallest(eligible, P.d - len(mesh), GRAFT_PICK, h, p, t):
                 mesh.add(q)
                 grafts.append((p, q, t))
@@ -112,7 +115,7 @@ class GossipsubOracle:
         if len(mesh) >= P.d_low:
             short = P.d_out - sum(self.out(p, q) for q in mesh)
             if short > 0:
-                eligible = {q for q in self.members[t] - mesh - {p} - set(backoff) if self.out(p, q)}
+                eligible = {q for q in self.members[t] - mesh - {p} - set(backoff) if self.out(p, q) and self.up(q, h)}
                 for q in self._smallest(eligible, short, OUTBOUND_PICK, h, p, t):
                     mesh.add(q)
                     grafts.append((p, q, t))
@@ -124,7 +127,11 @@ class GossipsubOracle:
         prunes: list[tuple[int, int, int]] = []
         for p in sorted(self.topics):
             for t in sorted(self.topics[p]):
-                self._maintain(p, t, h, grafts, prunes)
+                if self.up(p, h):
+                    self._maintain(p, t, h, grafts, prunes)
+                else:  # down: it forgets everything
+                    self.mesh[(p, t)].clear()
+                    self.backoff[(p, t)].clear()
         for src, dst, t in sorted(prunes, key=lambda m: (m[1], m[2], m[0])):
             self.mesh[(dst, t)].discard(src)
             self._back_off(dst, t, src, h)

@@ -85,25 +85,35 @@ def test_parameters_outside_the_specs_constraints_are_refused(change, message):
     PROFILES["eth2"].check()
 
 
-def test_simulate_gossipsub_stores_the_oracles_meshes_heartbeats_and_union(spark, lakehouse):
-    """The job on Spark's cycle engine, snapshots every 5 of 12 heartbeats: its meshes, the
-    heartbeats' GRAFT and PRUNE counts and the run's links are the oracle's."""
-    from chispa import assert_df_equality
-    from pyspark.sql import functions as F
-
-    from overlay import schema as S
+@pytest.fixture(scope="module")
+def simulated(spark, module_lakehouse):
+    """A gossipsub run of 12 heartbeats (snapshots every 5) on a small instance, and the oracle
+    after the same heartbeats with its GRAFT and PRUNE counts per heartbeat."""
     from overlay.instance.synthetic import SyntheticSpec
     from pipelines.gossipsub import GossipsubRequest, run_gossipsub
     from tests.helpers import store_instance
 
     spec = SyntheticSpec(dist="zipf", nodes=40, topics=6, min_subs=1, max_subs=3, seed=2)
-    subs = store_instance(spark, lakehouse, "g", spec)
-    run = run_gossipsub(spark, lakehouse, GossipsubRequest("g", 12, seed=3), snapshot_every=5, progress=False, diameters=False)  # fmt: skip
+    subs = store_instance(spark, module_lakehouse, "g", spec)
+    request = GossipsubRequest("g", 12, seed=3)
+    run = run_gossipsub(spark, module_lakehouse, request, snapshot_every=5, progress=False, diameters=False)
     oracle = GossipsubOracle(subs, Params(), seed=3)
     counts = []
     for _ in range(12):
         oracle.heartbeat()
         counts.append((oracle.heartbeats, oracle.grafts, oracle.prunes))
+    return module_lakehouse, run, subs, oracle, counts
+
+
+def test_simulate_gossipsub_stores_the_oracles_meshes_heartbeats_and_union(spark, simulated):
+    """The job on Spark's cycle engine: its meshes, the heartbeats' GRAFT and PRUNE counts and the
+    run's links are the oracle's."""
+    from chispa import assert_df_equality
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+
+    lakehouse, run, _, oracle, counts = simulated
     mine = lambda table: lakehouse.read(table).filter(F.col(S.RUN_ID) == run[S.RUN_ID])  # noqa: E731
     expected = spark.createDataFrame(sorted(oracle.rows()), "topic_id long, node_id long, peer_id long")
     assert_df_equality(mine(S.GOSSIPSUB_MESH).drop(S.RUN_ID), expected, ignore_row_order=True, ignore_nullable=True)
@@ -198,8 +208,8 @@ def test_a_publications_spread_is_the_oracles(seed):
         assert (ours.messages, ours.duplicates, ours.ihave, ours.iwant) == tuple(counts[k] for k in ("messages", "duplicates", "ihave", "iwant"))  # fmt: skip
 
 
-def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, lakehouse):
-    """A gossipsub run, then `disseminate --protocol gossipsub-spread` (its meshes, lazy gossip) and
+def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, simulated):
+    """`disseminate --protocol gossipsub-spread` on the gossipsub run (its meshes, lazy gossip) and
     `--protocol flood` (the run's topic subgraphs, no gossip) with a fifth of the nodes down: every
     delivery, its hops and latency, and each publication's counts are the oracle's."""
     import math
@@ -207,18 +217,11 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
     from pyspark.sql import functions as F
 
     from overlay import schema as S
-    from overlay.instance.synthetic import SyntheticSpec
     from overlay.rappel.coordinates import LatencyModel
     from pipelines.disseminate import DisseminateRequest, run_dissemination
-    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
     from tests.gossipsub_oracle import Spread, rnd, spread_oracle
-    from tests.helpers import store_instance
 
-    subs = store_instance(spark, lakehouse, "d", SyntheticSpec("zipf", 50, 6, 1, 3, seed=6))
-    run = run_gossipsub(spark, lakehouse, GossipsubRequest("d", 8, seed=2), progress=False, diameters=False)
-    oracle = GossipsubOracle(subs, Params(), seed=2)
-    for _ in range(8):
-        oracle.heartbeat()
+    lakehouse, run, subs, oracle, _ = simulated
     members = {}
     for p, t in subs:
         members.setdefault(t, set()).add(p)
@@ -230,12 +233,12 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
         return round(1000.0 * math.hypot(position[a, 0] - position[b, 0], position[a, 1] - position[b, 1]))
 
     for kind, gossip in (("gossipsub-spread", True), ("flood", False)):
-        request = DisseminateRequest(run[S.RUN_ID], 4, seed=9, mass_share=0.2, kind=kind, model_seed=4)
+        request = DisseminateRequest(run[S.RUN_ID], 3, seed=9, mass_share=0.2, kind=kind, model_seed=4)
         done = run_dissemination(spark, lakehouse, request, progress=False)
         rid = done[S.ROUTING_RUN_ID]
         mine = lambda table, rid=rid: lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == rid)  # noqa: E731
         publications = mine(S.ROUTING_PUBLICATIONS).collect()
-        assert len(publications) == 4
+        assert len(publications) == 3
         expected_total = delivered_total = 0
         for pub in publications:
             topic, nodes = pub[S.TOPIC_ID], sorted(members[pub[S.TOPIC_ID]])
@@ -264,3 +267,45 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
         metrics = mine(S.ROUTING_METRICS).first()
         assert metrics[S.DELIVERY_RATIO] == delivered_total / expected_total and metrics[S.ROUTING_OVERHEAD] == 0
         assert done[S.STATUS] == S.COMPLETE
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_under_churn_and_a_mass_failure_the_protocol_keeps_the_oracles_meshes(seed):
+    """Sessions of a few heartbeats and a third of the nodes down from heartbeat 8 to 14: gone
+    peers leave the meshes, returning nodes join afresh, heartbeat by heartbeat as the oracle."""
+    from overlay.rappel.presence import Presence
+
+    subs = random_subscriptions(seed, 50, 6, 3)
+    presence = Presence(seed=seed, share=0.3, fail_round=8, return_round=14, mean_online=12, mean_offline=4)
+    params = Params(d=3, d_low=2, d_high=5, d_out=1, prune_backoff=6)
+    oracle = GossipsubOracle(subs, params, seed=seed, up=presence.up)
+    ours = GossipsubParams(d=3, d_low=2, d_high=5, d_score=0, d_out=1, prune_backoff=6, seed=seed)
+    csr = Subscriptions.from_pairs(50, np.asarray(subs, dtype=np.int64))
+    downs = 0
+    for h, state in heartbeats_in_process(Gossipsub(ours, csr.offsets, csr.topics, presence), 50, 24):
+        oracle.heartbeat()
+        assert {(t, r["node_id"], q) for r in state for t, q in zip(r["mesh_topic"], r["mesh_peer"])} == oracle.rows()
+        assert sum(r["grafts"] for r in state) == oracle.grafts and sum(r["prunes"] for r in state) == oracle.prunes
+        down = [v for v in range(50) if not presence.up(v, h)]
+        downs += len(down)
+        assert all(not (set(oracle.mesh[(v, t)]) & set(down)) for (v, t) in oracle.mesh)  # nobody meshes a down node
+    assert downs > 50  # the churn and the failure took nodes down
+
+
+@pytest.mark.ci  # one more simulation, about 30 s
+def test_simulate_gossipsub_under_churn_stores_the_oracles_meshes(spark, simulated):
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
+
+    lakehouse, _, subs, _, _ = simulated
+    request = GossipsubRequest("g", 10, seed=4, churn=(0.2, 0.05), failure=(0.25, 4, 8))
+    run = run_gossipsub(spark, lakehouse, request, snapshot_every=4, progress=False, diameters=False)
+    assert run[S.RUN_ID] == "g.gossipsub.h10.churn0.2-0.05.fail0.25at4-8.s4"
+    oracle = GossipsubOracle(subs, Params(), seed=4, up=request.presence().up)
+    for _ in range(10):
+        oracle.heartbeat()
+    stored = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).collect()
+    assert {(r[S.TOPIC_ID], r[S.NODE_ID], r[S.PEER_ID]) for r in stored} == oracle.rows()
+    assert any(not request.presence().up(v, 10) for v in range(40))  # some node is down at the end

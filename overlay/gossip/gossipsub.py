@@ -22,6 +22,10 @@ One heartbeat, in the engine's three steps (`overlay.gossip.cycles`):
 3. `finish`, each grafter: a REFUSE takes the peer out of its mesh, backed off.
 
 A backoff set at heartbeat h lasts while the heartbeat is below h + prune_backoff.
+
+Churn and failures (`presence`): a node down at a heartbeat sends and handles nothing and forgets
+its meshes and backoffs (it joins afresh when it returns); its connections are gone, so every peer
+drops it from its meshes at that heartbeat, without a backoff, and grafts no node that is down.
 """
 
 from __future__ import annotations
@@ -143,10 +147,16 @@ class Gossipsub:
     message_columns = MESSAGE_COLUMNS
     measure_columns = MEASURE_COLUMNS
 
-    def __init__(self, params: GossipsubParams, offsets: np.ndarray, topics: np.ndarray) -> None:
+    def __init__(self, params: GossipsubParams, offsets: np.ndarray, topics: np.ndarray, presence=None) -> None:
+        """`presence` (`overlay.rappel.presence.Presence`, heartbeats as its rounds): who is up
+        when; None: everyone, always."""
         params.check()
         self.params = params
         self.members = Members(offsets, topics)
+        self.presence = presence
+
+    def up(self, node: int, heartbeat: int) -> bool:
+        return self.presence is None or self.presence.up(node, heartbeat)
 
     def start(self, node: int) -> dict:
         return _row(node, {}, {})
@@ -164,8 +174,12 @@ class Gossipsub:
         p = self.params
         for q in [q for q, until in backoff.items() if h >= until]:
             del backoff[q]
+        for q in [q for q in mesh if not self.up(q, h)]:  # its connection is gone: out, without backoff
+            mesh.discard(q)
         if len(mesh) < p.d_low:
-            eligible = set(self.members.of_topic(topic).tolist()) - mesh - {node} - set(backoff)
+            eligible = (
+                {q for q in self.members.of_topic(topic).tolist() if self.up(q, h)} - mesh - {node} - set(backoff)
+            )
             for q in self._smallest(eligible, p.d - len(mesh), GOSSIPSUB_GRAFT, h, node, topic):
                 mesh.add(q)
                 yield GRAFT, q
@@ -185,7 +199,7 @@ class Gossipsub:
             short = p.d_out - sum(self._out(node, q) for q in mesh)
             if short > 0:
                 members = set(self.members.of_topic(topic).tolist())
-                eligible = {q for q in members - mesh - {node} - set(backoff) if self._out(node, q)}
+                eligible = {q for q in members - mesh - {node} - set(backoff) if self._out(node, q) and self.up(q, h)}
                 for q in self._smallest(eligible, short, GOSSIPSUB_OUTBOUND, h, node, topic):
                     mesh.add(q)
                     yield GRAFT, q
@@ -194,6 +208,9 @@ class Gossipsub:
     def act(self, rows: Iterable[dict], cycle: int) -> Iterator[dict]:
         for row in rows:
             node = row["node_id"]
+            if not self.up(node, cycle):  # down: it forgets its meshes (a returning node joins afresh)
+                yield {**_row(node, {}, {}, "dst"), "kind": SELF, "src": node, "seq": 0, "grafts": 0, "prunes": 0}
+                continue
             meshes, backoffs = _meshes(row), _backoffs(row)
             seq = grafts = prunes = 0
             for topic in self.members.of_node(node).tolist():
@@ -256,17 +273,24 @@ class Gossipsub:
             "grafts": own["grafts"],
             "prunes": own["prunes"],
             "refused": len(rows) - 1,
-            **self.mesh_measures(node, meshes, backoffs),
+            **self.mesh_measures(node, meshes, backoffs, cycle),
         }
 
-    def mesh_measures(self, node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]]) -> dict:
-        """The node's measure columns of its meshes (those of topics with more than D_low subscribers)."""
+    def mesh_measures(
+        self, node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]], heartbeat: int
+    ) -> dict:
+        """The node's measure columns of its meshes (those of topics with more than D_low
+        subscribers; none while it is down)."""
         p = self.params
-        sizes = [
-            len(meshes.get(t, ()))
-            for t in self.members.of_node(node).tolist()
-            if len(self.members.of_topic(t)) > p.d_low
-        ]
+        sizes = (
+            [
+                len(meshes.get(t, ()))
+                for t in self.members.of_node(node).tolist()
+                if len(self.members.of_topic(t)) > p.d_low
+            ]
+            if self.up(node, heartbeat)
+            else []
+        )
         return {
             "meshes": len(sizes),
             "mesh_links": sum(sizes),
@@ -306,8 +330,10 @@ def _row(node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, i
 
 
 def gossipsub_engine(
-    spark, subscriptions, params: GossipsubParams, partitions: int, lineage: Lineage = LOCAL
+    spark, subscriptions, params: GossipsubParams, partitions: int, lineage: Lineage = LOCAL, presence=None
 ) -> CycleEngine:
     """The cycle engine running gossipsub's heartbeats on `subscriptions` (the driver copy
-    `overlay.design.classes.Subscriptions`: every executor needs the members of any topic)."""
-    return CycleEngine(spark, Gossipsub, (params, subscriptions.offsets, subscriptions.topics), partitions, lineage)
+    `overlay.design.classes.Subscriptions`: every executor needs the members of any topic);
+    `presence`: who is up at each heartbeat (churn, mass failure), None: everyone."""
+    args = (params, subscriptions.offsets, subscriptions.topics, presence)
+    return CycleEngine(spark, Gossipsub, args, partitions, lineage)

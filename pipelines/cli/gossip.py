@@ -15,6 +15,7 @@ from pipelines.cli.flags import integer, non_negative_float, positive_float, pos
 from pipelines.console import format_table
 
 RAPPEL_CHURN = (SESSIONS,)
+GOSSIPSUB_CHURN = (SESSIONS,)
 DISSEMINATE_CHURN = (SUBSTITUTION,)
 
 
@@ -137,13 +138,26 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
         help="the mesh parameters: the spec's defaults (D 6, D_low 4, D_high 12; default) or Ethereum's "
         "consensus layer (eth2: D 8, D_low 6, D_high 12)",
     )
+    parser.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(GOSSIPSUB_CHURN))
+    parser.add_argument(
+        "--mass-failure",
+        metavar="SHARE@FROM[-TO]",
+        help="a share of the nodes fails at heartbeat FROM and returns at TO (e.g. 0.2@60-90; no -TO: for good)",
+    )
     _snapshot_flag(
         parser, gossipsub.SNAPSHOT_EVERY, "heartbeats", "every node's state (and commit the heartbeats' measures)"
     )
 
 
 def _prepare_gossipsub(args, _settings) -> gossipsub.GossipsubRequest:
-    request = gossipsub.GossipsubRequest(args.instance, args.heartbeats, args.seed, args.profile)
+    churn = failure = None
+    if args.churn:
+        sessions = parse_churn(args.churn, GOSSIPSUB_CHURN)
+        churn = (sessions.online, sessions.offline)
+    if args.mass_failure:
+        mass = parse_mass_failure(args.mass_failure, "heartbeats", whole=True)
+        failure = (mass.share, int(mass.start), None if mass.end is None else int(mass.end))
+    request = gossipsub.GossipsubRequest(args.instance, args.heartbeats, args.seed, args.profile, churn, failure)
     return checked(request, args.run_id)
 
 
