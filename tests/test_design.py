@@ -48,6 +48,7 @@ class Crash(BaseException):
 CRASHED = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
 
 
+@pytest.mark.ci  # a crash mid-rounds, then the same request again: the CI pass (17 s)
 def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, monkeypatch):
     """Store, crash between a round's links and its round row, read back, resume: the oracle's
     overlay (the smallest instance with three rounds of two links; kill -9 is the CI pass's)."""
@@ -77,7 +78,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, mo
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(pairs, "gpm", max_degree=3)
 
 
-@pytest.mark.parametrize("regime", ["memory", "rounds"])
+@pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.ci)])  # rounds: the CI pass
 def test_a_run_whose_rounds_finished_before_a_crash_completes_with_their_regime(spark, lakehouse, monkeypatch, regime):
     """Crash after the last round is stored, while the metrics are computed: the run resumed
     takes no round, and records the regime its rounds ran in (they say it), not none."""

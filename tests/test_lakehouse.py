@@ -82,6 +82,7 @@ def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lake
     assert raw_rows(lakehouse, S.NODE_KEYS, "x").count() == 20
 
 
+@pytest.mark.ci  # two ingests at once: the CI pass's concurrency checks (10 s)
 def test_two_ingests_of_one_source_at_once_make_one_version(spark, lakehouse, monkeypatch):
     """The same workflow started twice: while this ingest writes, another process's ingest of the
     same source (started a little earlier) commits; this one yields to it in its own commit."""

@@ -130,6 +130,7 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
 
 
+@pytest.mark.ci  # a takeover while routing: the CI pass (16 s)
 def test_a_routing_run_taken_over_meanwhile_is_left_to_its_new_owner(spark, lakehouse, small_world, monkeypatch):
     """The same route started again while the first is simulating takes the routing run over (a
     new attempt token): the first one's completing write then fails, and it leaves the row to
