@@ -966,7 +966,45 @@ GOSSIPSUB_STATES = TableSpec(
     ),
 )
 
+DUPLICATES_PER_DELIVERY = "duplicates_per_delivery"
+IRRELEVANT_PER_DELIVERY = "irrelevant_per_delivery"
+DELIVERY_RATIO_5 = "delivery_ratio_5"
+DELIVERY_RATIO_20 = "delivery_ratio_20"
+
+MESH_COMPARISON = TableSpec(
+    name="mesh_comparison",
+    schema=_fields(
+        (COMPARISON_ID, StringType(), False),
+        (INSTANCE, StringType(), False),
+        (SEED, LongType(), False),
+        (SYSTEM, StringType(), False),
+        (RUN_ID, StringType(), False),
+        (ROUTING_RUN_ID, StringType(), False),
+        (AVG_DEGREE, DoubleType(), False),
+        (MAX_DEGREE, LongType(), False),
+        (TCO_SUPPORT, DoubleType(), True),
+        (DUPLICATES_PER_DELIVERY, DoubleType(), True),
+        (IRRELEVANT_PER_DELIVERY, DoubleType(), True),
+        (AVG_PATH_LENGTH, DoubleType(), True),
+        (LATENCY_MEDIAN, DoubleType(), True),
+        (DELIVERY_RATIO, DoubleType(), True),
+        (DELIVERY_RATIO_5, DoubleType(), True),
+        (DELIVERY_RATIO_20, DoubleType(), True),
+        (COMPUTED_AT, TimestampType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "gossipsub beside the designed and gossip-built overlays on one instance (`compare-meshes`), one row "
+        "per system: gossipsub's meshes (their union), GPM at gossipsub's max degree, MinMaxODA, Feverfew and "
+        "BeaConvey's SL with Pie. Links per node (avg_degree) and max degree, TcoSuppR; of its publications with "
+        "every node up (routing_run_id): duplicates and irrelevant copies (received by non-subscribers) per "
+        "delivery, path length in hops and median latency; the delivery ratio with every node up, and with 5% "
+        "and 20% of the nodes down (null for Pie: routing does not simulate failures)."
+    ),
+)
+
 GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_STATES)
+COMPARISON_TABLES = (MESH_COMPARISON,)
 
 ALIVE = "alive"
 INFORMED = "informed"
@@ -1327,6 +1365,7 @@ ALL_TABLES = (
     *SMALL_WORLD_TABLES,
     *GOSSIP_TABLES,
     *GOSSIPSUB_TABLES,
+    *COMPARISON_TABLES,
     *ROUTING_TABLES,
     *RAPPEL_TABLES,
     FRIEND_BOUND,

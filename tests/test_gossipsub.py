@@ -309,3 +309,38 @@ def test_simulate_gossipsub_under_churn_stores_the_oracles_meshes(spark, simulat
     stored = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID]).collect()
     assert {(r[S.TOPIC_ID], r[S.NODE_ID], r[S.PEER_ID]) for r in stored} == oracle.rows()
     assert any(not request.presence().up(v, 10) for v in range(40))  # some node is down at the end
+
+
+@pytest.mark.ci  # five overlays, ten spreads and a routing run: about 2 min
+def test_compare_meshes_stores_one_row_per_system_from_its_runs(spark, simulated, tmp_path):
+    """Every row is read off the runs it names; MinMaxODA is a TCO, so its flood with every node up
+    delivers every publication; only Pie's routing may send copies to non-subscribers; GPM keeps to
+    gossipsub's max degree; a rerun reuses every run."""
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from pipelines.mesh_compare import SYSTEMS, MeshComparisonRequest, run_mesh_comparison
+
+    lakehouse = simulated[0]
+    request = MeshComparisonRequest("g", seed=3, publications=3, heartbeats=12)
+    rows = {r[S.SYSTEM]: r for r in run_mesh_comparison(spark, lakehouse, request, progress=False).collect()}
+    assert set(rows) == set(SYSTEMS)
+    assert rows["gossipsub"][S.RUN_ID] == simulated[1][S.RUN_ID]  # the fixture's run, reused
+    for system, row in rows.items():
+        metrics = lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == row[S.RUN_ID]).first()
+        assert (row[S.AVG_DEGREE], row[S.MAX_DEGREE]) == (metrics[S.AVG_DEGREE], metrics[S.MAX_DEGREE]), system
+        routed = lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == row[S.ROUTING_RUN_ID]).first()
+        assert row[S.DELIVERY_RATIO] == routed[S.DELIVERY_RATIO] and row[S.AVG_PATH_LENGTH] == routed[S.AVG_PATH_LENGTH]
+        assert row[S.IRRELEVANT_PER_DELIVERY] == 0 or system == "SL with Pie"  # floods reach subscribers only
+        assert (row[S.DELIVERY_RATIO_20] is None) == (system == "SL with Pie")
+    assert rows["MinMaxODA"][S.DELIVERY_RATIO] == 1.0 and rows["MinMaxODA"][S.TCO_SUPPORT] == 1.0
+    assert rows["GPM (gossipsub's max degree)"][S.MAX_DEGREE] <= rows["gossipsub"][S.MAX_DEGREE]
+    before = lakehouse.read(S.ROUTING_RUNS).count()
+    run_mesh_comparison(spark, lakehouse, request, progress=False)
+    assert lakehouse.read(S.ROUTING_RUNS).count() == before
+    from pipelines.report import run_report
+
+    run_report(spark, lakehouse, tmp_path / "report")
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## gossipsub beside the papers' overlays" in text and (tmp_path / "report" / "meshes.png").is_file()
+    assert all(system in text for system in SYSTEMS)

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
-from pipelines import compare, route
+from pipelines import compare, mesh_compare, route
 from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.flags import integer, positive_int
 from pipelines.console import METRIC_COLUMNS, format_table, metric_rows
@@ -60,6 +60,21 @@ def _compare(args, request, spark, lakehouse) -> None:
     rows = compare.run_compare(spark, lakehouse, request, progress=not args.quiet).collect()  # 14 rows
     print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
     print(compare.markdown(rows))
+
+
+def _prepare_mesh_comparison(args, _settings) -> mesh_compare.MeshComparisonRequest:
+    request = mesh_compare.MeshComparisonRequest(
+        args.instance, args.seed, args.publications, args.heartbeats, args.profile
+    )
+    request.check()
+    return request
+
+
+def _mesh_comparison(args, request, spark, lakehouse) -> None:
+    rows = mesh_compare.run_mesh_comparison(spark, lakehouse, request, progress=not args.quiet).collect()  # 5 rows
+    print(f"gossipsub beside the papers' overlays, {request.comparison_id}:")
+    order = {name: i for i, name in enumerate(mesh_compare.SYSTEMS)}
+    print(format_table(sorted((r.asDict() for r in rows), key=lambda r: order[r["system"]]), mesh_compare.COLUMNS))
 
 
 def _engine_help() -> str:
@@ -131,4 +146,20 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         "--replace",
         action="store_true",
         help="redo the four overlays and so every routing run on them (design --replace), for instance after a re-ingest",
+    )
+    meshes = add_command(
+        commands,
+        "compare-meshes",
+        "gossipsub's meshes beside GPM at the same max degree, MinMaxODA, Feverfew and BeaConvey's SL with Pie",
+        common,
+        Command(_mesh_comparison, prepare=_prepare_mesh_comparison),
+    )
+    meshes.add_argument("--instance", required=True, help="the instance to compare on")
+    meshes.add_argument("--seed", type=integer, default=1, help="every run's and the workload's seed (default 1)")
+    meshes.add_argument(
+        "--publications", type=positive_int, default=200, help="per system and failure share (default 200)"
+    )
+    meshes.add_argument("--heartbeats", type=positive_int, default=120, help="gossipsub's heartbeats (default 120)")
+    meshes.add_argument(
+        "--profile", choices=("default", "eth2"), default="default", help="gossipsub's parameters (default default)"
     )

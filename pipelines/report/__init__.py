@@ -46,6 +46,7 @@ from pipelines.report import (
     icdcs16,
     icdcs16_figures,
     ktco,
+    meshes,
     rappel,
     rappel_figures,
 )
@@ -75,6 +76,7 @@ TABLES = (
     S.FRIEND_BOUND,
     S.OVERLAY_CHANGES,
     S.INSTANCE_VERSIONS,
+    S.MESH_COMPARISON,
 )
 MANIFEST = "report.json"
 SUMMARY = "report.md"
@@ -98,6 +100,7 @@ class ReportData:
     icdcs16: icdcs16.Icdcs16Data  # ICDCS'16 Table I and Figs. 4-9 over seeds (`icdcs16.gather`)
     beaconvey: beaconvey.BeaConveyData  # BeaConvey Tables 3-5 and Figs. 4-7 over seeds (`beaconvey.gather`)
     day_two: pd.DataFrame  # overlay_changes rows with their series and day (`day_two.gather`)
+    meshes: pd.DataFrame  # mesh_comparison rows of current runs (`meshes.gather`)
     files: dict[str, str] = field(default_factory=dict)  # figure file -> caption
 
 
@@ -191,6 +194,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
     )
     gossiped = gossip.gather(lakehouse, runs, quality, listed)
     rappelled = rappel.gather(lakehouse, runs, instances)
+    compared = meshes.gather(lakehouse, set(quality[S.RUN_ID]))
     runs.unpersist()
     return ReportData(
         listed,
@@ -206,6 +210,7 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         icdcs16.gather(quality, listed),
         beaconvey.gather(comparisons, listed),
         day_two.gather(lakehouse),
+        compared,
     )
 
 
@@ -293,6 +298,7 @@ def run_report(spark: SparkSession, lakehouse: Lakehouse, out: str | Path, degre
         day_two.figure(data.day_two),
         "Day two: link changes and TcoSuppR over days, incremental against fresh",
     )
+    drawn["meshes.png"] = (meshes.figure(data.meshes), "gossipsub beside the papers' overlays")
     order = {system_name(*system): i for i, system in enumerate(SYSTEMS)}  # Tables 3-5's order
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         name = f"comparison_{comparison_id}.png".replace("/", "_")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from overlay import schema as S
 from overlay.summaries import BUDGET, RUN_LABEL
 from pipelines import compare
-from pipelines.report import beaconvey, day_two, gossip, icdcs16, ktco, rappel
+from pipelines.report import beaconvey, day_two, gossip, icdcs16, ktco, meshes, rappel
 
 if TYPE_CHECKING:
     from pipelines.report import ReportData
@@ -163,6 +163,17 @@ def render(data: ReportData, lakehouse: str) -> str:
                 "gap (fresh minus incremental), and the engine seconds, incremental against fresh."
             ),
             table(records(day_two.summary(data.day_two), day_two.COLUMNS), day_two.COLUMNS),
+        ]
+    if not data.meshes.empty:
+        parts += [
+            "## gossipsub beside the papers' overlays",
+            (
+                "Per instance and system, means over the seeds of `compare-meshes` (`mesh_comparison`): links per "
+                "node and max degree, TcoSuppR, duplicates and irrelevant copies per delivery and path length with "
+                "every node up, and the delivery ratio with 0%, 5% and 20% of the nodes down (Pie's routing "
+                "simulates no failures)."
+            ),
+            table(records(meshes.summary(data.meshes), meshes.COLUMNS), meshes.COLUMNS),
         ]
     for comparison_id, rows in data.comparisons.groupby(S.COMPARISON_ID):
         parts += [f"## BeaConvey comparison `{comparison_id}`", compare.markdown(records(rows, rows.columns))]

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, report
+from pipelines import compare, design, mesh_compare, report
 from pipelines.ingest import DATASETS
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
 from pipelines.overlays import complete_run, is_current
@@ -135,6 +135,15 @@ def _compare(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | 
     return f"comparison {request.comparison_id} is stored"
 
 
+def _compare_meshes(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | None:
+    if not lakehouse.exists(S.MESH_COMPARISON):
+        return None
+    rows = lakehouse.read(S.MESH_COMPARISON).filter(F.col(S.COMPARISON_ID) == request.comparison_id)
+    if rows.count() < len(mesh_compare.SYSTEMS):
+        return None
+    return f"comparison {request.comparison_id} is stored"
+
+
 def _friend_bound(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | None:
     if not lakehouse.exists(S.FRIEND_BOUND):
         return None
@@ -180,6 +189,7 @@ CHECKS = {
     "disseminate": _route,
     "resilience": _resilience,
     "compare": _compare,
+    "compare-meshes": _compare_meshes,
     "friend-bound": _friend_bound,
     "report": _report,
     "import-overlay": _imported,

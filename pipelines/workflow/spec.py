@@ -60,6 +60,7 @@ STEP_COMMANDS = (
     "resilience",
     "route",
     "compare",
+    "compare-meshes",
     "churn-experiment",
     "report",
     "import-overlay",
