@@ -10,20 +10,11 @@ from matplotlib.figure import Figure
 
 from overlay import schema as S
 from pipelines.lakehouse import Lakehouse
+from pipelines.mesh_compare import COLUMNS as COMPARED
 from pipelines.mesh_compare import SYSTEMS
 from pipelines.report.figures import _grid
 
-MEASURES = (
-    S.AVG_DEGREE,
-    S.MAX_DEGREE,
-    S.TCO_SUPPORT,
-    S.DUPLICATES_PER_DELIVERY,
-    S.IRRELEVANT_PER_DELIVERY,
-    S.AVG_PATH_LENGTH,
-    S.DELIVERY_RATIO,
-    S.DELIVERY_RATIO_5,
-    S.DELIVERY_RATIO_20,
-)
+MEASURES = COMPARED[1:]  # every measure `compare-meshes` prints, past the system
 COLUMNS = (S.INSTANCE, S.SYSTEM, "seeds", *MEASURES)
 
 
