@@ -220,42 +220,42 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
         F.col("ihave").alias(S.IHAVE),
         F.col("iwant").alias(S.IWANT),
     )
-    totals = summaries.agg(
-        F.count(F.lit(1)).alias(S.PUBLICATIONS),
-        F.sum("messages").alias(S.MESSAGES),
-        F.sum("duplicates").alias(S.DUPLICATE_DELIVERIES),
-        F.sum("expected").alias(S.EXPECTED_DELIVERIES),
+    summary, delivery = F.col("row_kind") == SUMMARY, F.col("row_kind") == DELIVERY
+    counted = rows.agg(  # one pass over both kinds of rows
+        F.count(F.when(summary, 1)).alias(S.PUBLICATIONS),
+        F.sum(F.when(summary, F.col("messages"))).alias(S.MESSAGES),
+        F.sum(F.when(summary, F.col("duplicates"))).alias(S.DUPLICATE_DELIVERIES),
+        F.sum(F.when(summary, F.col("expected"))).alias(S.EXPECTED_DELIVERIES),
+        F.count(F.when(delivery, 1)).alias(S.DELIVERIES),
+        F.avg(F.when(delivery, F.col(S.HOPS))).alias(S.AVG_PATH_LENGTH),
+        F.max(F.when(delivery, F.col(S.HOPS))).alias(S.MAX_PATH_LENGTH),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.5).alias(S.LATENCY_MEDIAN),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.95).alias(S.LATENCY_P95),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS)), 0.5).alias(S.STRETCH_MEDIAN),
     ).first()
-    paths = deliveries.agg(
-        F.count(F.lit(1)).alias(S.DELIVERIES),
-        F.avg(S.HOPS).alias(S.AVG_PATH_LENGTH),
-        F.max(S.HOPS).alias(S.MAX_PATH_LENGTH),
-        F.percentile(S.LATENCY_MS, 0.5).alias(S.LATENCY_MEDIAN),
-        F.percentile(S.LATENCY_MS, 0.95).alias(S.LATENCY_P95),
-        F.percentile(F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS), 0.5).alias(S.STRETCH_MEDIAN),
-    ).first()
-    expected, delivered = int(totals[S.EXPECTED_DELIVERIES] or 0), int(paths[S.DELIVERIES])
-    deepest = int(paths[S.MAX_PATH_LENGTH] or 0)
+    expected, delivered = int(counted[S.EXPECTED_DELIVERIES] or 0), int(counted[S.DELIVERIES])
+    deepest = int(counted[S.MAX_PATH_LENGTH] or 0)
     metrics = {
         S.RUN_ID: run[S.RUN_ID],
         S.PROTOCOL: request.protocol,
-        S.PUBLICATIONS: int(totals[S.PUBLICATIONS]),
+        S.PUBLICATIONS: int(counted[S.PUBLICATIONS]),
         S.ROUTING_OVERHEAD: 0,  # copies go to subscribers of the topic only
-        S.AVG_PATH_LENGTH: paths[S.AVG_PATH_LENGTH],
-        S.MAX_PATH_LENGTH: paths[S.MAX_PATH_LENGTH],
-        S.LATENCY_MEDIAN: paths[S.LATENCY_MEDIAN],
-        S.LATENCY_P95: paths[S.LATENCY_P95],
-        S.STRETCH_MEDIAN: paths[S.STRETCH_MEDIAN],
+        S.AVG_PATH_LENGTH: counted[S.AVG_PATH_LENGTH],
+        S.MAX_PATH_LENGTH: counted[S.MAX_PATH_LENGTH],
+        S.LATENCY_MEDIAN: counted[S.LATENCY_MEDIAN],
+        S.LATENCY_P95: counted[S.LATENCY_P95],
+        S.STRETCH_MEDIAN: counted[S.STRETCH_MEDIAN],
         S.DELIVERY_RATIO: delivered / expected if expected else 1.0,
-        S.DUPLICATE_DELIVERIES: int(totals[S.DUPLICATE_DELIVERIES] or 0),
+        S.DUPLICATE_DELIVERIES: int(counted[S.DUPLICATE_DELIVERIES] or 0),
         S.MISSING_DELIVERIES: expected - delivered,
         S.DELIVERIES: delivered,
         S.EXPECTED_DELIVERIES: expected,
-        S.MESSAGES: int(totals[S.MESSAGES] or 0),
+        S.MESSAGES: int(counted[S.MESSAGES] or 0),
         S.SUPERSTEPS: deepest,
         S.COMPUTED_AT: _now(),
     }
-    row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns[1:])], _metrics_schema())
+    columns = tuple(c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID)
+    row = local_frame(spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, columns))
     for table, frame in (
         (S.ROUTING_DELIVERIES, deliveries),
         (S.ROUTING_PUBLICATIONS, publications),
@@ -263,12 +263,6 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
     ):
         lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
     return deepest, metrics[S.MESSAGES]
-
-
-def _metrics_schema():
-    from pyspark.sql.types import StructType
-
-    return StructType([f for f in S.ROUTING_METRICS.schema.fields if f.name != S.ROUTING_RUN_ID])
 
 
 def _live(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,7 +31,7 @@ from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import last_snapshot, simulation_job
+from pipelines.simulate import last_snapshot, simulation_job, snapshot, stored_state
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class GossipsubRequest:
         )
 
     def params(self) -> GossipsubParams:
-        return GossipsubParams(**{**asdict(PROFILES[self.profile]), "seed": self.seed})
+        return replace(PROFILES[self.profile], seed=self.seed)
 
     def default_run_id(self) -> str:
         profile = "" if self.profile == "default" else f".{self.profile}"
@@ -111,18 +111,8 @@ class GossipsubRequest:
         return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
 
 
-def _state_names() -> list[str]:
-    return [name for name, _ in STATE_COLUMNS]
-
-
 def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, heartbeat: int) -> None:
-    frame = state.select(*_state_names()).withColumn(S.HEARTBEAT, F.lit(heartbeat))
-    lakehouse.append_run_rows(S.GOSSIPSUB_STATES, run_id, frame)
-
-
-def _stored_state(lakehouse: Lakehouse, run_id: str, heartbeat: int) -> DataFrame:
-    rows = lakehouse.read(S.GOSSIPSUB_STATES).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.HEARTBEAT) == heartbeat))
-    return lakehouse.lineage.cut(rows.select(*_state_names()))
+    snapshot(lakehouse, run_id, state, heartbeat, S.GOSSIPSUB_STATES, S.HEARTBEAT, STATE_COLUMNS)
 
 
 def heartbeat_summary(state: DataFrame) -> dict:
@@ -165,7 +155,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     else:
         for table in (S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES):
             lakehouse.delete_run_rows(table, run_id, F.col(S.HEARTBEAT) > resumed)
-        state = _stored_state(lakehouse, run_id, resumed)
+        state = stored_state(lakehouse, run_id, resumed, S.GOSSIPSUB_STATES, S.HEARTBEAT, STATE_COLUMNS)
         first = resumed + 1
         log.info("simulate %s: resuming after heartbeat %d", run_id, resumed)
     last, pending = request.heartbeats, []

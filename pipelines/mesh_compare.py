@@ -99,22 +99,31 @@ def run_mesh_comparison(
             **{k: v[S.RUN_ID] for k, v in designed.items()},
             SYSTEMS[3]: feverfew[S.RUN_ID],
         }
-        rows = []
+        spread_ids: dict[str, list[str]] = {}  # per system: its routing runs, every node up first
         for system in SYSTEMS:
             run_id = runs[system]
             if system == SYSTEMS[4]:
                 routed = run_route(
                     spark, lakehouse, RouteRequest(run_id, "pie", request.publications, seed), progress=False
                 )
-                spreads = [_routing_metrics(lakehouse, routed[S.ROUTING_RUN_ID])]
+                spread_ids[system] = [routed[S.ROUTING_RUN_ID]]
             else:
                 kind = GOSSIPSUB_SPREAD if system == SYSTEMS[0] else FLOOD
-                spreads = []
-                for share in FAILURES:
-                    spread = DisseminateRequest(run_id, request.publications, seed=seed, mass_share=share, kind=kind)
-                    done = run_dissemination(spark, lakehouse, spread, progress=False)
-                    spreads.append(_routing_metrics(lakehouse, done[S.ROUTING_RUN_ID]))
-            rows.append(_row(request, system, run_id, _metrics(lakehouse, run_id), spreads))
+                spread_ids[system] = [
+                    run_dissemination(
+                        spark,
+                        lakehouse,
+                        DisseminateRequest(run_id, request.publications, seed=seed, mass_share=share, kind=kind),
+                        progress=False,
+                    )[S.ROUTING_RUN_ID]
+                    for share in FAILURES
+                ]
+        metrics = _rows(lakehouse, S.OVERLAY_METRICS, S.RUN_ID, list(runs.values()))  # 5 rows
+        routed = _rows(lakehouse, S.ROUTING_METRICS, S.ROUTING_RUN_ID, [i for ids in spread_ids.values() for i in ids])
+        rows = [
+            _row(request, system, runs[system], metrics[runs[system]], [routed[i] for i in spread_ids[system]])
+            for system in SYSTEMS
+        ]
         bar.step("stored the comparison", stored=S.MESH_COMPARISON.name)
     columns = [c for c in S.MESH_COMPARISON.columns if c != S.COMPARISON_ID]
     frame = local_frame(
@@ -128,8 +137,9 @@ def _metrics(lakehouse: Lakehouse, run_id: str) -> Row:
     return lakehouse.read(S.OVERLAY_METRICS).filter(F.col(S.RUN_ID) == run_id).first()
 
 
-def _routing_metrics(lakehouse: Lakehouse, routing_run_id: str) -> Row:
-    return lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID) == routing_run_id).first()
+def _rows(lakehouse: Lakehouse, table: S.TableSpec, key: str, ids: list[str]) -> dict[str, Row]:
+    """The rows of these runs (a few: one per run), by id, in one read."""
+    return {r[key]: r for r in lakehouse.read(table).filter(F.col(key).isin(ids)).collect()}
 
 
 def _row(request: MeshComparisonRequest, system: str, run_id: str, metrics: Row, spreads: list[Row]) -> dict:

@@ -143,17 +143,33 @@ def last_snapshot(
     return lakehouse.read(table).filter(F.col(S.RUN_ID) == run_id).agg(F.max(column)).first()[0]
 
 
-def stored_state(lakehouse: Lakehouse, run_id: str, cycle: int) -> DataFrame:
-    """Every node's state after `cycle` as the cycle engine takes it (checkpointed: one job)."""
-    columns = [name for name, _ in STATE_COLUMNS]
-    return lakehouse.lineage.cut(
-        lakehouse.read(S.GOSSIP_STATES).filter((F.col(S.RUN_ID) == run_id) & (F.col(S.CYCLE) == cycle)).select(*columns)
-    )
+def stored_state(
+    lakehouse: Lakehouse,
+    run_id: str,
+    cycle: int,
+    table: S.TableSpec = S.GOSSIP_STATES,
+    column: str = S.CYCLE,
+    state_columns=STATE_COLUMNS,
+) -> DataFrame:
+    """Every node's state after `cycle` as the cycle engine takes it (checkpointed: one job);
+    `table`, `column` and `state_columns`: another protocol's snapshots (gossipsub's)."""
+    names = [name for name, _ in state_columns]
+    stored = lakehouse.read(table).filter((F.col(S.RUN_ID) == run_id) & (F.col(column) == cycle))
+    return lakehouse.lineage.cut(stored.select(*names))
 
 
-def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, cycle: int) -> None:
-    columns = [name for name, _ in STATE_COLUMNS]
-    lakehouse.append_run_rows(S.GOSSIP_STATES, run_id, state.select(*columns).withColumn(S.CYCLE, F.lit(cycle)))
+def snapshot(
+    lakehouse: Lakehouse,
+    run_id: str,
+    state: DataFrame,
+    cycle: int,
+    table: S.TableSpec = S.GOSSIP_STATES,
+    column: str = S.CYCLE,
+    state_columns=STATE_COLUMNS,
+) -> None:
+    """Append every node's state after `cycle` to the snapshots (`stored_state` reads it back)."""
+    names = [name for name, _ in state_columns]
+    lakehouse.append_run_rows(table, run_id, state.select(*names).withColumn(column, F.lit(cycle)))
 
 
 class _Pending:
@@ -306,7 +322,7 @@ def _simulate(
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
             lakehouse.delete_run_rows(table, run_id)
         state = lakehouse.lineage.cut(engine.start(spark, nodes))
-        _snapshot(lakehouse, run_id, state, 0)
+        snapshot(lakehouse, run_id, state, 0)
         first = 1
     else:
         for table in CYCLE_TABLES:
@@ -323,7 +339,7 @@ def _simulate(
         if cycle % snapshot_every == 0 or cycle == last:
             ledger.check_owner(lakehouse, run_id, attempt)
             pending.commit(lakehouse, run_id)
-            _snapshot(lakehouse, run_id, state, cycle)
+            snapshot(lakehouse, run_id, state, cycle)
         share = summary[S.COVERED_SHARE]
         return {"covered": f"{share:.1%}" if share is not None else "-", "view": round(summary[S.VIEW_AVG], 2)}
 

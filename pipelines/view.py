@@ -88,10 +88,9 @@ def run_view(spark: SparkSession, lakehouse: Lakehouse, request: ViewRequest) ->
     if total == 0:
         raise InputError(f"{what} has no node to show")
     if total > request.max_nodes:
-        sample = bfs_sample(links, S.U, S.V, request.max_nodes, request.seed, 1, lineage=lakehouse.lineage)
-        chosen = sample.select(NODE)
-        if sample.count() < request.max_nodes:  # the links reach fewer nodes: fill with members in id order
-            missing = request.max_nodes - sample.count()
+        chosen = bfs_sample(links, S.U, S.V, request.max_nodes, request.seed, 1, lineage=lakehouse.lineage).select(NODE)
+        missing = request.max_nodes - chosen.count()
+        if missing > 0:  # a topic's links reach fewer nodes: fill with its other members in id order
             chosen = chosen.union(members.join(chosen, NODE, "left_anti").orderBy(NODE).limit(missing))
         note = f"showing {request.max_nodes:,} of {total:,} nodes: a breadth-first sample (seed {request.seed})"
     else:
@@ -128,8 +127,6 @@ def _collect(chosen: DataFrame, links: DataFrame, keys: DataFrame, components: D
     inside = links.join(chosen.withColumnRenamed(NODE, S.U), S.U).join(chosen.withColumnRenamed(NODE, S.V), S.V)
     shown_links = sorted((r[S.U], r[S.V]) for r in inside.select(S.U, S.V).collect())  # among max_nodes nodes
     component = {r[NODE]: r[S.COMPONENT] for r in rows if components is not None and r[S.COMPONENT] is not None}
-    if len(component) < len(ids):
-        component = _components(ids, shown_links)
     return Shown(
         ids,
         {r[NODE]: r[S.KEY] or str(r[NODE]) for r in rows},
@@ -141,23 +138,6 @@ def _collect(chosen: DataFrame, links: DataFrame, keys: DataFrame, components: D
     )
 
 
-def _components(nodes: list[int], links: list[tuple[int, int]]) -> dict[int, int]:
-    """Connected components of the shown part, each named by its least node."""
-    parent = {v: v for v in nodes}
-
-    def root(v: int) -> int:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    for u, v in links:
-        a, b = root(u), root(v)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    return {v: root(v) for v in nodes}
-
-
 def _write(shown: Shown, out: str) -> None:
     import networkx as nx
     import plotly.graph_objects as go
@@ -165,6 +145,8 @@ def _write(shown: Shown, out: str) -> None:
     graph = nx.Graph()
     graph.add_nodes_from(shown.nodes)
     graph.add_edges_from(shown.links)
+    if len(shown.component) < len(shown.nodes):  # no stored components: those of the links shown
+        shown.component = {v: min(part) for part in nx.connected_components(graph) for v in part}
     position = nx.spring_layout(graph, seed=1)
     xs, ys = [], []
     for u, v in shown.links:

@@ -149,6 +149,11 @@ def disseminate(
     return grouped.mapInArrow(spread, COMPLETION_SCHEMA)
 
 
+def publisher_of(seed: int, topic: int, nodes: np.ndarray) -> int:
+    """The position in `nodes` (a topic's subscribers) of its publisher: the least draw."""
+    return int(np.argmin(draw(seed, PUBLISHER, topic, nodes)))
+
+
 def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> dict:
     nodes = np.asarray(row[_MEMBERS], dtype=np.int64)
     n, topic, pub = len(nodes), int(row[S.TOPIC_ID]), int(row[S.PUB_ID])
@@ -158,7 +163,7 @@ def _one_publication(row: dict, failures: Failures, cycles: int, seed: int) -> d
     order = np.lexsort((tails, heads))
     indices = tails[order]
     indptr = np.searchsorted(heads[order], np.arange(n + 1))
-    publisher = int(np.argmin(draw(seed, PUBLISHER, topic, nodes)))
+    publisher = publisher_of(seed, topic, nodes)
     alive = failures.alive(seed, nodes, cycles, publisher)
     draws = np.stack([draw(seed, PUSH_PULL, pub, c, nodes) for c in range(cycles + 1)])
     up, informed = push_pull_counts(indptr, indices, publisher, alive, draws, age_limit(n))

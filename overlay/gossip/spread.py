@@ -30,7 +30,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.draws import CHURN, GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, PUBLISHER, draw, draw_int
+from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
+from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.rappel.coordinates import LatencyModel
 
 COPY, HEARTBEAT, IHAVE, IWANT = 0, 1, 2, 3
@@ -167,8 +168,8 @@ def spread_publications(
 ) -> DataFrame:
     """Every publication of `topics` (pub_id, topic_id) spread among its topic's subscribers.
     `push`: (topic_id, u, v), u pushes copies of the topic's publications to v. The publisher of
-    topic t is its subscriber of least draw(PUBLISHER, t, node), which stays up; a member is down
-    when draw(CHURN, 0, node) < mass_share 2^64 (the very failures `disseminate` uses). Rows
+    topic t and the members down are those push-pull's would be (`dissemination.publisher_of`,
+    a `Failures` mass failure of `mass_share` from the start; the publisher stays up). Rows
     (`SPREAD_SCHEMA`): a DELIVERY per member other than the publisher that got a copy (its hops,
     latency and the publisher's direct latency, ms), and a SUMMARY per publication (its counts and
     `expected`, the members up but the publisher)."""
@@ -180,29 +181,27 @@ def spread_publications(
         .groupBy(S.PUB_ID)
         .agg(F.collect_list(S.U).alias("_us"), F.collect_list(S.V).alias("_vs"))
     )
-    limit = np.uint64(min(int(mass_share * float(1 << 64)), (1 << 64) - 1))
+    failures = Failures(mass_share=mass_share)  # down from cycle 1 on: from the start of a spread
+    failures.check()
 
     def run(batches):
         for batch in batches:
-            rows = [r for row in batch.to_pylist() for r in _one(row, mass_share, limit, model_seed, params)]
+            rows = [r for row in batch.to_pylist() for r in _one(row, failures, model_seed, params)]
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=_ARROW)
 
     return grouped.join(pushed, S.PUB_ID, "left").mapInArrow(run, SPREAD_SCHEMA)
 
 
-def _one(row: dict, mass_share: float, limit, model_seed: int, params: SpreadParams) -> list[dict]:
+def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -> list[dict]:
     nodes = np.asarray(row["_members"], dtype=np.int64)
     topic, pub = int(row[S.TOPIC_ID]), int(row[S.PUB_ID])
     us = np.searchsorted(nodes, np.asarray(row["_us"] or [], dtype=np.int64))
     vs = np.searchsorted(nodes, np.asarray(row["_vs"] or [], dtype=np.int64))
     order = np.lexsort((vs, us))
     indptr = np.searchsorted(us[order], np.arange(len(nodes) + 1))
-    publisher = int(np.argmin(draw(params.seed, PUBLISHER, topic, nodes)))
-    up = np.ones(len(nodes), dtype=bool)
-    if mass_share > 0:
-        up = ~(draw(params.seed, CHURN, 0, nodes) < limit) if mass_share < 1 else np.zeros(len(nodes), dtype=bool)
-    up[publisher] = True
+    publisher = publisher_of(params.seed, topic, nodes)
+    up = failures.alive(params.seed, nodes, 1, publisher)[1]
     positions = LatencyModel().coordinates(model_seed, nodes)
     out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params)
     base = {S.PUB_ID: pub, S.TOPIC_ID: topic, "publisher": int(nodes[publisher])}

@@ -9,7 +9,7 @@ from overlay import schema as S
 from overlay.instance.churn import ATTACHMENTS
 from overlay.instance.synthetic import DISTRIBUTIONS
 from pipelines import catalog, ingest, overlays, runs, view
-from pipelines.cli.command import Command, add_command
+from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.flags import integer, non_negative_int, positive_int, share
 from pipelines.console import format_table
 from pipelines.lakehouse import Lakehouse
@@ -211,9 +211,7 @@ def _export(args, _request, spark, lakehouse) -> None:
 
 
 def _prepare_view(args, _settings) -> view.ViewRequest:
-    request = view.ViewRequest(args.run_id, args.out, args.topic, args.max_nodes, args.seed)
-    request.check()
-    return request
+    return checked(view.ViewRequest(args.run_id, args.out, args.topic, args.max_nodes, args.seed), None)
 
 
 def _view(_args, request, spark, lakehouse) -> None:

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
+from overlay.gossip.gossipsub import PROFILES
 from pipelines import compare, mesh_compare, route
 from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.flags import integer, positive_int
@@ -66,8 +67,7 @@ def _prepare_mesh_comparison(args, _settings) -> mesh_compare.MeshComparisonRequ
     request = mesh_compare.MeshComparisonRequest(
         args.instance, args.seed, args.publications, args.heartbeats, args.profile
     )
-    request.check()
-    return request
+    return checked(request, None)
 
 
 def _mesh_comparison(args, request, spark, lakehouse) -> None:
@@ -161,5 +161,5 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     meshes.add_argument("--heartbeats", type=positive_int, default=120, help="gossipsub's heartbeats (default 120)")
     meshes.add_argument(
-        "--profile", choices=("default", "eth2"), default="default", help="gossipsub's parameters (default default)"
+        "--profile", choices=tuple(PROFILES), default="default", help="gossipsub's parameters (default: the spec's)"
     )
