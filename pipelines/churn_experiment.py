@@ -18,6 +18,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.warm import warm_up
 from overlay.errors import InputError
 from overlay.instance.churn import ChurnSpec
 from pipelines.design import DesignRequest, EngineChoice, run_design
@@ -92,6 +93,7 @@ def run_experiment(
     kept = Retention(versions=None)  # the experiment reads back every day
     design = replace(request.design, instance=chain)
     rows: list[dict] = []
+    warmed = False
     with Progress(f"churn-experiment {chain}", request.days + 1, enabled=progress, logger=log) as bar:
         for day in range(request.days + 1):
             current = _chain_day(lakehouse, chain)
@@ -112,6 +114,9 @@ def run_experiment(
                 bar.step(f"day {day}: complete", day=day)
                 continue
             inc = request.run_id("inc", day)
+            if not warmed:  # neither design of the process's first day pays the kernels' load
+                warm_up(spark, design.algorithm)
+                warmed = True
             if day == 0:
                 run_design(spark, lakehouse, design, inc, diameters=False, progress=False, engine=engine)
             else:

@@ -12,6 +12,7 @@ import pytest
 from overlay import schema as S
 from overlay.design.greedy import GreedyDesign, GreedyParams, GreedyStart, InstanceSize
 from overlay.design.incremental import keep_links, open_topics, release_redundant
+from overlay.design.warm import warm_up
 from tests.helpers import driver_copy, frame
 from tests.instances import random_instance
 from tests.ktco_oracle import gm2_ref
@@ -248,3 +249,8 @@ def test_pairs_after_a_start_are_those_apart_with_their_gains(seed):
     assert dict(zip(zip(us.tolist(), vs.tolist()), counts.tolist())) == expected
     assert list(zip(us.tolist(), vs.tolist())) == sorted(expected)
     assert memory.estimate(copy, memory.grouped_transpose(copy, label))[0] >= len(expected)
+
+
+@pytest.mark.parametrize("algorithm", ["gm", "gpa", "minmaxoda", "gpm", "gm2"])
+def test_the_warm_up_runs_every_greedy_path_the_experiment_times(spark, algorithm):
+    warm_up(spark, algorithm)  # fails when a path (fresh, rebuild, kept links, open topics) breaks
