@@ -72,6 +72,7 @@ def _require_jars() -> list[Path]:
 
 
 LOOPBACK = "127.0.0.1"
+JAVA_OPTIONS_VARIABLE = "OVERLAY_LAB_JAVA_OPTIONS"  # added to `spark.java_options` (the tests' JIT setting)
 
 
 def loopback_master(master: str) -> bool:
@@ -93,6 +94,8 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     extra = jvm_archive.java_options() if java_options is None else java_options
+    tuning = " ".join(filter(None, [spark_settings.java_options, os.environ.get(JAVA_OPTIONS_VARIABLE, "")])).strip()
+    extra = f"{extra} {tuning}".strip()
     java_options = (
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -D{JVM_LEVEL_PROPERTY}={spark_settings.log_level.lower()} {extra}"
     ).strip()
@@ -102,6 +105,7 @@ def build_local_session(settings: LabSettings, java_options: str | None = None) 
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.driver.memory": spark_settings.driver_memory,
         "spark.driver.extraJavaOptions": java_options,
+        **({"spark.executor.extraJavaOptions": tuning} if tuning else {}),
         "spark.sql.shuffle.partitions": str(spark_settings.shuffle_partitions),
         "spark.default.parallelism": str(spark_settings.shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
