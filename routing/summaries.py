@@ -9,6 +9,7 @@ from overlay import schema as S
 
 OVERLAY_TYPE = S.OVERLAY_TYPE
 PERCENTILE = "percentile"
+MASS_SHARE = "mass_share"  # a dissemination's share of nodes down (from its params; null for routing)
 PERCENTILES = tuple(round(i / 100, 2) for i in range(101))
 BASELINE_PROTOCOL, BASELINE_OVERLAY = "scribe", "-"
 
@@ -25,7 +26,8 @@ def overlay_type_column(short: str, long: str) -> F.Column:
 def routing_summary(routing_runs: DataFrame, metrics: DataFrame, overlay_runs: DataFrame) -> DataFrame:
     """One row per complete routing run on a current overlay run (`overlay_runs` as
     `overlay.summaries.current_runs` gives them): its metrics, and its overhead and average path
-    length as ratios against Scribe(-) on the same instance and workload (null without one)."""
+    length as ratios against Scribe(-) on the same instance and workload (null without one), and
+    the share of nodes a dissemination took down (`mass_share`, null where none were)."""
     overlays = overlay_runs.select(
         S.RUN_ID,
         overlay_type_column("short", "long").alias(OVERLAY_TYPE),
@@ -33,7 +35,15 @@ def routing_summary(routing_runs: DataFrame, metrics: DataFrame, overlay_runs: D
     )
     runs = (
         routing_runs.filter(F.col(S.STATUS) == S.COMPLETE)
-        .select(S.ROUTING_RUN_ID, S.INSTANCE, S.SEED, S.SUPERSTEPS, S.MESSAGES, S.SECONDS)
+        .select(
+            S.ROUTING_RUN_ID,
+            S.INSTANCE,
+            S.SEED,
+            S.SUPERSTEPS,
+            S.MESSAGES,
+            S.SECONDS,
+            F.nullif(F.get_json_object(S.PARAMS, "$.mass_share").cast("double"), F.lit(0.0)).alias(MASS_SHARE),
+        )
         .join(
             metrics.select(
                 S.ROUTING_RUN_ID,

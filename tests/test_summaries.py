@@ -7,7 +7,7 @@ from chispa import assert_df_equality
 
 from overlay import schema as S
 from overlay.summaries import current_runs, degree_distribution
-from routing.summaries import load_percentiles, routing_summary
+from routing.summaries import MASS_SHARE, load_percentiles, routing_summary
 
 
 def test_degree_distribution_counts_nodes_with_at_least_each_degree(spark):
@@ -46,9 +46,16 @@ def test_current_runs_keep_complete_runs_of_the_stored_instance_version(spark):
 def test_routing_ratios_are_against_scribe_on_the_oblivious_overlay_of_the_same_workload(spark):
     now = datetime(2026, 11, 26)
     routing_runs = spark.createDataFrame(
-        [(rid, "i", seed, "complete", 5, 50, 1.0, now) for rid, seed in (("s", 1), ("p", 1), ("q", 2))],
+        [
+            (rid, "i", seed, "complete", 5, 50, 1.0, now, params)
+            for rid, seed, params in (
+                ("s", 1, '{"seed": 1}'),
+                ("p", 1, '{"mass_share": 0.05}'),
+                ("q", 2, '{"mass_share": 0}'),
+            )
+        ],
         "routing_run_id string, instance string, seed long, status string, supersteps long, messages long, "
-        "seconds double, started_at timestamp",
+        "seconds double, started_at timestamp, params string",
     )
     metrics = spark.createDataFrame(
         [
@@ -63,11 +70,11 @@ def test_routing_ratios_are_against_scribe_on_the_oblivious_overlay_of_the_same_
         [("base", "random", "chord"), ("sw", "gswico", "chord")], "run_id string, short string, long string"
     )
     got = routing_summary(routing_runs, metrics, overlays).select(
-        S.ROUTING_RUN_ID, S.OVERLAY_TYPE, S.OVERHEAD_RATIO, S.PATH_RATIO
+        S.ROUTING_RUN_ID, S.OVERLAY_TYPE, S.OVERHEAD_RATIO, S.PATH_RATIO, MASS_SHARE
     )
-    expected = spark.createDataFrame(
-        [("s", "-", 1.0, 1.0), ("p", "S", 0.25, 0.6), ("q", "S", None, None)],  # q: no Scribe(-) with seed 2
-        "routing_run_id string, overlay_type string, overhead_ratio double, path_ratio double",
+    expected = spark.createDataFrame(  # q: no Scribe(-) with seed 2; p: a dissemination with 5% of the nodes down
+        [("s", "-", 1.0, 1.0, None), ("p", "S", 0.25, 0.6, 0.05), ("q", "S", None, None, None)],
+        "routing_run_id string, overlay_type string, overhead_ratio double, path_ratio double, mass_share double",
     )
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
 

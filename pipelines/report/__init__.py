@@ -51,7 +51,7 @@ from pipelines.report import (
     rappel_figures,
 )
 from pipelines.report.markdown import design_rows, render, routing_rows
-from routing.summaries import load_percentiles, routing_summary
+from routing.summaries import MASS_SHARE, load_percentiles, routing_summary
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,8 @@ def gather(spark: SparkSession, lakehouse: Lakehouse, degree_ratio: float = 0.2)
         lakehouse.read(S.ROUTING_RUNS), lakehouse.read(S.ROUTING_METRICS), runs
     ).toPandas()  # one row per routing run
     routing[RUN_LABEL] = [
-        f"{PROTOCOL_NAMES.get(p, p)} on {o} ({r})"
-        for p, o, r in zip(routing[S.PROTOCOL], routing[S.OVERLAY_TYPE], routing[S.RUN_ID])
+        f"{PROTOCOL_NAMES.get(p, p)} on {o}{'' if pd.isna(m) else f', {m:.0%} down'} ({r})"
+        for p, o, m, r in zip(routing[S.PROTOCOL], routing[S.OVERLAY_TYPE], routing[MASS_SHARE], routing[S.RUN_ID])
     ]
     ids = routing[S.ROUTING_RUN_ID].tolist()
     load = load_percentiles(lakehouse.read(S.ROUTING_LOAD).filter(F.col(S.ROUTING_RUN_ID).isin(ids))).toPandas()
