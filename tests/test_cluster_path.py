@@ -2,9 +2,11 @@
 
 * a session that is already active when the lab starts (a job or notebook), with no checkpoint
   directory, running GraphFrames' connected components through the CLI;
-* the small workflow on `local-cluster[2,1,1024]`: two executor JVMs apart from the driver, so
-  jars, Python workers, local checkpoints and Delta commits cross process boundaries as on a
-  cluster; its tables must equal those of the in-process run (`refreshed`).
+* the small workflow on a Spark standalone cluster (`./lab cluster`: a master and two one-core
+  workers on 127.0.0.1), so every kind of command (ingest, design, evaluate, route, report) runs
+  with executors in JVMs of their own: jars, Python workers, reliable checkpoints and Delta
+  commits cross process boundaries as on a real cluster; its tables must equal those of the
+  in-process run (`refreshed`). The fault tests (`test_faults.py`) kill a worker of such a cluster.
 
 The wheel a bundle deploys is checked in `test_wheel.py` (its own file, so that the CI pass's
 workers can take it and these apart).
@@ -17,12 +19,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pyspark
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from pipelines import standalone
 from pipelines.lakehouse import Lakehouse
 from tests.helpers import TINY_WORKFLOW, python_env
 
@@ -75,8 +77,16 @@ def test_an_active_session_without_checkpoint_directory_runs_graphframes(graphfr
     assert result.returncode == 0 and "REUSED-SESSION-OK" in result.stdout, result.stderr[-4000:]
 
 
-def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_tables(spark, refreshed, tmp_path):
-    """`local-cluster` needs SPARK_HOME at a Spark with bin/ and jars/: the pyspark package is one."""
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    cluster = standalone.start(tmp_path / "cluster", workers=2, cores=1, memory="1g")
+    yield cluster
+    standalone.stop(tmp_path / "cluster")
+
+
+def test_the_small_workflow_on_a_standalone_cluster_gives_the_in_process_tables(
+    spark, refreshed, standalone_cluster, tmp_path
+):
     lakehouse = tmp_path / "lh"
     result = subprocess.run(
         [
@@ -86,7 +96,7 @@ def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_table
             "--lakehouse",
             str(lakehouse),
             "--master",
-            "local-cluster[2,1,1024]",
+            standalone_cluster.url,
             "--driver-memory",
             "1g",
             "workflow",
@@ -99,7 +109,7 @@ def test_the_small_workflow_on_separate_executor_jvms_gives_the_in_process_table
         text=True,
         cwd=tmp_path,
         timeout=1800,
-        env=python_env(SPARK_HOME=str(Path(pyspark.__file__).parent)),
+        env=python_env(),
     )
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
     assert "[6/6] report: done" in result.stdout
