@@ -8,6 +8,8 @@ neither pays it and whichever runs first in a process is not penalised.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 from pyspark.sql import SparkSession
 
@@ -32,8 +34,7 @@ def warm_up(spark: SparkSession, algorithm: str) -> None:
         regime="memory",
     )
     for start in (GreedyStart(), GreedyStart(prefer=_YESTERDAY)):  # fresh, and a rebuild preferring yesterday
-        for _ in GreedyDesign(frame, params, start=start, driver_subscriptions=subscriptions).rounds():
-            pass
+        _run(GreedyDesign(frame, params, start=start, driver_subscriptions=subscriptions))
     rule = {"max_degree": params.max_degree, "max_edges": params.max_edges}
     kept = release_redundant(subscriptions, keep_links(subscriptions, _YESTERDAY, 0, **rule), **rule)
     start = GreedyStart(links=kept.links)
@@ -41,13 +42,18 @@ def warm_up(spark: SparkSession, algorithm: str) -> None:
     if algorithm != "gm2":
         engine_subscriptions, offset, classes = open_topics(subscriptions, kept.links)
         start = GreedyStart(links=kept.links, classes=classes)
-    design = GreedyDesign(
-        frame,
-        params,
-        start=start,
-        driver_subscriptions=engine_subscriptions,
-        size=InstanceSize.of(subscriptions),
-        tcc_offset=offset,
+    _run(
+        GreedyDesign(
+            frame,
+            params,
+            start=start,
+            driver_subscriptions=engine_subscriptions,
+            size=InstanceSize.of(subscriptions),
+            tcc_offset=offset,
+        )
     )
-    for _ in design.rounds():
-        pass
+
+
+def _run(design: GreedyDesign) -> None:
+    """Every round of the design, to the last (the rounds themselves are not needed)."""
+    deque(design.rounds(), maxlen=0)
