@@ -10,6 +10,7 @@ once and restarted after each kill.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -91,11 +92,14 @@ def in_process(lakehouse: Path, *argv: str) -> None:
     assert code == 0, err[-4000:]
 
 
-def ingested(tmp_path: Path) -> tuple[Path, Path]:
-    """Two lakehouses with the instance: one for the undisturbed run, one for the cluster's."""
+def ingested(tmp_path: Path, *then: list[str]) -> tuple[Path, Path]:
+    """Two copies of a lakehouse with the instance (and what the commands `then` store): one for
+    the undisturbed run, one for the cluster's."""
     here, there = tmp_path / "local", tmp_path / "cluster"
-    for root in (here, there):
-        in_process(root, "ingest", "--instance", "z", *INSTANCE)
+    in_process(here, "ingest", "--instance", "z", *INSTANCE)
+    for argv in then:
+        in_process(here, *argv)
+    shutil.copytree(here, there)
     return here, there
 
 
@@ -133,9 +137,7 @@ ROUTE += ["--engine", "supersteps"]
 def test_a_worker_lost_mid_routing_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
     """The overlay is designed in-process on both lakehouses; the DataFrame supersteps (a Spark
     job or two per hop) run on the cluster, worker 1 killed after the third."""
-    here, there = ingested(tmp_path)
-    for root in (here, there):
-        in_process(root, "design", "--instance", "z", "--algorithm", "swico", "--skip-diameters")
+    here, there = ingested(tmp_path, ["design", "--instance", "z", "--algorithm", "swico", "--skip-diameters"])
     in_process(here, *ROUTE)
     killed_at(cluster_folder, there, cluster.url, ROUTE, "superstep 3:")
     tables = [S.ROUTING_METRICS, S.ROUTING_DELIVERIES, S.ROUTING_PUBLICATIONS, S.ROUTING_LOAD]
