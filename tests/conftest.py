@@ -104,45 +104,6 @@ def refreshed(spark, tmp_path_factory) -> dict:
     }
 
 
-# The CI pass (`-m "ci and not slow"`) within its budget (`.ci/run` under 45 min with setup and the
-# default run): the checks of crashes, faults, concurrency and clusters, the installed wheel, and
-# what shares their fixtures for free. Every other `ci` check (longer oracle comparisons, takeover
-# races, notebooks, the bad-input corpus beyond the default run's cases) is also `slow`: it runs
-# with `./lab test -m slow`, in neither pass.
-CI_PASS = (
-    "tests/test_driver_kills.py::",
-    "tests/test_design.py::test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay",
-    "tests/test_design.py::test_two_runs_at_once_both_complete_with_their_rounds",
-    "tests/test_faults.py::",
-    "tests/test_concurrent_workflows.py::",
-    "tests/test_cluster_path.py::",
-    "tests/test_lineage.py::",
-    "tests/test_lakehouse.py::test_concurrent_ingests_of_different_instances",
-    "tests/test_wheel.py::",
-    "tests/test_cli.py::",  # the `refreshed` lakehouse, built for the cluster check
-    "tests/test_workflow_run.py::test_workflow_runs_every_step_in_order_and_reports",
-    "tests/test_workflow_run.py::test_rerun_skips_every_complete_step",
-)
-
-# The default run within its budget (`./lab test` under 15 min on CI's machine): these checks of
-# it are also `slow`. Each repeats a path the default run covers with another engine, table or
-# setting (or a crash the CI pass kills for real).
-DEFAULT_TO_SLOW = (
-    "tests/test_day_two.py::test_a_crashed_incremental_run_resumes_to_the_same_overlay[0]",
-    "tests/test_design.py::test_a_run_whose_rounds_finished_before_a_crash_completes_with_their_regime[memory]",
-    "tests/test_routing.py::test_every_protocol_on_every_engine_matches_the_oracle[iscribe-supersteps]",
-    "tests/test_routing.py::test_every_protocol_on_every_engine_matches_the_oracle[pa1-supersteps]",
-    "tests/test_routing.py::test_routing_on_a_cluster_whose_shuffle_partitions_are_auto",
-    "tests/test_routing.py::test_compiled_routing_matches_the_oracle_arrival_by_arrival[1-300-random-chord-False]",
-    "tests/test_ledger.py::test_a_takeover_leaves_the_first_attempt_unable_to_complete_or_fail[routing_runs]",
-    "tests/test_ledger.py::test_a_delete_stops_the_owner_refuses_claims_and_finishes_when_run_again[routing_runs]",
-    "tests/test_ledger.py::test_a_failed_run_is_resumed_and_another_request_refused[routing_runs]",
-    "tests/test_dashboard.py::test_every_dataset_query_runs_and_returns_its_columns",
-    "tests/test_greedy.py::test_samples_much_smaller_than_the_table_stay_exact[minmaxoda-budget4-0.0]",
-    "tests/test_route.py::test_routing_needs_a_small_world_run",
-    "tests/test_overlays.py::test_an_import_under_an_existing_run_id_leaves_its_links_untouched",
-)
-
 # The CI pass's longest groups, started first so that neither worker is left with one at the end
 # (seconds on one 2-core run, 2026-12-06): the faults' cluster ~715, the compare kill ~593, the
 # workflows at once ~497, the `refreshed` group ~434, the wheel ~300.
@@ -156,22 +117,18 @@ LONGEST_FIRST = (
 
 
 def _longest_first(item) -> int:
-    starts = [i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)]
-    return starts[0] if starts else len(LONGEST_FIRST)
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects
 def pytest_collection_modifyitems(config, items) -> None:
-    """`ci` checks outside `CI_PASS` and the default run's `DEFAULT_TO_SLOW` become `slow` too. Under `--dist loadgroup` (`.ci/run`'s CI pass), one pytest-xdist worker runs all the checks
-    that share the `refreshed` lakehouse (built once, about 3 min), and each other module's checks
-    stay together (their module fixtures built once). pytest-xdist reads a test's group from the
-    suffix after `@` of the node id its worker reports (a module with `XDIST_SPREAD = True`: one
-    group per test, for long independent checks whose module fixture is cheap next to them); its own `xdist_group` marks set that suffix
-    in `_nodeid`, which pytest 9.2 no longer reads (the id is a structured `_id`), so it is set here."""
-    for item in items:
-        ci = item.get_closest_marker("ci")
-        if (ci and not item.nodeid.startswith(CI_PASS)) or (not ci and item.nodeid in DEFAULT_TO_SLOW):
-            item.add_marker(pytest.mark.slow)
+    """Under `--dist loadgroup` (`.ci/run`'s CI pass): the longest groups start first
+    (`LONGEST_FIRST`), one pytest-xdist worker runs all the checks that share the `refreshed`
+    lakehouse (built once, about 3 min), and each other module's checks stay together (their module
+    fixtures built once). pytest-xdist reads a test's group from the suffix after `@` of the node id
+    its worker reports (a module with `XDIST_SPREAD = True`: one group per test, for long
+    independent checks whose module fixture is cheap next to them); its own `xdist_group` marks set
+    that suffix in `_nodeid`, which pytest 9.2 no longer reads (the id is a structured `_id`), so
+    it is set here."""
     if not getattr(config.option, "loadgroup", False):
         return
     items.sort(key=_longest_first)

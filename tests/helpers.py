@@ -26,14 +26,20 @@ ROOT = Path(__file__).resolve().parent.parent
 # A CLI process of the tests lives for seconds to minutes on tiny data: C1 compilation alone pays
 # off sooner there (a 60-node Feverfew command on one core: about 99 s with the full JIT, 63-82 s
 # with C1). The tests' own session keeps the full JIT: it lives the whole run, and C1 alone made
-# tests/test_day_two.py + test_ledger.py 227-253 s against 187 s.
-QUICK_JIT = {JAVA_OPTIONS_VARIABLE: os.environ.get(JAVA_OPTIONS_VARIABLE, "-XX:TieredStopAtLevel=1")}
+# tests/test_day_two.py + test_ledger.py 227 s against 187 s.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def python_env(**extra: str) -> dict[str, str]:
     """The environment of a second Python process of these tests: unbuffered, its Spark workers on
-    this interpreter, its JVMs on the quick JIT."""
-    return {**os.environ, **QUICK_JIT, "PYTHONUNBUFFERED": "1", "PYSPARK_PYTHON": sys.executable, **extra}
+    this interpreter, its JVMs on the quick JIT (unless the environment says otherwise)."""
+    return {
+        JAVA_OPTIONS_VARIABLE: QUICK_JIT,
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYSPARK_PYTHON": sys.executable,
+        **extra,
+    }
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:

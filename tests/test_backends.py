@@ -24,7 +24,7 @@ def same(frames):
     assert_df_equality(*frames, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.ci  # about 28 s
+@pytest.mark.slow  # about 28 s
 def test_diameters_agree_with_each_other_and_the_oracle(spark, graphframes):
     rng = random.Random(7)
     subscriptions = sorted({(rng.randrange(14), min(rng.randrange(6), rng.randrange(6))) for _ in range(40)})
@@ -46,7 +46,7 @@ def test_diameters_agree_with_each_other_and_the_oracle(spark, graphframes):
         assert r["diameter"] == expected[r[S.TOPIC_ID]] if r["exact"] else r["diameter"] <= expected[r[S.TOPIC_ID]]
 
 
-@pytest.mark.ci  # a Facebook sample on both backends, about 20 s
+@pytest.mark.slow  # a Facebook sample on both backends, about 20 s
 def test_both_backends_agree_on_a_facebook_sample(spark, graphframes):
     """A 60-node BFS sample of the shipped Facebook graph, 150 random links and a self-loop
     (which counts twice in a degree)."""

@@ -5,7 +5,7 @@ stored, or read with its bad rows quarantined and counts that reconcile. The cor
 here into tmp_path (no fixture files); docs/operations/bad-input.md is its table.
 
 The default run takes one refusal per ingest reader and every YAML case (they stop before
-Spark); the CI pass takes the rest: each quarantine case stores an instance or a run, and the
+Spark); the slow pass (`-m slow`) takes the rest: each quarantine case stores an instance or a run, and the
 imports share an instance whose Delta writes cost a cold JVM half a minute. Missing files of
 ingest and import-overlay are checked in test_cli.py, a workflow name that is neither a file nor
 shipped in test_resources.py.
@@ -77,10 +77,10 @@ class Case:
     name: str
     build: Callable[[Path], Path]  # writes the input into a folder; its path
     outcome: Outcome
-    default: bool = False  # in the default run, else in the CI pass
+    default: bool = False  # in the default run, else in the slow pass
 
     def param(self):
-        marks = () if self.default else (pytest.mark.ci,)
+        marks = () if self.default else (pytest.mark.slow,)
         return pytest.param(self, id=f"{self.reader}-{self.name}", marks=marks)
 
 

@@ -300,7 +300,7 @@ def chain_changes(lakehouse):
     return {r[S.RUN_ID]: r for r in lakehouse.read(S.OVERLAY_CHANGES).filter(F.col(S.INSTANCE) == CHAIN).collect()}
 
 
-@pytest.mark.ci  # a chain of five designs (its pieces run in the default tests above)
+@pytest.mark.slow  # a chain of five designs (its pieces run in the default tests above)
 def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(lakehouse, experiment):
     versions = lakehouse.instance_history(CHAIN).collect()
     assert [json.loads(v[S.PARAMS])["day"] for v in versions] == [3, 2, 1]  # day 0 is the copy
@@ -318,7 +318,7 @@ def test_the_experiment_designs_each_day_both_ways_and_a_rerun_adds_nothing(lake
     assert again.splitlines()[-3:] == experiment.splitlines()[-3:]
 
 
-@pytest.mark.ci  # on the chain above
+@pytest.mark.slow  # on the chain above
 def test_the_report_shows_the_chain_incremental_against_fresh(spark, lakehouse, experiment, tmp_path):
     from pipelines.report import day_two, run_report
 
@@ -335,7 +335,7 @@ def test_the_report_shows_the_chain_incremental_against_fresh(spark, lakehouse, 
     assert row["changed_fresh"] == round(sum(r[S.LINKS_ADDED] + r[S.LINKS_REMOVED] for r in fresh) / 2, 1)
 
 
-@pytest.mark.parametrize("anchor,rebuilt", [(2.0, "below"), pytest.param(0.0, None, marks=pytest.mark.ci)])
+@pytest.mark.parametrize("anchor,rebuilt", [(2.0, "below"), pytest.param(0.0, None, marks=pytest.mark.slow)])
 def test_rebuild_below_redoes_the_design_fresh_when_it_falls_short(
     spark, lakehouse, days, monkeypatch, anchor, rebuilt
 ):
@@ -363,7 +363,7 @@ class Crash(BaseException):
     """Stands in for kill -9 between a round's links and its round row."""
 
 
-@pytest.mark.parametrize("crash_at", [0, pytest.param(1, marks=pytest.mark.ci)])  # 1: 15 s, the CI pass
+@pytest.mark.parametrize("crash_at", [0, pytest.param(1, marks=pytest.mark.slow)])  # 1: 15 s, the slow pass
 def test_a_crashed_incremental_run_resumes_to_the_same_overlay(spark, lakehouse, days, monkeypatch, crash_at):
     """Crash before the first round row (only the kept links and round 1's links stored) or after
     it, then run again: the kept links and the oracle's sequence from them, each once."""

@@ -48,7 +48,7 @@ class Crash(BaseException):
 CRASHED = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
 
 
-@pytest.mark.ci  # a crash mid-rounds, then the same request again: the CI pass (17 s)
+@pytest.mark.slow  # a crash mid-rounds, then the same request again (17 s)
 def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, monkeypatch):
     """Store, crash between a round's links and its round row, read back, resume: the oracle's
     overlay (the smallest instance with three rounds of two links; kill -9 is the CI pass's)."""
@@ -78,7 +78,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_overlay(spark, lakehouse, mo
     assert stored_edges(lakehouse, "mmo") == greedy_oracle(pairs, "gpm", max_degree=3)
 
 
-@pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.ci)])  # rounds: the CI pass
+@pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.slow)])  # rounds: the slow pass
 def test_a_run_whose_rounds_finished_before_a_crash_completes_with_their_regime(spark, lakehouse, monkeypatch, regime):
     """Crash after the last round is stored, while the metrics are computed: the run resumed
     takes no round, and records the regime its rounds ran in (they say it), not none."""
@@ -142,7 +142,7 @@ def test_two_runs_at_once_both_complete_with_their_rounds(spark, lakehouse, inst
         assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
 
 
-@pytest.mark.ci  # RandomA and RandomM (SpiderCastM: test_spidercast.py, against its oracle)
+@pytest.mark.slow  # RandomA and RandomM (SpiderCastM: test_spidercast.py, against its oracle)
 def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "z").select(S.NODE_ID, S.TOPIC_ID)
     nodes = subscriptions.select(S.NODE_ID).distinct()
@@ -163,7 +163,7 @@ def test_baselines_respect_budgets_and_seeds(spark, lakehouse, instance):
     assert pairs(random_m(nodes, 3, seed=4)) == matched[4] != matched[5]
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_budget_ratio_uses_minmaxoda_once(spark, refreshed):
     """The shared workflow lakehouse holds `design --algorithm gpm --budget-ratio 0.5` on `tiny`."""
     lakehouse = refreshed["lakehouse"]
@@ -262,7 +262,7 @@ def test_a_negative_commit_interval_is_a_usage_error(capsys, tmp_path):
     assert exited.value.code == 2 and "must be 0 or more seconds" in capsys.readouterr().err
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, refreshed):
     with pytest.raises(UnknownInstanceError):
         run_design(spark, lakehouse, DesignRequest("nope", "gm"))
@@ -278,7 +278,7 @@ def test_bad_instances_leave_no_running_row(spark, lakehouse, instance, refreshe
     assert not shared.read(S.OVERLAY_RUNS).filter(F.col(S.STATUS) == S.RUNNING).count()
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_a_run_id_reused_with_other_settings_is_refused(spark, refreshed):
     shared = refreshed["lakehouse"]  # holds the small-world run tiny.swico.random-chord.s1
     with pytest.raises(InputError, match="exists with other settings"):
@@ -347,7 +347,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, 
     assert DeltaTable(str(tmp_path / "lh" / "overlay_runs")).to_pandas().status.tolist() == ["complete"]
 
 
-@pytest.mark.ci  # about 12 s
+@pytest.mark.slow  # about 12 s
 def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeypatch):
     real = design.evaluate_run
 
@@ -361,7 +361,7 @@ def test_a_tcc_mismatch_fails_the_run_loudly(spark, lakehouse, instance, monkeyp
     assert run[S.STATUS] == S.FAILED and "DesignError" in run[S.MESSAGE]
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_a_small_world_run_stores_ring_fingers_and_links(refreshed):
     """The shared lakehouse's `design --algorithm swico --short random --long chord` on `tiny`."""
     from overlay.smallworld.fingers import property_1_violation, undirected_links
@@ -399,7 +399,7 @@ def test_a_property_1_violation_fails_the_run(spark, lakehouse, instance, monkey
     )
 
 
-@pytest.mark.ci  # about 14 s per case
+@pytest.mark.slow  # about 14 s per case
 @pytest.mark.parametrize("outcome", ["complete", "failed"])
 def test_a_run_taken_over_before_its_final_write_is_left_to_its_new_owner(
     spark, lakehouse, instance, monkeypatch, outcome
@@ -444,7 +444,7 @@ def running_reference(lakehouse, instance: str, attempt: str) -> str:
     return run_id
 
 
-@pytest.mark.ci  # waits on a reference another process owns, about 20-30 s
+@pytest.mark.slow  # waits on a reference another process owns, about 20-30 s
 def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehouse, instance, monkeypatch, caplog):
     """The owner of the reference died (no round, no metrics, no new attempt): the budgeted design
     waits for the staleness bound (2 s here, 15 min by default), then takes the reference over."""
@@ -465,7 +465,7 @@ def test_a_reference_whose_owner_shows_no_progress_is_taken_over(spark, lakehous
 TINY = SyntheticSpec(dist="zipf", nodes=12, topics=8, min_subs=2, max_subs=4, seed=5)
 
 
-@pytest.mark.ci  # waits on a reference another process owns, about 20-30 s
+@pytest.mark.slow  # waits on a reference another process owns, about 20-30 s
 def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_path, monkeypatch):
     fresh = Lakehouse(spark, tmp_path / "lakehouse")
     pairs = store_instance(spark, fresh, "y", TINY)
@@ -490,7 +490,7 @@ def test_a_reference_that_fails_while_awaited_is_named_then_resumed(spark, tmp_p
     assert stored_edges(fresh, reference) == greedy_oracle(pairs, "minmaxoda")
 
 
-@pytest.mark.ci  # two designs in threads at once on a fresh lakehouse, 1-2 minutes
+@pytest.mark.slow  # two designs in threads at once on a fresh lakehouse, 1-2 minutes
 def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     """GPM and RandomM with a budget ratio started together on a lakehouse with the instance
     but no overlay_runs table: both complete, on one MinMaxODA reference computed once (before,
@@ -525,7 +525,7 @@ def test_two_budgeted_designs_at_once_share_one_reference(spark, tmp_path):
     assert stored_edges(fresh, "z.gpm.r0.5") == greedy_oracle(pairs, "gpm", max_degree=max(degree.values()) // 2)
 
 
-@pytest.mark.ci  # about 60 s
+@pytest.mark.slow  # about 60 s
 def test_ktco_designs_store_the_oracles_links_and_prove_their_k(spark, lakehouse, instance):
     """GM2, HararyPT (a sweep over k, one run each) and CyclePT through the design job: the
     oracles' links, and the evaluator's kTCO check stored for the k each builds."""
@@ -582,7 +582,7 @@ DESIGN_COMMITS = 6  # claim, edges, rounds, components, metrics, completion
 DESIGN_JOBS = {"memory": 16, "rounds": 20}  # measured on a fresh lakehouse (rounds: + the kept rows removed)
 
 
-@pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.ci)])
+@pytest.mark.parametrize("regime", ["memory", pytest.param("rounds", marks=pytest.mark.slow)])
 def test_a_design_counts_its_spark_jobs_and_delta_commits(spark, tmp_path, regime):
     """The counts are stored on the run row and pinned here, so fixed costs cannot creep back;
     both regimes give the oracle's links. A lakehouse of its own, so the count does not depend on

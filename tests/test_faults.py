@@ -135,8 +135,8 @@ ROUTE += ["--engine", "supersteps"]
 
 
 def test_a_worker_lost_mid_routing_costs_retries_not_the_run(spark, cluster, cluster_folder, tmp_path):
-    """The overlay is designed in-process on both lakehouses; the DataFrame supersteps (a Spark
-    job or two per hop) run on the cluster, worker 1 killed after the third."""
+    """The overlay is designed in-process, then copied; the DataFrame supersteps (a Spark job or
+    two per hop) run on the cluster, worker 1 killed after the third."""
     here, there = ingested(tmp_path, ["design", "--instance", "z", "--algorithm", "swico", "--skip-diameters"])
     in_process(here, *ROUTE)
     killed_at(cluster_folder, there, cluster.url, ROUTE, "superstep 3:")

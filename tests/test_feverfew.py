@@ -70,7 +70,7 @@ def run_both(spark, nodes: int, pairs, params: FeverfewParams, cycles: int) -> F
     return oracle
 
 
-@pytest.mark.ci  # 40 cycles compared one by one, about 35 s (the default run compares 12 in test_simulate.py)
+@pytest.mark.slow  # 40 cycles compared one by one, about 35 s (the default run compares 12 in test_simulate.py)
 def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sample(spark):
     """Small views and an early BubbleSample, so that diffusions, agents, matches and the
     first-in-first-out agent view all run; every cycle's whole state is compared."""
@@ -91,7 +91,7 @@ def test_the_spark_simulation_matches_the_oracle_for_40_cycles_with_bubble_sampl
     assert any(len(av) == 3 for av in oracle.av.values()), "no agent view filled up"
 
 
-@pytest.mark.slow  # two more 40-cycle comparisons (about 7 min in the CI pass, which runs the bubble one)
+@pytest.mark.slow  # two more 40-cycle comparisons (about 7 min; the bubble one above is slow too)
 @pytest.mark.parametrize(
     "nodes, topics, seed, options",
     [

@@ -129,7 +129,7 @@ def test_simulate_gossipsub_stores_the_oracles_meshes_heartbeats_and_union(spark
     assert last[S.BELOW_LOW] == sum(s < 4 for s in sizes) and abs(last[S.MESH_AVG] - sum(sizes) / len(sizes)) < 1e-9
 
 
-@pytest.mark.ci  # two more simulations with commits, about 60 s
+@pytest.mark.slow  # two more simulations with commits, about 60 s
 def test_a_gossipsub_run_stopped_mid_way_resumes_from_its_last_snapshot(spark, lakehouse, monkeypatch):
     from pyspark.sql import functions as F
 
@@ -292,7 +292,7 @@ def test_under_churn_and_a_mass_failure_the_protocol_keeps_the_oracles_meshes(se
     assert downs > 50  # the churn and the failure took nodes down
 
 
-@pytest.mark.ci  # one more simulation, about 30 s
+@pytest.mark.slow  # one more simulation, about 30 s
 def test_simulate_gossipsub_under_churn_stores_the_oracles_meshes(spark, simulated):
     from pyspark.sql import functions as F
 
@@ -311,7 +311,7 @@ def test_simulate_gossipsub_under_churn_stores_the_oracles_meshes(spark, simulat
     assert any(not request.presence().up(v, 10) for v in range(40))  # some node is down at the end
 
 
-@pytest.mark.ci  # five overlays, ten spreads and a routing run: about 2 min
+@pytest.mark.slow  # five overlays, ten spreads and a routing run: about 2 min
 def test_compare_meshes_stores_one_row_per_system_from_its_runs(spark, simulated, tmp_path):
     """Every row is read off the runs it names; MinMaxODA is a TCO, so its flood with every node up
     delivers every publication; only Pie's routing may send copies to non-subscribers; GPM keeps to

@@ -59,7 +59,7 @@ def test_auto_backend_without_the_graphframes_jar(spark):
             resolve_backend(spark, "graphframes")
 
 
-@pytest.mark.ci  # a Facebook sample on both backends, about 20 s
+@pytest.mark.slow  # a Facebook sample on both backends, about 20 s
 def test_both_backends_label_a_facebook_sample_topic_graph_alike(spark, graphframes):
     """The (topic, node) graph of a BFS sample of the shipped Facebook graph under a random
     overlay: many components of every size, real degree skew."""

@@ -172,7 +172,7 @@ ALGORITHMS = (("gm", {}), ("gpa", {"max_edges": 7}), ("minmaxoda", {}), ("gpm", 
 @pytest.mark.parametrize(
     "dist,nodes,topics,low,high,seed,regime",
     [
-        pytest.param(*case, regime, marks=pytest.mark.ci if regime == "rounds" and i > 0 else ())
+        pytest.param(*case, regime, marks=pytest.mark.slow if regime == "rounds" and i > 0 else ())
         for i, case in enumerate(CASES)
         for regime in ("memory", "rounds")
     ],
@@ -193,7 +193,7 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         assert {r.regime for r in rounds} <= {regime}
 
 
-# The default run takes one phased and one unphased case (15-20 s each); the CI pass one more; the rest are slow.
+# The default run takes one phased and one unphased case (15-20 s each); the rest are slow.
 # These re-read the table each round (keep_rows=False): the path a round takes when its
 # partitions' kept rows are missing.
 @pytest.mark.parametrize(
@@ -202,7 +202,7 @@ def test_greedy_algorithms_match_the_oracle(spark, dist, nodes, topics, low, hig
         pytest.param(algorithm, budget, 0.9, marks=() if algorithm == "gpm" else pytest.mark.slow)
         for algorithm, budget in ALGORITHMS
     ]
-    + [("minmaxoda", {}, 0.0), pytest.param("gpm", {"max_degree": 2}, 0.0, marks=pytest.mark.ci)],
+    + [("minmaxoda", {}, 0.0), pytest.param("gpm", {"max_degree": 2}, 0.0, marks=pytest.mark.slow)],
 )
 def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget, open_read_share):
     """One best row per partition and one per node: nearly every round ends on the outside bound
@@ -238,7 +238,7 @@ def test_samples_much_smaller_than_the_table_stay_exact(spark, algorithm, budget
 @pytest.mark.parametrize(
     "algorithm,budget",
     [
-        pytest.param(algorithm, budget, marks=() if algorithm in ("gpm", "gm") else pytest.mark.ci)
+        pytest.param(algorithm, budget, marks=() if algorithm in ("gpm", "gm") else pytest.mark.slow)
         for algorithm, budget in ALGORITHMS
     ],
 )
@@ -268,8 +268,8 @@ def test_kept_rows_give_the_same_sequence_computing_few_gains(spark, caplog, alg
 
 @pytest.mark.parametrize(
     "algorithm,budget",
-    (  # the default run takes GPM (10-22 s each); the CI pass GM; the rest are slow
-        pytest.param("gm", {}, marks=pytest.mark.ci),
+    (  # the default run takes GPM (10-22 s each); the rest are slow
+        pytest.param("gm", {}, marks=pytest.mark.slow),
         pytest.param("gpa", {"max_edges": 30}, marks=pytest.mark.slow),
         pytest.param("minmaxoda", {}, marks=pytest.mark.slow),
         ("gpm", {"max_degree": 3}),

@@ -103,7 +103,7 @@ def start_frame(spark, links):
     return spark.createDataFrame([(int(u), int(v)) for u, v in links], f"{S.U} long, {S.V} long")
 
 
-# The rounds regime at seed 2 (10 s) runs in the CI pass; the memory regime, the incremental
+# The rounds regime at seed 2 (10 s) runs in the slow pass; the memory regime, the incremental
 # designs' own, at both seeds.
 @pytest.mark.parametrize(
     "engine,seed",
@@ -111,7 +111,7 @@ def start_frame(spark, links):
         (ENGINES[0], 1),
         (ENGINES[0], 2),
         (ENGINES[1], 1),
-        pytest.param(ENGINES[1], 2, marks=pytest.mark.ci),
+        pytest.param(ENGINES[1], 2, marks=pytest.mark.slow),
     ],
     ids=["memory-1", "memory-2", "rounds-1", "rounds-2"],
 )

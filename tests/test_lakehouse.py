@@ -40,7 +40,7 @@ def test_store_and_count(spark, lakehouse):
     )
 
 
-@pytest.mark.ci  # about 28 s
+@pytest.mark.slow  # about 28 s
 def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
     lakehouse.replace_instance("keep", make(spark, 1))
     lakehouse.replace_instance("swap", make(spark, 2))
@@ -60,7 +60,7 @@ def test_replacing_one_instance_leaves_others_untouched(spark, lakehouse):
     assert lakehouse.read(S.INSTANCES).count() == 2
 
 
-@pytest.mark.ci  # about 21 s
+@pytest.mark.slow  # about 21 s
 def test_rows_of_a_crashed_ingest_are_invisible_then_cleaned(spark, lakehouse):
     lakehouse.replace_instance("x", make(spark, 1))
     current = lakehouse.instance_row("x")[S.INGEST_ID]
@@ -72,7 +72,7 @@ def test_rows_of_a_crashed_ingest_are_invisible_then_cleaned(spark, lakehouse):
     assert raw_rows(lakehouse, S.SUBSCRIPTIONS_TABLE, "x").filter(F.col(S.INGEST_ID).contains("crashed")).count() == 0
 
 
-@pytest.mark.ci  # concurrent ingests of one name: the later-started wins (README, "The tables"), 14 s
+@pytest.mark.slow  # concurrent ingests of one name: the later-started wins (README, "The tables"), 14 s
 def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lakehouse, monkeypatch):
     lakehouse.replace_instance("x", make(spark, 1))
     winner = lakehouse.instance_row("x")
@@ -82,7 +82,7 @@ def test_an_ingest_that_started_earlier_never_overwrites_a_later_one(spark, lake
     assert raw_rows(lakehouse, S.NODE_KEYS, "x").count() == 20
 
 
-@pytest.mark.ci  # two ingests at once: the CI pass's concurrency checks (10 s)
+@pytest.mark.slow  # two ingests at once (10 s; the CI pass has the concurrent ingests below)
 def test_two_ingests_of_one_source_at_once_make_one_version(spark, lakehouse, monkeypatch):
     """The same workflow started twice: while this ingest writes, another process's ingest of the
     same source (started a little earlier) commits; this one yields to it in its own commit."""
@@ -118,7 +118,7 @@ def test_concurrent_ingests_of_different_instances(spark, lakehouse):
         assert lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, name).count() == f.subscriptions.count()
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_tables_are_readable_by_another_delta_reader(spark, refreshed):
     """Every table of the shared workflow lakehouse, read by delta-rs (no Spark) and by Spark SQL."""
     lakehouse = refreshed["lakehouse"]
@@ -191,7 +191,7 @@ def test_ensure_uses_the_table_another_writer_is_creating(spark, lakehouse):
     assert lakehouse.version(S.OVERLAY_RUNS) == 0  # the winner's table, not a second one
 
 
-@pytest.mark.ci  # threads racing to create every table of a fresh lakehouse, 20 s
+@pytest.mark.slow  # threads racing to create every table of a fresh lakehouse, 20 s
 def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse):
     """Four first writers of a fresh lakehouse (jobs started together) create the same tables at
     once; before `ensure` handled the race, some lost with DELTA_TABLE_NOT_FOUND or
@@ -207,7 +207,7 @@ def test_threads_creating_the_same_tables_at_once_all_get_them(spark, lakehouse)
         assert ArrowDeltaTable(lakehouse.path(table)).to_pyarrow_table().column_names == table.columns
 
 
-@pytest.mark.ci  # two concurrent MERGEs, about 15 s
+@pytest.mark.slow  # two concurrent MERGEs, about 15 s
 def test_racing_writers_of_the_same_coordinates_store_them_once(spark, lakehouse):
     """node_coordinates' check-then-store: two runs storing the same rows at once (the check saw
     nothing for both) add them once; a later call adds only what is missing."""

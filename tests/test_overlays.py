@@ -32,7 +32,7 @@ def overlay_file(write_text, pairs, name="overlay.csv"):
     return write_text(name, "u,v\n" + "".join(f"{a},{b}\n" for a, b in pairs))
 
 
-@pytest.mark.ci  # about 13 s
+@pytest.mark.slow  # about 13 s
 def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
     path = overlay_file(
         write_text, [("n1", "n2"), ("n2", "n1"), ("n3", "n3"), ("n4", "ghost"), ("n5", ""), ("n9", "n0")]
@@ -62,7 +62,7 @@ def test_import_quarantines_and_counts(spark, lakehouse, instance, write_text):
         overlays.run_import(spark, lakehouse, "z", "imp", path)
 
 
-@pytest.mark.ci  # about 40 s
+@pytest.mark.slow  # about 40 s
 def test_evaluate_matches_the_oracle_and_export_round_trips(spark, lakehouse, instance, write_text, tmp_path):
     rng = random.Random(4)
     pairs = sorted({tuple(sorted(rng.sample(range(30), 2))) for _ in range(25)})
@@ -129,7 +129,7 @@ def test_errors(spark, lakehouse, instance, write_text, tmp_path):
         overlays.run_import(spark, lakehouse, "z", "a b", "x.csv")
 
 
-@pytest.mark.ci  # evaluate and export after a re-ingest, about 19 s; test_runs checks the reads by default
+@pytest.mark.slow  # evaluate and export after a re-ingest, about 19 s; test_runs checks the reads by default
 def test_a_run_of_a_replaced_instance_reads_the_version_it_was_built_on(
     spark, lakehouse, instance, write_text, tmp_path
 ):
@@ -162,7 +162,7 @@ def test_an_import_under_an_existing_run_id_leaves_its_links_untouched(spark, la
     assert (run[S.STATUS], run[S.EDGES]) == (S.COMPLETE, 2) and "first.csv" in run[S.PARAMS]
 
 
-@pytest.mark.ci  # about 11 s
+@pytest.mark.slow  # about 11 s
 def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, write_text, tmp_path):
     """The run id is claimed before the file is read: a failed import keeps its row (failed, with
     the error), and the same command with a file that exists takes that row over."""
@@ -176,7 +176,7 @@ def test_a_failed_import_is_redone_under_its_run_id(spark, lakehouse, instance, 
     assert path in run[S.PARAMS]
 
 
-@pytest.mark.ci  # about 25 s
+@pytest.mark.slow  # about 25 s
 def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, instance, write_text):
     """`evaluate --k`: a HararyPT overlay for k = 2 is a 2TCO and, for k = 3, exactly the topics
     the oracle finds fine; evaluating k = 3 keeps k = 2's rows, re-evaluating k = 2 replaces them."""
@@ -200,7 +200,7 @@ def test_ktco_validity_is_stored_per_k_and_kept_across_k(spark, lakehouse, insta
     assert per_topic.filter(F.col(S.K) == 2).count() == per_topic.filter(F.col(S.K) == 3).count() == len(topics)
 
 
-@pytest.mark.ci  # about 25 s
+@pytest.mark.slow  # about 25 s
 def test_resilience_stores_each_trial_and_replaces_only_the_shares_rerun(spark, lakehouse, instance, write_text):
     """`resilience` on an imported overlay: every stored (share, trial) row is the oracle's
     scenario; a rerun at overlapping shares replaces those and keeps the others."""

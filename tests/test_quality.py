@@ -27,7 +27,7 @@ def check_against_oracle(spark, subscriptions, edges):
 
 
 @pytest.mark.parametrize(
-    "dist", ["unif", pytest.param("zipf", marks=pytest.mark.ci), pytest.param("expo", marks=pytest.mark.ci)]
+    "dist", ["unif", pytest.param("zipf", marks=pytest.mark.slow), pytest.param("expo", marks=pytest.mark.slow)]
 )
 def test_tcc_matches_the_oracle_on_synthetic_instances(spark, dist):
     rng = random.Random(dist)

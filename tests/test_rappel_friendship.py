@@ -59,7 +59,7 @@ def run_both(spark, nodes, feeds, params: RappelParams, rounds: int, presence: P
     return oracle
 
 
-@pytest.mark.ci  # about 40 s; the default run's Rappel check (test_rappel_simulation.py) compares the friendship states too
+@pytest.mark.slow  # about 40 s; the default run's Rappel check (test_rappel_simulation.py) compares the friendship states too
 def test_the_friendship_rounds_match_the_oracle_through_a_mass_failure(spark):
     # alpha 3 on 70 nodes: full friend sets (swaps), fans at their cap of 6 (refusals), candidate
     # books at their cap of 33 (LRU eviction), and 30% of the nodes down in rounds 6-8.
@@ -69,7 +69,7 @@ def test_the_friendship_rounds_match_the_oracle_through_a_mass_failure(spark):
     assert sum(len(f) == 3 for f in oracle.friends.values()) > 50
 
 
-@pytest.mark.ci
+@pytest.mark.slow
 def test_the_friendship_rounds_match_the_oracle_with_bloom_filters_and_interest_only(spark):
     params = RappelParams(seed=5, alpha=4, mode="bloom", utility="interest")
     oracle = run_both(spark, 90, 40, params, 10, Presence())

@@ -62,7 +62,7 @@ def oracle_rounds(lakehouse, run_id, subs):
     )
 
 
-@pytest.mark.ci  # an 18-round run stored and evaluated, about 2 min
+@pytest.mark.slow  # an 18-round run stored and evaluated, about 2 min
 def test_a_rappel_run_stores_the_oracles_rounds_links_and_trees(simulated):
     lakehouse, run, subs = simulated
     run_id = run[S.RUN_ID]
@@ -126,7 +126,7 @@ def rooted(tree: dict, x: int, root: int) -> bool:
     return tree[root][0]
 
 
-@pytest.mark.ci  # the same run
+@pytest.mark.slow  # the same run
 def test_a_rappel_runs_traffic_adds_up(simulated):
     lakehouse, run, _ = simulated
     run_id = run[S.RUN_ID]
@@ -140,7 +140,7 @@ def test_a_rappel_runs_traffic_adds_up(simulated):
 RESUMED_TABLES = RAPPEL_RUN_TABLES
 
 
-@pytest.mark.slow  # the same run stopped twice and finished (about 25 more rounds, 6 min in the CI pass)
+@pytest.mark.slow  # the same run stopped twice and finished (about 25 more rounds, 6 min)
 def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, simulated, lakehouse, monkeypatch):
     straight, run, _ = simulated
     store_instance(spark, lakehouse, "rappel-50", SyntheticSpec("zipf", NODES, 8, 1, 4, seed=5))
@@ -197,7 +197,7 @@ def test_a_rappel_run_stopped_mid_way_resumes_to_the_uninterrupted_run(spark, si
     assert snapshots == [7, 14, 18]
 
 
-@pytest.mark.ci  # the same run (about 20 s)
+@pytest.mark.slow  # the same run (about 20 s)
 def test_the_rappel_notebook_shows_a_run_and_a_nodes_snapshots(simulated, monkeypatch, capsys, tmp_path):
     lakehouse, run, _ = simulated
     for name, value in {
@@ -260,7 +260,7 @@ def scribed(spark, simulated):
     return overlay, routed
 
 
-@pytest.mark.ci  # the same run, a small-world design on its instance and a routing run: about 1 min
+@pytest.mark.slow  # the same run, a small-world design on its instance and a routing run: about 1 min
 def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scribed):
     """route --feeds: every publication comes from its feed's publisher, Scribe's tree is rooted
     there and latencies come from the run's coordinates: deliveries, hops and latencies are the
@@ -314,7 +314,7 @@ def test_scribe_on_a_rappel_runs_inputs_roots_trees_at_publishers(simulated, scr
     assert noise == 0  # Rappel: none
 
 
-@pytest.mark.ci  # the same runs, and the report (about 40 s)
+@pytest.mark.slow  # the same runs, and the report (about 40 s)
 def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, tmp_path):
     """The report's Rappel part: its figures drawn, its numbers those of the stored tables
     (computed here by hand), and each check's verdict."""
@@ -366,7 +366,7 @@ def test_the_report_checks_rappel_against_the_paper(spark, simulated, scribed, t
     assert f"Fig. 7, {run[S.RUN_ID]}: the run does not reach 10 min after the return; no check." in text
 
 
-@pytest.mark.ci  # the same runs
+@pytest.mark.slow  # the same runs
 def test_route_feeds_needs_a_rappel_run(spark, simulated, scribed):
     from pipelines.route import RouteRequest, run_route
 
@@ -379,7 +379,7 @@ def test_route_feeds_needs_a_rappel_run(spark, simulated, scribed):
     assert lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.ROUTING_RUN_ID).contains(".p5.")).isEmpty()  # refused first
 
 
-@pytest.mark.ci  # an ingest and a job, about 25 s: the default run is at its budget
+@pytest.mark.slow  # an ingest and a job, about 25 s: the default run is at its budget
 def test_the_friend_bound_job_stores_the_greedy_best_friends_of_a_sample(spark, lakehouse):
     """Fig. 1's job: the sample is the nodes of enough feeds, each row a brute-force greedy's
     picks, and the summary counts the nodes whose first j picks cover everything."""

@@ -88,7 +88,7 @@ def run_both(spark, nodes: int, feeds: int, params: RappelParams, rounds: int, p
     return seen
 
 
-@pytest.mark.ci  # 9 rounds compared one by one, about 55 s
+@pytest.mark.slow  # 9 rounds compared one by one, about 55 s
 def test_rappel_rounds_match_the_oracle_through_a_failure_and_return(spark):
     # 40% of the nodes (publishers spared) fail in rounds 5-7: orphans detect, rejoin and pull.
     params = RappelParams(seed=4, alpha=3, beta=2, mode="exact")
@@ -96,7 +96,7 @@ def test_rappel_rounds_match_the_oracle_through_a_failure_and_return(spark):
     assert seen["deliveries"] > 100 and seen["orphans"] > 0 and seen["evictions"] > 0, seen
 
 
-@pytest.mark.slow  # about 3.5 min in the CI pass; Bloom filters are checked by the friendship rounds there
+@pytest.mark.slow  # about 3.5 min; Bloom filters are checked by the friendship rounds too
 def test_rappel_rounds_match_the_oracle_with_bloom_filters_over_periodic_rejoins(spark):
     # 32 rounds (16 min) pass every member's first periodic rejoin (10 min apart); Bloom false positives
     # send some joins to non-subscribers.
@@ -105,7 +105,7 @@ def test_rappel_rounds_match_the_oracle_with_bloom_filters_over_periodic_rejoins
     assert seen["deliveries"] > 500 and seen["rejoins"] > 0, seen
 
 
-@pytest.mark.ci  # 12 rounds compared one by one, about 60 s
+@pytest.mark.slow  # 12 rounds compared one by one, about 60 s
 def test_rappel_rounds_match_the_oracle_under_churn_with_proper_leaves(spark):
     # Sessions of 3 min online / 1.5 min offline, 70% of session ends proper leaves (heirs adopted,
     # siblings rejoining at them), the rest failures.

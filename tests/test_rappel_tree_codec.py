@@ -161,7 +161,7 @@ REQUEST = RappelRequest("codec-40", hours=0.05, seed=2, alpha=3, beta=2, mode="e
 TABLES = RAPPEL_RUN_TABLES
 
 
-@pytest.mark.ci  # two small Rappel runs, one stopped and resumed: 2-6 min
+@pytest.mark.slow  # two small Rappel runs, one stopped and resumed: 2-6 min
 def test_a_run_stopped_with_pickled_trees_is_migrated_and_resumes_to_the_uninterrupted_run(
     spark, lakehouse, tmp_path, monkeypatch, caplog
 ):

@@ -84,7 +84,7 @@ ROUTE_COMMITS = 6  # claim, publications, deliveries, load, metrics, completion
 ROUTE_JOBS = {"compiled": 69, "supersteps": 94}
 
 
-@pytest.mark.ci  # a routing run per engine
+@pytest.mark.slow  # a routing run per engine
 @pytest.mark.parametrize("engine", ["compiled", "supersteps"])
 def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, small_world, scribed, engine):
     """The counts are stored on the routing run row and pinned here, so fixed costs cannot creep
@@ -130,7 +130,7 @@ def test_a_run_that_is_not_exactly_once_is_stored_failed(spark, lakehouse, small
     assert rows_of(lakehouse, S.ROUTING_METRICS, "lossy")[0][S.MISSING_DELIVERIES] == 1
 
 
-@pytest.mark.ci  # a takeover while routing: the CI pass (16 s)
+@pytest.mark.slow  # a takeover while routing (16 s)
 def test_a_routing_run_taken_over_meanwhile_is_left_to_its_new_owner(spark, lakehouse, small_world, monkeypatch):
     """The same route started again while the first is simulating takes the routing run over (a
     new attempt token): the first one's completing write then fails, and it leaves the row to
@@ -163,7 +163,7 @@ def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_te
         run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "po", 7), "lossy")
 
 
-@pytest.mark.ci  # both engines on one workload (every protocol on both: tests/test_routing.py)
+@pytest.mark.slow  # both engines on one workload (every protocol on both: tests/test_routing.py)
 def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
     """`--engine compiled` and `--engine supersteps` store the same metrics, deliveries and load,
     and the same stored request (the engine is not part of it)."""

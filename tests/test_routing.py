@@ -192,14 +192,14 @@ def _oracle_arrivals(case, protocol, pubs):
 
 # Every protocol on every engine. The default run takes the compiled engine on all five and the
 # supersteps (a Spark stage or two a hop) on Pa1, whose pivot has both fallbacks, and iScribe,
-# whose trie is the hardest tree; the CI pass runs the other three on the supersteps too.
+# whose trie is the hardest tree; the slow pass runs the other three on the supersteps too.
 @pytest.mark.parametrize(
     "protocol,engine",
     [
         pytest.param(
             protocol,
             engine,
-            marks=pytest.mark.ci if engine == "supersteps" and protocol not in ("pa1", "iscribe") else (),
+            marks=pytest.mark.slow if engine == "supersteps" and protocol not in ("pa1", "iscribe") else (),
         )
         for protocol in PROTOCOLS
         for engine in ENGINES
@@ -232,10 +232,10 @@ def test_the_hashed_rendezvous_is_one_rule(spark):
 
 
 # The outcome (deliveries, latencies, loads, metrics) is derived from the arrivals whatever the
-# engine: checked on the default one, for every protocol in the CI pass.
+# engine: checked on the default one, for every protocol in the slow pass.
 @pytest.mark.parametrize(
     "protocol",
-    [pytest.param(p, marks=() if p in ("pie", "iscribe") else pytest.mark.ci) for p in PROTOCOLS],
+    [pytest.param(p, marks=() if p in ("pie", "iscribe") else pytest.mark.slow) for p in PROTOCOLS],
 )
 def test_the_outcome_agrees_with_the_oracle(spark, small_overlays, protocol):
     for case in small_overlays:

@@ -90,7 +90,7 @@ def test_retention_keeps_the_newest_versions_and_those_replaced_recently():
     assert Retention(versions=1, days=30).kept("v3", versions[:3]) == {"v3"}
 
 
-@pytest.mark.ci  # about 50 s
+@pytest.mark.slow  # about 50 s
 def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, lakehouse, write_text):
     lakehouse.replace_instance("h", synthetic_instance(spark, SPEC))
     first = lakehouse.instance_row("h")[S.INGEST_ID]
@@ -117,7 +117,7 @@ def test_ingest_keeps_versions_within_the_retention_and_runs_read_theirs(spark, 
     assert listed == {"on-first": runs.DROPPED, "on-second": runs.EARLIER}
 
 
-@pytest.mark.ci  # about 31 s
+@pytest.mark.slow  # about 31 s
 def test_runs_are_listed_newest_first_filtered_and_shown(spark, lakehouse, instance, write_text):
     imported(spark, lakehouse, write_text, "list-a", [(1, 2), (2, 3)])
     imported(spark, lakehouse, write_text, "list-b", [(1, 2)])
@@ -142,7 +142,7 @@ def test_runs_are_listed_newest_first_filtered_and_shown(spark, lakehouse, insta
         runs.show_run(lakehouse, "no-such-run")
 
 
-@pytest.mark.ci  # about 46 s
+@pytest.mark.slow  # about 46 s
 def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, lakehouse, instance, write_text):
     imported(spark, lakehouse, write_text, "gone", [(1, 2), (3, 4)])
     imported(spark, lakehouse, write_text, "stays", [(1, 2)])
@@ -168,7 +168,7 @@ def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, la
         runs.delete_run(lakehouse, "gone")
 
 
-@pytest.mark.ci  # about 25 s
+@pytest.mark.slow  # about 25 s
 def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishes_it(
     spark,
     lakehouse,
@@ -189,7 +189,7 @@ def test_a_delete_hides_the_run_at_its_first_commit_and_the_same_command_finishe
     assert done.rows[S.OVERLAY_METRICS.name] == 1 and rows_of(lakehouse, S.OVERLAY_RUNS, S.RUN_ID, "halfway") == 0
 
 
-@pytest.mark.slow  # two designs and two ingests (about 2.5 min in the CI pass)
+@pytest.mark.slow  # two designs and two ingests (about 2.5 min)
 def test_design_replace_redoes_a_run_made_on_an_earlier_version(spark, lakehouse):
     lakehouse.replace_instance("d", synthetic_instance(spark, SPEC))
     request = DesignRequest(instance="d", algorithm="random-a", max_edges=6, seed=2)

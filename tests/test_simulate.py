@@ -62,7 +62,7 @@ def simulated(spark, gossip_instance) -> dict:
     return run_simulation(spark, lakehouse, REQUEST, snapshot_every=5, progress=False, diameters=False)
 
 
-@pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
+@pytest.mark.slow  # uses the module's simulation (about 50 s)
 def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, gossip_instance, simulated):
     lakehouse, subs = gossip_instance
     run = simulated
@@ -103,7 +103,7 @@ def test_a_simulation_is_stored_cycle_by_cycle_as_the_oracle_runs_it(spark, goss
     assert again[S.FINISHED_AT] == run[S.FINISHED_AT]
 
 
-@pytest.mark.ci  # three more simulations with commits, about 60 s
+@pytest.mark.slow  # three more simulations with commits, about 60 s
 def test_a_simulation_stopped_mid_way_resumes_from_its_last_snapshot(spark, gossip_instance, monkeypatch):
     lakehouse, subs = gossip_instance
     request = SimulateRequest("gossip-60", "feverfew", cycles=9, seed=7, bubble_start=3)
@@ -164,7 +164,7 @@ def test_a_simulation_request_is_checked_before_spark():
     ],
     ids=["churn", "mass-failure"],
 )
-@pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
+@pytest.mark.slow  # uses the module's simulation (about 50 s)
 def test_dissemination_on_the_simulated_overlay_matches_the_oracle(spark, gossip_instance, simulated, failures):
     """Push-pull on the Feverfew run's topic subgraphs, cycle by cycle as the oracle walks it."""
     lakehouse, subs = gossip_instance
@@ -184,7 +184,7 @@ def test_dissemination_on_the_simulated_overlay_matches_the_oracle(spark, gossip
     assert {r["pub_id"] for r in summary_rows(lakehouse, done[S.ROUTING_RUN_ID])} == {0, 1, 2}
 
 
-@pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
+@pytest.mark.slow  # uses the module's simulation (about 50 s)
 def test_a_simulated_overlay_is_exported_and_failed_like_any_run(spark, gossip_instance, simulated, tmp_path):
     from pipelines.failures import ResilienceRequest, run_resilience
     from pipelines.overlays import run_export
@@ -197,7 +197,7 @@ def test_a_simulated_overlay_is_exported_and_failed_like_any_run(spark, gossip_i
     assert rows and stored(lakehouse, S.RESILIENCE, simulated[S.RUN_ID]).count() == 2
 
 
-@pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
+@pytest.mark.slow  # uses the module's simulation (about 50 s)
 def test_the_convergence_notebook_replays_a_simulation(gossip_instance, simulated, monkeypatch, capsys, tmp_path):
     import runpy
     from pathlib import Path
@@ -225,7 +225,7 @@ def live_oracle(subs):
     return pubs, oracle, healing_oracle(oracle, 12, pubs, 9, 8, **LIVE_FAILURES)
 
 
-@pytest.mark.ci  # uses the module's simulation (about 50 s), built in the CI pass anyway
+@pytest.mark.slow  # uses the module's simulation (about 50 s)
 def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip_instance, simulated):
     """Push-pull inside the gossip under churn and a mass failure: the nodes filter the dead, the
     returning ones rejoin, and the completions and every node's views equal the oracle's going on
@@ -261,7 +261,7 @@ def test_a_live_dissemination_heals_the_overlay_as_the_oracle_does(spark, gossip
         assert list(nodes[v]["sv"]) == oracle.sv[v] and list(nodes[v]["av_origin"]) == [o for o, _ in oracle.av[v]], v
 
 
-@pytest.mark.ci  # another 8 healing cycles, about 20 s
+@pytest.mark.slow  # another 8 healing cycles, about 20 s
 def test_disseminate_live_stores_the_healing_run(spark, gossip_instance, simulated):
     lakehouse, subs = gossip_instance
     request = DisseminateRequest(simulated[S.RUN_ID], publications=3, cycles=8, seed=9, live=True, **LIVE_FAILURES)

@@ -95,7 +95,7 @@ def _random_subscriptions(rng, n, topics, per_node):
     "trial,regime",
     [
         (0, "memory"),
-        pytest.param(0, "rounds", marks=pytest.mark.ci),
+        pytest.param(0, "rounds", marks=pytest.mark.slow),
         pytest.param(1, "rounds", marks=pytest.mark.slow),
     ],
 )

@@ -159,7 +159,7 @@ def test_a_feed_sample_is_the_papers_livejournal_cut(spark, write_text):
     )
 
 
-@pytest.mark.ci  # the directed cut's test runs by default; this one adds about 15 s
+@pytest.mark.slow  # the directed cut's test runs by default; this one adds about 15 s
 def test_a_feed_sample_of_an_undirected_graph_takes_each_friendship_as_two_follows(spark, write_text):
     """Friendships as follows both ways, cut the same way (plain reading); a line is kept when
     either of its follows is, and the instance has the kept follows only."""

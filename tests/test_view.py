@@ -57,7 +57,7 @@ def test_a_run_renders_with_one_marker_per_node(spark, viewed, tmp_path):
     assert len(re.findall(r'class="point"', dom)) == len(linked)
 
 
-@pytest.mark.ci  # a second page in Chromium: the CI pass (11 s)
+@pytest.mark.slow  # a second page in Chromium (11 s)
 def test_a_topic_sample_is_bounded_and_says_so(spark, viewed, tmp_path):
     lakehouse, run = viewed
     sizes = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, "v").groupBy(S.TOPIC_ID).count().orderBy(F.desc("count"))

@@ -52,7 +52,7 @@ def test_rerun_skips_every_complete_step(refreshed):
     assert "[6/6] report: skipped, the report in" in out
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_a_new_commit_makes_the_report_stale(refreshed, tmp_path):
     from pipelines import report
 
@@ -66,7 +66,7 @@ def test_a_new_commit_makes_the_report_stale(refreshed, tmp_path):
     assert not report.is_current(lakehouse, tmp_path)
 
 
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text(
@@ -95,7 +95,7 @@ def test_a_failed_step_stops_the_workflow_naming_it(refreshed, tmp_path):
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
-@pytest.mark.ci  # uses the shared small workflow, built in the CI pass anyway
+@pytest.mark.slow  # uses the shared small workflow
 def test_notebooks_run_against_the_lakehouse(refreshed, monkeypatch, capsys, tmp_path, notebook, env, expected):
     monkeypatch.setenv("OVERLAY_LAB_LAKEHOUSE", refreshed["argv"][1])
     monkeypatch.setenv("OVERLAY_LAB_FIGURES", str(tmp_path))
