@@ -13,19 +13,27 @@ day's runs so far (status complete, stored links = the run's `edges`), then main
 appends one JSON line per day to `<lakehouse>.days.jsonl` and prints the table at the end: the
 lakehouse's size and files, and the seconds of each part, against day 1.
 
-Simulated days pass in minutes, so the retention window is given in the same time: VACUUM keeps
-what the last `--retain-hours` (default 0) need, instead of the 168 hours of real days (with
-nothing else reading the lakehouse meanwhile, which is what makes 0 safe here).
+The retention settings are the lab's own (`conf/lab.yaml`) with three changes, written to
+`<lakehouse>.settings.yaml` and passed as `--config`: `history.keep_versions` (default 3: today's
+version, and the two the day-two design and the report may still read), and the two windows,
+given in simulated time because simulated days pass in minutes. VACUUM keeps what the last
+`--retain-hours` (default 0) need, instead of the 168 hours of real days (with nothing else
+reading the lakehouse meanwhile, which is what makes 0 safe here); the Delta log keeps
+`--log-retain-hours` (default 24). Delta expires log files by their modification time, and
+never those of the current calendar day, so after each day the benchmark moves every file's
+modification time 24 hours back: what Delta sees of the lakehouse is what 30 real days leave.
+Maintenance deletes the runs built on the versions the ingest dropped (`maintain`).
 
 Usage:
   .venv/bin/python benchmarks/thirty_days.py [--lakehouse DIR] [--days 30] [--rate 0.01] [--seed 1]
-      [--retain-hours 0] [--no-maintain]
+      [--keep-versions 3] [--retain-hours 0] [--log-retain-hours 24] [--no-maintain]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 INSTANCE = "fb-1k"
+DAY_NS = 24 * 3600 * 10**9
 
 
 def folder_size(path: Path) -> tuple[int, int, int]:
@@ -43,6 +52,27 @@ def folder_size(path: Path) -> tuple[int, int, int]:
     logs = sum(1 for p in files if "_delta_log" in p.parts)
     data = sum(1 for p in files if p.suffix == ".parquet" and "_delta_log" not in p.parts)
     return sum(p.stat().st_size for p in files), data, logs
+
+
+def write_settings(args: argparse.Namespace) -> Path:
+    """The lab's settings with the benchmark's retention (see the module doc)."""
+    import yaml
+
+    settings = yaml.safe_load((ROOT / "conf" / "lab.yaml").read_text())
+    settings["history"]["keep_versions"] = args.keep_versions
+    settings["maintenance"] |= {"retain_hours": args.retain_hours, "log_retain_hours": args.log_retain_hours}
+    path = Path(args.lakehouse).with_suffix(".settings.yaml")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def age_by_a_day(path: Path) -> None:
+    """Every file's modification time 24 hours back: a night passes for Delta's log expiry."""
+    for item in path.rglob("*"):
+        if item.is_file():
+            stat = item.stat()
+            os.utime(item, ns=(stat.st_atime_ns - DAY_NS, stat.st_mtime_ns - DAY_NS))
 
 
 def _current_day(lakehouse_dir: str) -> int:
@@ -64,7 +94,7 @@ def one_day(args: argparse.Namespace) -> dict:
     from pipelines.lakehouse import Lakehouse
 
     lakehouse_dir, day, tag = args.lakehouse, args.day, f"day{args.day:02d}"
-    base = ["--lakehouse", lakehouse_dir, "-q"]
+    base = ["--lakehouse", lakehouse_dir, "--config", str(write_settings(args)), "-q"]
     figures: dict = {"day": day}
 
     def timed(name: str, *argv: str) -> None:
@@ -94,7 +124,9 @@ def one_day(args: argparse.Namespace) -> dict:
     if bad:
         raise SystemExit(f"day {day}: runs not complete or not read back: {bad}")
     if args.maintain:
-        timed("maintain_s", "maintain", "--retain-hours", str(args.retain_hours))
+        timed("maintain_s", "maintain")
+    figures["runs_kept"] = lakehouse.read(S.OVERLAY_RUNS).filter(day_runs).count()
+    age_by_a_day(Path(lakehouse_dir))
     size, data, logs = folder_size(Path(lakehouse_dir))
     figures |= {"lakehouse_mb": round(size / 2**20, 1), "data_files": data, "log_files": logs}
     return figures
@@ -106,7 +138,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--rate", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep-versions", type=int, default=3)
     parser.add_argument("--retain-hours", type=float, default=0.0)
+    parser.add_argument("--log-retain-hours", type=int, default=24)
     parser.add_argument("--no-maintain", dest="maintain", action="store_false")
     parser.add_argument("--day", type=int, help=argparse.SUPPRESS)  # one day, in this process
     args = parser.parse_args()
@@ -121,7 +155,8 @@ def main() -> None:
         if day in done:  # a rerun continues after the last finished day
             continue
         argv = [sys.executable, __file__, "--day", str(day), "--lakehouse", args.lakehouse, "--rate", str(args.rate)]
-        argv += ["--seed", str(args.seed), "--retain-hours", str(args.retain_hours)]
+        argv += ["--seed", str(args.seed), "--keep-versions", str(args.keep_versions)]
+        argv += ["--retain-hours", str(args.retain_hours), "--log-retain-hours", str(args.log_retain_hours)]
         argv += [] if args.maintain else ["--no-maintain"]
         subprocess.run(argv, check=True, cwd=ROOT)
     rows = [json.loads(line) for line in ledger.read_text().splitlines()]

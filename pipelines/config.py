@@ -80,9 +80,13 @@ class HistorySettings(_Strict):
 
 
 class MaintenanceSettings(_Strict):
-    """`maintain`: VACUUM keeps every file a table version of the last `retain_hours` needs."""
+    """`maintain`: VACUUM keeps every file a table version of the last `retain_hours` needs;
+    runs on dropped instance versions are deleted first; the Delta log keeps `log_retain_hours`
+    (None: the table's own, Delta's 30 days)."""
 
     retain_hours: float = Field(168.0, ge=0)
+    delete_dropped_runs: bool = True
+    log_retain_hours: int | None = Field(None, ge=1)
 
 
 class JarsSettings(_Strict):

@@ -678,8 +678,16 @@ class Lakehouse:
     ) -> None:
         """Set some columns of one run row, whoever owns it: summary figures, a delete's mark. A
         run's owner completes or fails it through `update_run_if_owned` (`pipelines.ledger`)."""
+        self.update_runs((run_id,), table, key, **values)
+
+    def update_runs(
+        self, run_ids: Sequence[str], table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object
+    ) -> None:
+        """`update_run` for several runs at once (one commit)."""
         assignments = {name: F.lit(value) for name, value in values.items()}
         self._commit(
-            lambda: DeltaTable.forPath(self.spark, self.path(table)).update(F.col(key) == run_id, assignments),
-            f"update run {run_id}",
+            lambda: DeltaTable.forPath(self.spark, self.path(table)).update(
+                F.col(key).isin(list(run_ids)), assignments
+            ),
+            f"update {len(run_ids)} run(s) from {run_ids[0]}",
         )

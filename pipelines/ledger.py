@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -232,56 +232,62 @@ def find_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> tupl
 
 
 @dataclass(frozen=True)
-class DeletedRun:
+class DeletedRuns:
+    """Runs of one kind deleted together, with the rows that went per table (their own rows in
+    the ledger table included)."""
+
     kind: str
-    run_id: str
-    rows: dict[str, int]  # rows deleted per table (the run's own row included)
+    run_ids: tuple[str, ...]
+    rows: dict[str, int]
 
 
-def delete_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> list[DeletedRun]:
-    """Delete a run and every run and row derived from it (see the module doc); the runs
-    deleted, dependents first."""
-    found, row = find_run(lakehouse, run_id, kind)
-    if row[S.STATUS] != S.DELETED:
-        mark_deleted(lakehouse, found, run_id)
-    deleted: list[DeletedRun] = []
-    if found is OVERLAY and lakehouse.exists(S.ROUTING_RUNS):
-        routed = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.RUN_ID) == run_id)
-        for dependent in sorted(r[S.ROUTING_RUN_ID] for r in routed.select(S.ROUTING_RUN_ID).collect()):
-            deleted += delete_run(lakehouse, dependent, ROUTING.name)
+def delete_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> list[DeletedRuns]:
+    """Delete a run and every run and row derived from it (see the module doc); what went,
+    dependents first."""
+    found, _row = find_run(lakehouse, run_id, kind)
+    return delete_runs(lakehouse, found, [run_id])
+
+
+def delete_runs(lakehouse: Lakehouse, kind: RunKind, run_ids: Sequence[str]) -> list[DeletedRuns]:
+    """Delete runs of one kind and everything derived from them, in as many commits as for one
+    run: the mark, the dependents' own batch, one delete per table, the rows last. Running it
+    again finishes an interrupted delete."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return []
+    mark_deleted(lakehouse, kind, *ids)
+    deleted: list[DeletedRuns] = []
+    if kind is OVERLAY and lakehouse.exists(S.ROUTING_RUNS):
+        routed = lakehouse.read(S.ROUTING_RUNS).filter(F.col(S.RUN_ID).isin(ids)).select(S.ROUTING_RUN_ID)
+        dependents = [r[S.ROUTING_RUN_ID] for r in routed.collect()]  # the routing runs on these overlays
+        deleted += delete_runs(lakehouse, ROUTING, dependents)
+    within = f"{kind.key} IN ({', '.join(map(sql_literal, ids))})"
     counts: dict[str, int] = {}
-    if found is ROUTING and lakehouse.exists(S.ROUTING_COMPARISON):
-        counts[S.ROUTING_COMPARISON.name] = _delete_comparisons_with(lakehouse, run_id)
-    for table in found.owned:
+    if kind is ROUTING and lakehouse.exists(S.ROUTING_COMPARISON):
+        counts[S.ROUTING_COMPARISON.name] = _delete_comparisons_with(lakehouse, within)
+    for table in kind.owned:
         if lakehouse.exists(table):
-            counts[table.name] = _delete_where(lakehouse, table, found.key, run_id)
-    counts[found.table.name] = _delete_where(lakehouse, found.table, found.key, run_id)
-    log.info("deleted %s run %s: %s", found.name, run_id, counts)
-    return [*deleted, DeletedRun(found.name, run_id, {t: n for t, n in counts.items() if n})]
+            counts[table.name] = lakehouse.delete_rows(table, within)
+    counts[kind.table.name] = lakehouse.delete_rows(kind.table, within)
+    log.info("deleted %d %s run(s) from %s: %s", len(ids), kind.name, ids[0], counts)
+    return [*deleted, DeletedRuns(kind.name, tuple(ids), {t: n for t, n in counts.items() if n})]
 
 
-def mark_deleted(lakehouse: Lakehouse, kind: RunKind, run_id: str) -> None:
-    """The delete's first commit: readers of complete runs no longer see it, and its attempt
-    token is cleared, so a process still running it stops at its next ownership check."""
+def mark_deleted(lakehouse: Lakehouse, kind: RunKind, *run_ids: str) -> None:
+    """The delete's first commit: readers of complete runs no longer see the runs, and their
+    attempt tokens are cleared, so a process still running one stops at its next ownership check."""
     lakehouse.ensure(kind.table)  # a ledger from before the attempt column gains it
     values = {S.STATUS: S.DELETED, S.MESSAGE: f"deleted at {_now():%Y-%m-%d %H:%M:%S} UTC", S.ATTEMPT: None}
-    lakehouse.update_run(run_id, table=kind.table, key=kind.key, **values)
+    lakehouse.update_runs(run_ids, table=kind.table, key=kind.key, **values)
 
 
-def _delete_where(lakehouse: Lakehouse, table: S.TableSpec, key: str, value: str) -> int:
-    return lakehouse.delete_rows(table, f"{key} = {sql_literal(value)}")
-
-
-def _delete_comparisons_with(lakehouse: Lakehouse, routing_run_id: str) -> int:
-    """Every comparison that includes the routing run goes whole (a comparison is all its systems)."""
+def _delete_comparisons_with(lakehouse: Lakehouse, routing_runs: str) -> int:
+    """Every comparison that includes one of the routing runs (a SQL condition) goes whole (a
+    comparison is all its systems)."""
     ids = [
         r[S.COMPARISON_ID]
-        for r in lakehouse.read(S.ROUTING_COMPARISON)
-        .filter(F.col(S.ROUTING_RUN_ID) == routing_run_id)
-        .select(S.COMPARISON_ID)
-        .distinct()
-        .collect()
-    ]  # the comparisons one routing run is part of: a handful
+        for r in lakehouse.read(S.ROUTING_COMPARISON).filter(routing_runs).select(S.COMPARISON_ID).distinct().collect()
+    ]  # the comparisons these routing runs are part of: a handful each
     if not ids:
         return 0
     return lakehouse.delete_rows(S.ROUTING_COMPARISON, f"{S.COMPARISON_ID} IN ({', '.join(map(sql_literal, ids))})")

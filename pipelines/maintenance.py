@@ -8,6 +8,13 @@ readers: a query or a job that started within it still finds every file it may r
 Delta's 168 hours Delta refuses unless its check is off; this job turns it off for its own
 VACUUM only when asked for a shorter window (`--retain-hours`), which is safe only when nothing
 else reads or writes the lakehouse meanwhile (a benchmark's simulated days).
+
+Before both, the runs built on instance versions the retention (`history`) dropped are deleted
+with everything derived from them (`maintenance.delete_dropped_runs`): they can no longer be
+read, and their rows would otherwise grow the lakehouse by a day's runs every day. The Delta log
+of each table keeps its commits for `maintenance.log_retain_hours` when set (the table property
+`delta.logRetentionDuration`, Delta's 30 days otherwise); Delta deletes older log files when it
+writes its next checkpoint, never those of the current calendar day.
 """
 
 from __future__ import annotations
@@ -22,12 +29,15 @@ from pyspark.sql import SparkSession
 
 from overlay import schema as S
 from overlay.errors import InputError
+from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.progress import Progress
+from pipelines.runs import runs_on_dropped_versions
 
 log = logging.getLogger(__name__)
 DELTA_SAFE_HOURS = 168.0  # Delta's default retention, below which its check refuses VACUUM
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+LOG_RETENTION = "delta.logRetentionDuration"
 
 
 @dataclass(frozen=True)
@@ -35,12 +45,33 @@ class MaintainRequest:
     retain_hours: float = DELTA_SAFE_HOURS
     optimize: bool = True
     vacuum: bool = True
+    delete_dropped_runs: bool = True
+    log_retain_hours: int | None = None  # None: leave each table's log retention as it is
 
     def check(self) -> None:
         if not self.retain_hours >= 0:
             raise InputError(f"--retain-hours must be a number of hours >= 0, got {self.retain_hours}")
         if not (self.optimize or self.vacuum):
             raise InputError("nothing to do: --skip-optimize and --skip-vacuum together")
+        if self.log_retain_hours is not None and not self.log_retain_hours >= max(self.retain_hours, 1):
+            raise InputError(
+                f"--log-retain-hours {self.log_retain_hours} is shorter than the VACUUM window of "
+                f"{self.retain_hours:g} hours (and at least 1): a reader within the window needs the log "
+                "of its version too; give a longer log retention or a shorter --retain-hours"
+            )
+
+
+@dataclass(frozen=True)
+class Maintained:
+    """What `maintain` did: the runs it deleted (built on dropped versions, and derived from
+    them) and one row per table."""
+
+    deleted: list[ledger.DeletedRuns]
+    tables: list[dict]
+
+    @property
+    def runs_deleted(self) -> int:
+        return sum(len(d.run_ids) for d in self.deleted)
 
 
 def _size(path: str) -> tuple[int, int]:
@@ -53,12 +84,27 @@ def _size(path: str) -> tuple[int, int]:
     return len(data), sum(p.stat().st_size for p in files)
 
 
+def _set_log_retention(spark: SparkSession, path: str, hours: int) -> None:
+    """The table's log retention set to `hours` (one commit, only when it differs)."""
+    wanted = f"interval {hours} hours"
+    properties = DeltaTable.forPath(spark, path).detail().select("properties").first()[0] or {}
+    if properties.get(LOG_RETENTION) != wanted:
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{LOG_RETENTION}' = '{wanted}')")
+
+
 def run_maintain(
     spark: SparkSession, lakehouse: Lakehouse, request: MaintainRequest, progress: bool = True
-) -> list[dict]:
-    """OPTIMIZE then VACUUM every lab table the lakehouse has; one row per table with its data
-    files and bytes (log included) before and after (local lakehouses) and each step's seconds."""
+) -> Maintained:
+    """Delete the runs on dropped versions, then OPTIMIZE and VACUUM every lab table the
+    lakehouse has; one row per table with its data files and bytes (log included) before and
+    after (local lakehouses) and each step's seconds."""
     request.check()
+    deleted = []
+    if request.delete_dropped_runs:
+        dropped = runs_on_dropped_versions(lakehouse)
+        if dropped:
+            log.info("maintain: deleting %d run(s) built on dropped instance versions", len(dropped))
+            deleted = ledger.delete_runs(lakehouse, ledger.OVERLAY, dropped)
     tables = [t for t in S.ALL_TABLES if lakehouse.exists(t)]
     rows = []
     below = request.vacuum and request.retain_hours < DELTA_SAFE_HOURS
@@ -67,6 +113,8 @@ def run_maintain(
         for table in tables:
             path = lakehouse.path(table)
             files_before, bytes_before = _size(path)
+            if request.log_retain_hours is not None:
+                _set_log_retention(spark, path, request.log_retain_hours)
             delta = DeltaTable.forPath(spark, path)
             clock = time.monotonic()
             if request.optimize:
@@ -93,4 +141,4 @@ def run_maintain(
                 }
             )
             bar.step(f"{table.name}: {files_before} -> {files_after} data files", table=table.name)
-    return rows
+    return Maintained(deleted, rows)

@@ -74,6 +74,18 @@ def _versions(lakehouse: Lakehouse) -> DataFrame:
     )
 
 
+def runs_on_dropped_versions(lakehouse: Lakehouse) -> list[str]:
+    """The overlay runs built on an instance version the retention dropped (listed `dropped`,
+    unreadable), except those still running; `maintain` deletes them. Collected: the runs of
+    the versions dropped since the last `maintain`, a few per version."""
+    if not all(lakehouse.exists(t) for t in (S.OVERLAY_RUNS, S.INSTANCES, S.INSTANCE_VERSIONS)):
+        return []
+    stored = _versions(lakehouse).select(S.INSTANCE, S.INGEST_ID)
+    runs = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.INGEST_ID).isNotNull() & (F.col(S.STATUS) != S.RUNNING))
+    dropped = runs.join(stored, on=[S.INSTANCE, S.INGEST_ID], how="left_anti").select(S.RUN_ID)
+    return sorted(r[S.RUN_ID] for r in dropped.collect())
+
+
 def _overlay_runs(lakehouse: Lakehouse) -> DataFrame:
     runs = with_budget(lakehouse.read(S.OVERLAY_RUNS))
     return runs.join(_versions(lakehouse), on=[S.INSTANCE, S.INGEST_ID], how="left").select(

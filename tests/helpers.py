@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,8 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
+from overlay.frames import local_frame
+from pipelines import overlays
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import JAVA_OPTIONS_VARIABLE
 
@@ -219,3 +222,45 @@ RAPPEL_RUN_TABLES = (
     S.RAPPEL_STATES,
     S.RAPPEL_TREE_STATES,
 )
+
+
+# Runs written directly ---------------------------------------------------------------------
+
+
+def imported(spark, lakehouse, write_text, run_id, pairs, instance="r"):
+    """An overlay run of `pairs` of nodes n<a>, n<b>, imported from a CSV file."""
+    path = write_text(f"{run_id}.csv", "u,v\n" + "".join(f"n{a},n{b}\n" for a, b in pairs))
+    return overlays.run_import(spark, lakehouse, instance, run_id, path)
+
+
+def routing_run_on(spark, lakehouse, routing_run_id, run_id, instance="r"):
+    """A routing run row and its metrics, written directly (a real `route` needs a small-world run)."""
+    now = datetime(2026, 1, 1)
+    lakehouse.insert_run(
+        {
+            S.ROUTING_RUN_ID: routing_run_id,
+            S.RUN_ID: run_id,
+            S.INSTANCE: instance,
+            S.PROTOCOL: "pie",
+            S.PUBLICATIONS: 5,
+            S.SEED: 1,
+            S.PARAMS: "{}",
+            S.STATUS: S.COMPLETE,
+            S.STARTED_AT: now,
+        },
+        table=S.ROUTING_RUNS,
+        key=S.ROUTING_RUN_ID,
+    )
+    metrics = {c: 0 for c in S.ROUTING_METRICS.columns}
+    metrics.update(
+        {
+            S.ROUTING_RUN_ID: routing_run_id,
+            S.RUN_ID: run_id,
+            S.PROTOCOL: "pie",
+            S.DELIVERY_RATIO: 1.0,
+            S.AVG_PATH_LENGTH: 1.5,
+            S.COMPUTED_AT: now,
+        }
+    )
+    row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns)], S.ROUTING_METRICS.schema)
+    lakehouse.write_run_rows(S.ROUTING_METRICS, routing_run_id, row, key=S.ROUTING_RUN_ID)

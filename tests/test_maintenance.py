@@ -3,6 +3,8 @@ compacted, and the files no version within the retention needs deleted (and only
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from chispa import assert_df_equality
 from delta.tables import DeltaTable
@@ -10,8 +12,12 @@ from delta.tables import DeltaTable
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
+from overlay.instance.synthetic import SyntheticSpec, synthetic_instance
 from pipelines.maintenance import MaintainRequest, run_maintain
-from tests.helpers import exit_code, run_cli
+from pipelines.runs import runs_on_dropped_versions
+from tests.helpers import exit_code, routing_run_on, run_cli
+
+FIRST = SyntheticSpec(dist="zipf", nodes=20, topics=8, min_subs=1, max_subs=3, seed=3)
 
 
 def edges(spark, lakehouse, runs: int):
@@ -24,7 +30,7 @@ def edges(spark, lakehouse, runs: int):
 
 def test_maintain_compacts_and_vacuums_keeping_the_rows(spark, lakehouse):
     before = edges(spark, lakehouse, 3).toPandas()
-    (row,) = run_maintain(spark, lakehouse, MaintainRequest(retain_hours=0), progress=False)
+    (row,) = run_maintain(spark, lakehouse, MaintainRequest(retain_hours=0), progress=False).tables
     assert row["table"] == S.OVERLAY_EDGES.name
     assert row["files_before"] >= 3 and row["files_after"] == 1  # three appends -> one file
     after = lakehouse.read(S.OVERLAY_EDGES)
@@ -39,14 +45,48 @@ def test_maintain_compacts_and_vacuums_keeping_the_rows(spark, lakehouse):
 
 def test_the_default_window_keeps_every_recent_version_readable(spark, lakehouse):
     edges(spark, lakehouse, 2)
-    (row,) = run_maintain(spark, lakehouse, MaintainRequest(), progress=False)  # 168 hours
+    (row,) = run_maintain(spark, lakehouse, MaintainRequest(), progress=False).tables  # 168 hours
     assert row["files_after"] == 1 + row["files_before"]  # compacted, and nothing deleted
     assert spark.read.format("delta").option("versionAsOf", 1).load(lakehouse.path(S.OVERLAY_EDGES)).count() == 5
+
+
+def overlay_run(spark, lakehouse, run_id: str, ingest_id: str, status: str = S.COMPLETE, links: int = 0) -> None:
+    """An overlay run row on one version of instance `m`, with `links` stored links."""
+    record = {S.RUN_ID: run_id, S.INSTANCE: "m", S.INGEST_ID: ingest_id, S.ALGORITHM: "gm", S.PARAMS: "{}"}
+    lakehouse.insert_run({**record, S.STATUS: status, S.STARTED_AT: datetime(2026, 1, 1)})
+    if links:
+        edges = [(u, u + 1, u + 1, 1, 1) for u in range(links)]
+        lakehouse.append_run_rows(
+            S.OVERLAY_EDGES, run_id, local_frame(spark, edges, S.frame_schema(S.OVERLAY_EDGES, S.EDGE_COLUMNS))
+        )
+
+
+def test_maintain_deletes_the_runs_of_dropped_versions_and_only_those(spark, lakehouse):
+    lakehouse.replace_instance("m", synthetic_instance(spark, FIRST))
+    current = lakehouse.instance_row("m")[S.INGEST_ID]
+    overlay_run(spark, lakehouse, "old", "a-dropped-version", links=2)  # its version no longer stored
+    overlay_run(spark, lakehouse, "old.running", "a-dropped-version", S.RUNNING)  # another process's: left
+    overlay_run(spark, lakehouse, "new", current, links=1)
+    routing_run_on(spark, lakehouse, "old.pie", "old", instance="m")
+    routing_run_on(spark, lakehouse, "new.pie", "new", instance="m")
+    assert runs_on_dropped_versions(lakehouse) == ["old"]
+
+    done = run_maintain(spark, lakehouse, MaintainRequest(optimize=False), progress=False)
+    assert [(d.kind, d.run_ids) for d in done.deleted] == [("routing", ("old.pie",)), ("overlay", ("old",))]
+    assert done.deleted[1].rows == {S.OVERLAY_EDGES.name: 2, S.OVERLAY_RUNS.name: 1}
+    assert done.deleted[0].rows == {S.ROUTING_METRICS.name: 1, S.ROUTING_RUNS.name: 1}
+    assert {r[S.RUN_ID] for r in lakehouse.read(S.OVERLAY_RUNS).collect()} == {"new", "old.running"}
+    assert {r[S.ROUTING_RUN_ID] for r in lakehouse.read(S.ROUTING_RUNS).collect()} == {"new.pie"}
+    assert [r[S.RUN_ID] for r in lakehouse.read(S.OVERLAY_EDGES).collect()] == ["new"]
+    assert runs_on_dropped_versions(lakehouse) == []
 
 
 def test_bad_maintain_requests_are_refused(tmp_path, capsys):
     with pytest.raises(InputError, match="nothing to do"):
         MaintainRequest(optimize=False, vacuum=False).check()
+    with pytest.raises(InputError, match="shorter than the VACUUM window of 168 hours"):
+        MaintainRequest(log_retain_hours=24).check()
+    MaintainRequest(retain_hours=0, log_retain_hours=1).check()
     assert exit_code(["--lakehouse", str(tmp_path / "none"), "maintain", "--retain-hours", "-1"]) == 2
     assert "--retain-hours" in capsys.readouterr().err
 

@@ -13,6 +13,7 @@ from pipelines import ledger, overlays, runs
 from pipelines.cli import main
 from pipelines.design import DesignRequest, run_design
 from pipelines.lakehouse import Retention, UnknownRunError
+from tests.helpers import imported, routing_run_on
 
 SPEC = SyntheticSpec(dist="zipf", nodes=20, topics=8, min_subs=1, max_subs=3, seed=3)
 OTHER = SyntheticSpec(dist="unif", nodes=14, topics=5, min_subs=1, max_subs=2, seed=4)
@@ -29,46 +30,8 @@ def instance(spark, lakehouse):
     return "r"
 
 
-def imported(spark, lakehouse, write_text, run_id, pairs, instance="r"):
-    path = write_text(f"{run_id}.csv", "u,v\n" + "".join(f"n{a},n{b}\n" for a, b in pairs))
-    return overlays.run_import(spark, lakehouse, instance, run_id, path)
-
-
 def rows_of(lakehouse, table, key, value):
     return lakehouse.read(table).filter(F.col(key) == value).count() if lakehouse.exists(table) else 0
-
-
-def routing_run_on(spark, lakehouse, routing_run_id, run_id):
-    """A routing run row and its metrics, written directly (a real `route` needs a small-world run)."""
-    now = datetime(2026, 1, 1)
-    lakehouse.insert_run(
-        {
-            S.ROUTING_RUN_ID: routing_run_id,
-            S.RUN_ID: run_id,
-            S.INSTANCE: "r",
-            S.PROTOCOL: "pie",
-            S.PUBLICATIONS: 5,
-            S.SEED: 1,
-            S.PARAMS: "{}",
-            S.STATUS: S.COMPLETE,
-            S.STARTED_AT: now,
-        },
-        table=S.ROUTING_RUNS,
-        key=S.ROUTING_RUN_ID,
-    )
-    metrics = {c: 0 for c in S.ROUTING_METRICS.columns}
-    metrics.update(
-        {
-            S.ROUTING_RUN_ID: routing_run_id,
-            S.RUN_ID: run_id,
-            S.PROTOCOL: "pie",
-            S.DELIVERY_RATIO: 1.0,
-            S.AVG_PATH_LENGTH: 1.5,
-            S.COMPUTED_AT: now,
-        }
-    )
-    row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns)], S.ROUTING_METRICS.schema)
-    lakehouse.write_run_rows(S.ROUTING_METRICS, routing_run_id, row, key=S.ROUTING_RUN_ID)
 
 
 def comparison(spark, lakehouse, comparison_id, routing_run_ids):
@@ -153,7 +116,7 @@ def test_delete_removes_the_run_its_routing_runs_and_their_comparisons(spark, la
     comparison(spark, lakehouse, "cmp-stays", ["stays.pie"])
 
     deleted = runs.delete_run(lakehouse, "gone")
-    assert [(d.kind, d.run_id) for d in deleted] == [("routing", "gone.pie"), ("overlay", "gone")]
+    assert [(d.kind, d.run_ids) for d in deleted] == [("routing", ("gone.pie",)), ("overlay", ("gone",))]
     assert deleted[1].rows[S.OVERLAY_EDGES.name] == 2 and deleted[1].rows[S.OVERLAY_RUNS.name] == 1
     for table in (S.OVERLAY_RUNS, S.OVERLAY_EDGES, S.OVERLAY_METRICS, S.TOPIC_COMPONENTS):
         assert rows_of(lakehouse, table, S.RUN_ID, "gone") == 0, table.name

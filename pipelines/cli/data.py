@@ -172,13 +172,14 @@ def _runs(args, _request, _spark, lakehouse) -> int:
         rows = [
             {
                 runs.KIND: d.kind,
-                S.RUN_ID: d.run_id,
+                S.RUN_ID: ", ".join(d.run_ids),
                 "rows deleted": sum(d.rows.values()),
                 "tables": ", ".join(sorted(d.rows)),
             }
             for d in deleted
         ]
-        print(f"Deleted {args.id} and {len(deleted) - 1} run(s) derived from it:")
+        derived = sum(len(d.run_ids) for d in deleted) - 1
+        print(f"Deleted {args.id} and {derived} run(s) derived from it:")
         print(format_table(rows, [runs.KIND, S.RUN_ID, "rows deleted", "tables"]))
     else:
         which = runs.RunFilter(args.instance, args.algorithm, args.status, args.kind, args.limit)

@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import argparse
 
-from pipelines import maintenance
+from pipelines import ledger, maintenance
 from pipelines.cli.command import Command, add_command
-from pipelines.cli.flags import non_negative_float
+from pipelines.cli.flags import non_negative_float, positive_int
 from pipelines.console import format_table
 
 COLUMNS = ("table", "files_before", "files_after", "bytes_before", "bytes_after", "optimize_s", "vacuum_s")
 
 
 def _prepare(args: argparse.Namespace, settings) -> maintenance.MaintainRequest:
-    retain = settings.maintenance.retain_hours if args.retain_hours is None else args.retain_hours
-    request = maintenance.MaintainRequest(retain, optimize=not args.skip_optimize, vacuum=not args.skip_vacuum)
+    kept = settings.maintenance
+    request = maintenance.MaintainRequest(
+        kept.retain_hours if args.retain_hours is None else args.retain_hours,
+        optimize=not args.skip_optimize,
+        vacuum=not args.skip_vacuum,
+        delete_dropped_runs=kept.delete_dropped_runs and not args.keep_dropped_runs,
+        log_retain_hours=kept.log_retain_hours if args.log_retain_hours is None else args.log_retain_hours,
+    )
     request.check()
     return request
 
 
 def _maintain(args, request, spark, lakehouse) -> None:
-    rows = maintenance.run_maintain(spark, lakehouse, request, progress=not args.quiet)
-    print(format_table(rows, COLUMNS) if rows else "no lab table in this lakehouse")
+    done = maintenance.run_maintain(spark, lakehouse, request, progress=not args.quiet)
+    if request.delete_dropped_runs:
+        routed = sum(len(d.run_ids) for d in done.deleted if d.kind == ledger.ROUTING.name)
+        print(
+            f"Deleted {done.runs_deleted - routed} overlay run(s) built on dropped instance versions"
+            f" and {routed} routing run(s) on them"
+        )
+    print(format_table(done.tables, COLUMNS) if done.tables else "no lab table in this lakehouse")
 
 
 def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -37,6 +49,17 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         type=non_negative_float,
         help="keep every file a table version of the last H hours needs (default maintenance.retain_hours, 168: "
         "Delta's own; below it only when nothing else uses the lakehouse meanwhile)",
+    )
+    parser.add_argument(
+        "--log-retain-hours",
+        type=positive_int,
+        help="keep each table's Delta log for H hours (default maintenance.log_retain_hours; unset: the "
+        "table's own, Delta's 30 days); at least the VACUUM window",
+    )
+    parser.add_argument(
+        "--keep-dropped-runs",
+        action="store_true",
+        help="keep the runs built on instance versions the retention dropped (deleted by default)",
     )
     parser.add_argument("--skip-optimize", action="store_true", help="VACUUM only")
     parser.add_argument("--skip-vacuum", action="store_true", help="OPTIMIZE only")
