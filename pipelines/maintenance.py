@@ -13,8 +13,9 @@ Before both, the runs built on instance versions the retention (`history`) dropp
 with everything derived from them (`maintenance.delete_dropped_runs`): they can no longer be
 read, and their rows would otherwise grow the lakehouse by a day's runs every day. The Delta log
 of each table keeps its commits for `maintenance.log_retain_hours` when set (the table property
-`delta.logRetentionDuration`, Delta's 30 days otherwise); Delta deletes older log files when it
-writes its next checkpoint, never those of the current calendar day.
+`delta.logRetentionDuration`, Delta's 30 days otherwise; with it `delta.deletedFileRetentionDuration`,
+which Delta requires to be no longer, is set to the VACUUM window); Delta deletes older log files
+when it writes its next checkpoint (every 10 commits), never those of the current calendar day.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 DELTA_SAFE_HOURS = 168.0  # Delta's default retention, below which its check refuses VACUUM
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 LOG_RETENTION = "delta.logRetentionDuration"
+FILE_RETENTION = "delta.deletedFileRetentionDuration"
 
 
 @dataclass(frozen=True)
@@ -84,12 +86,17 @@ def _size(path: str) -> tuple[int, int]:
     return len(data), sum(p.stat().st_size for p in files)
 
 
-def _set_log_retention(spark: SparkSession, path: str, hours: int) -> None:
-    """The table's log retention set to `hours` (one commit, only when it differs)."""
-    wanted = f"interval {hours} hours"
+def _set_retention(spark: SparkSession, path: str, request: MaintainRequest) -> None:
+    """The table's log retention set to the request's, and its deleted-file retention (which
+    Delta requires no longer) to the VACUUM window: one commit, only when they differ."""
+    wanted = {
+        LOG_RETENTION: f"interval {request.log_retain_hours} hours",
+        FILE_RETENTION: f"interval {round(request.retain_hours * 3600)} seconds",
+    }
     properties = DeltaTable.forPath(spark, path).detail().select("properties").first()[0] or {}
-    if properties.get(LOG_RETENTION) != wanted:
-        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{LOG_RETENTION}' = '{wanted}')")
+    if any(properties.get(key) != value for key, value in wanted.items()):
+        pairs = ", ".join(f"'{key}' = '{value}'" for key, value in wanted.items())
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
 
 
 def run_maintain(
@@ -114,7 +121,7 @@ def run_maintain(
             path = lakehouse.path(table)
             files_before, bytes_before = _size(path)
             if request.log_retain_hours is not None:
-                _set_log_retention(spark, path, request.log_retain_hours)
+                _set_retention(spark, path, request)
             delta = DeltaTable.forPath(spark, path)
             clock = time.monotonic()
             if request.optimize:

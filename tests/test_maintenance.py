@@ -30,8 +30,12 @@ def edges(spark, lakehouse, runs: int):
 
 def test_maintain_compacts_and_vacuums_keeping_the_rows(spark, lakehouse):
     before = edges(spark, lakehouse, 3).toPandas()
-    (row,) = run_maintain(spark, lakehouse, MaintainRequest(retain_hours=0), progress=False).tables
+    request = MaintainRequest(retain_hours=0, log_retain_hours=30)
+    (row,) = run_maintain(spark, lakehouse, request, progress=False).tables
     assert row["table"] == S.OVERLAY_EDGES.name
+    properties = DeltaTable.forPath(spark, lakehouse.path(S.OVERLAY_EDGES)).detail().first()["properties"]
+    assert properties["delta.logRetentionDuration"] == "interval 30 hours"
+    assert properties["delta.deletedFileRetentionDuration"] == "interval 0 seconds"
     assert row["files_before"] >= 3 and row["files_after"] == 1  # three appends -> one file
     after = lakehouse.read(S.OVERLAY_EDGES)
     assert_df_equality(after, spark.createDataFrame(before, after.schema), ignore_row_order=True)
@@ -39,7 +43,8 @@ def test_maintain_compacts_and_vacuums_keeping_the_rows(spark, lakehouse):
         h["operation"] for h in DeltaTable.forPath(spark, lakehouse.path(S.OVERLAY_EDGES)).history().collect()
     ]
     assert "OPTIMIZE" in operations and "VACUUM END" in operations
-    with pytest.raises(Exception, match="(?i)not (exist|found)"):  # the appends' files are gone
+    gone = "(?i)not (exist|found)|beyond delta.deletedFileRetentionDuration"  # Delta knows, or reads and fails
+    with pytest.raises(Exception, match=gone):  # the appends' files are gone
         spark.read.format("delta").option("versionAsOf", 1).load(lakehouse.path(S.OVERLAY_EDGES)).collect()
 
 
