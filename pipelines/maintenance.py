@@ -16,6 +16,10 @@ of each table keeps its commits for `maintenance.log_retain_hours` when set (the
 `delta.logRetentionDuration`, Delta's 30 days otherwise; with it `delta.deletedFileRetentionDuration`,
 which Delta requires to be no longer, is set to the VACUUM window); Delta deletes older log files
 when it writes its next checkpoint (every 10 commits), never those of the current calendar day.
+
+A table an earlier `maintain` left settled is skipped (its newest commit is that VACUUM, made at
+least the window after its last write or compaction): most of the lab's tables take no commit on
+most days, and OPTIMIZE and VACUUM cost seconds per table even with nothing to do.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -40,6 +45,8 @@ DELTA_SAFE_HOURS = 168.0  # Delta's default retention, below which its check ref
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 LOG_RETENTION = "delta.logRetentionDuration"
 FILE_RETENTION = "delta.deletedFileRetentionDuration"
+MAINTENANCE_ONLY = {"VACUUM START", "VACUUM END", "SET TBLPROPERTIES"}  # commits that remove no file
+HISTORY_LOOKED_AT = 10  # commits: a maintain makes at most four (properties, OPTIMIZE, VACUUM START, END)
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,17 @@ def _set_retention(spark: SparkSession, path: str, request: MaintainRequest) -> 
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
 
 
+def _settled(delta: DeltaTable, retain_hours: float) -> bool:
+    """Whether an earlier `maintain` left nothing to do: the table's newest commit is its VACUUM,
+    made at least the window after the newest commit that may have removed files (a write, a
+    delete, an OPTIMIZE), so nothing was written since and every removed file is gone."""
+    history = delta.history(HISTORY_LOOKED_AT).select("timestamp", "operation").collect()
+    if not history or history[0]["operation"] != "VACUUM END":
+        return False
+    changed = next((h for h in history if h["operation"] not in MAINTENANCE_ONLY), None)
+    return changed is None or history[0]["timestamp"] - changed["timestamp"] >= timedelta(hours=retain_hours)
+
+
 def run_maintain(
     spark: SparkSession, lakehouse: Lakehouse, request: MaintainRequest, progress: bool = True
 ) -> Maintained:
@@ -124,10 +142,11 @@ def run_maintain(
                 _set_retention(spark, path, request)
             delta = DeltaTable.forPath(spark, path)
             clock = time.monotonic()
-            if request.optimize:
+            settled = request.optimize and request.vacuum and _settled(delta, request.retain_hours)
+            if request.optimize and not settled:
                 delta.optimize().executeCompaction()
             optimized = time.monotonic()
-            if request.vacuum:
+            if request.vacuum and not settled:
                 if below:
                     spark.conf.set(RETENTION_CHECK, "false")
                 try:
@@ -139,6 +158,7 @@ def run_maintain(
             rows.append(
                 {
                     "table": table.name,
+                    "settled": settled,
                     "files_before": files_before,
                     "files_after": files_after,
                     "bytes_before": bytes_before,

@@ -43,6 +43,11 @@ def test_maintain_compacts_and_vacuums_keeping_the_rows(spark, lakehouse):
         h["operation"] for h in DeltaTable.forPath(spark, lakehouse.path(S.OVERLAY_EDGES)).history().collect()
     ]
     assert "OPTIMIZE" in operations and "VACUUM END" in operations
+    assert not row["settled"]
+    (again,) = run_maintain(spark, lakehouse, request, progress=False).tables
+    assert again["settled"] and again["files_after"] == 1  # nothing written since: skipped
+    newest = DeltaTable.forPath(spark, lakehouse.path(S.OVERLAY_EDGES)).history(1).first()["operation"]
+    assert newest == "VACUUM END"  # the first maintain's, not a second one
     gone = "(?i)not (exist|found)|beyond delta.deletedFileRetentionDuration"  # Delta knows, or reads and fails
     with pytest.raises(Exception, match=gone):  # the appends' files are gone
         spark.read.format("delta").option("versionAsOf", 1).load(lakehouse.path(S.OVERLAY_EDGES)).collect()
@@ -52,6 +57,8 @@ def test_the_default_window_keeps_every_recent_version_readable(spark, lakehouse
     edges(spark, lakehouse, 2)
     (row,) = run_maintain(spark, lakehouse, MaintainRequest(), progress=False).tables  # 168 hours
     assert row["files_after"] == 1 + row["files_before"]  # compacted, and nothing deleted
+    (again,) = run_maintain(spark, lakehouse, MaintainRequest(), progress=False).tables
+    assert not again["settled"]  # the replaced files wait out the window: VACUUM runs again
     assert spark.read.format("delta").option("versionAsOf", 1).load(lakehouse.path(S.OVERLAY_EDGES)).count() == 5
 
 

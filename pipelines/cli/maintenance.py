@@ -9,7 +9,7 @@ from pipelines.cli.command import Command, add_command
 from pipelines.cli.flags import non_negative_float, positive_int
 from pipelines.console import format_table
 
-COLUMNS = ("table", "files_before", "files_after", "bytes_before", "bytes_after", "optimize_s", "vacuum_s")
+COLUMNS = ("table", "settled", "files_before", "files_after", "bytes_before", "bytes_after", "optimize_s", "vacuum_s")
 
 
 def _prepare(args: argparse.Namespace, settings) -> maintenance.MaintainRequest:
