@@ -86,8 +86,11 @@ JOBS = {
     "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60", "--engine", "supersteps"], 2),
     "simulate": (["simulate", "feverfew", "--instance", "z", "--cycles", "4", "--snapshot-every", "2"]
                  + ["--skip-diameters"], 3),
-    "compare": (["compare", "--instance", "z", "--publications", "40"], 8),
+    "compare": (["compare", "--instance", "z", "--publications", "40"], 0.75),
 }  # fmt: skip
+# The kill point: after this many of the command's own commits, or this share of the undisturbed
+# run's (the compare's 14 routing runs: killed late, its second run redoes a quarter of them,
+# not all; the resume is the same code whichever systems are complete).
 
 
 @pytest.mark.parametrize("job", list(JOBS))
@@ -96,7 +99,10 @@ def test_a_killed_job_run_again_ends_with_the_undisturbed_tables(spark, prepared
     undisturbed, killed = tmp_path / "undisturbed", tmp_path / "killed"
     for copy in (undisturbed, killed):
         shutil.copytree(prepared, copy)
+    before = commits(undisturbed)
     in_process(undisturbed, *argv)  # one JVM start fewer
+    if isinstance(reached, float):
+        reached = max(2, int(reached * (commits(undisturbed) - before)))
     before = commits(killed)
     killed_then_again(killed, argv, lambda: commits(killed) - before, reached)
     same_lakehouses(spark, undisturbed, killed)
