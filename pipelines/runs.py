@@ -81,7 +81,7 @@ def runs_on_dropped_versions(lakehouse: Lakehouse) -> list[str]:
     if not all(lakehouse.exists(t) for t in (S.OVERLAY_RUNS, S.INSTANCES, S.INSTANCE_VERSIONS)):
         return []
     stored = _versions(lakehouse).select(S.INSTANCE, S.INGEST_ID)
-    runs = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.INGEST_ID).isNotNull() & (F.col(S.STATUS) != S.RUNNING))
+    runs = lakehouse.read(S.OVERLAY_RUNS).filter(F.col(S.STATUS) != S.RUNNING)  # ingest_id: never null
     dropped = runs.join(stored, on=[S.INSTANCE, S.INGEST_ID], how="left_anti").select(S.RUN_ID)
     return sorted(r[S.RUN_ID] for r in dropped.collect())
 
