@@ -45,8 +45,9 @@ class SparkSettings(_Strict):
     checkpoints: Literal["auto", "local", "reliable"] = "auto"
     ui_enabled: bool = False
     # Extra options of the lab's JVMs (the driver's, and executors' where they have their own),
-    # e.g. "-XX:TieredStopAtLevel=1": JIT compilation that pays off sooner, for short runs on small
-    # data (the tests use it). The environment variable OVERLAY_LAB_JAVA_OPTIONS adds to these.
+    # e.g. "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m": JIT compilation that pays off
+    # sooner, for short runs on small data (the tests use it; C1 alone needs the larger code cache,
+    # or it fills and the JVM stops compiling). OVERLAY_LAB_JAVA_OPTIONS adds to these.
     java_options: str = ""
     conf: dict[str, str] = Field(default_factory=dict)
 

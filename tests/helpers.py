@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import io
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -29,8 +30,19 @@ ROOT = Path(__file__).resolve().parent.parent
 # A CLI process of the tests lives for seconds to minutes on tiny data: C1 compilation alone pays
 # off sooner there (a 60-node Feverfew command on one core: about 99 s with the full JIT, 63-82 s
 # with C1). The tests' own session keeps the full JIT: it lives the whole run, and C1 alone made
-# tests/test_day_two.py + test_ledger.py 227 s against 187 s.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# tests/test_day_two.py + test_ledger.py 227 s against 187 s. C1 alone gets a 48 MB code cache,
+# which a command of a minute fills ("CodeCache is full. Compiler has been disabled."): from then
+# on the JVM interprets everything, so the cache is the tiered JIT's 240 MB.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+
+
+def failure_excerpt(done: subprocess.CompletedProcess, lines: int = 12, tail: int = 1500) -> str:
+    """What a failed CLI process said that matters: its first lines naming a failure or an error
+    (a workflow's FAILED step, the Python and Java exceptions), then the end of its stderr."""
+    text = f"{done.stdout or ''}\n{done.stderr or ''}"
+    marks = ("FAILED", "Error", "Exception", "error:", "Caused by")
+    named = [line[:400] for line in text.splitlines() if any(m in line for m in marks)][:lines]
+    return "\n".join([f"exit code {done.returncode}", *named, "--- end of stderr:", (done.stderr or "")[-tail:]])
 
 
 def python_env(**extra: str) -> dict[str, str]:

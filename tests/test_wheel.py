@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import python_env, run_cli
+from tests.helpers import failure_excerpt, python_env, run_cli
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +130,6 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
         "publications=20",
         timeout=1800,
     )
-    assert ran.returncode == 0, (ran.stdout[-3000:], ran.stderr[-3000:])
+    assert ran.returncode == 0, failure_excerpt(ran)
     assert re.search(r"\[(\d+)/\1\] report: done", ran.stdout) and "fb-100.gpm.r0.2.local" in ran.stdout
     assert (elsewhere / "reports" / "overlay_refresh" / "report.md").is_file()

@@ -238,6 +238,25 @@ def test_runner_skips_complete_steps_and_stops_at_a_failure():
     assert ran == ["one"]
 
 
+class JvmFailure(RuntimeError):
+    """Stands in for py4j's error: its own text names only the call, its Java exception the cause."""
+
+    class java_exception:  # the attribute py4j's error carries
+        @staticmethod
+        def toString() -> str:  # the Java method's name
+            return "java.lang.StackOverflowError: deep plan\n\tat org.apache.spark.Example"
+
+
+def test_a_step_failed_in_the_jvm_is_named_by_its_java_exception():
+    w = workflow([{"name": "one", "run": ["report", "--out", "a"]}])
+
+    def run(step):
+        raise JvmFailure("An error occurred while calling o97.save.")
+
+    with pytest.raises(WorkflowFailed, match=r"step 'one' failed \(java.lang.StackOverflowError: deep plan\)"):
+        run_workflow(w, StepActions(complete=lambda s: None, run=run), say=lambda line: None)
+
+
 class TakenOver(RuntimeError):
     """Stands in for `RunTakenOver`: the runner knows it only through `handed_over`."""
 

@@ -82,7 +82,7 @@ def run_workflow(
             error = f"exit code {code}" if code else ""
         except Exception as exc:
             log.debug("step %s failed", step.name, exc_info=True)
-            error = f"{type(exc).__name__}: {exc}".strip()
+            error = describe(exc)
             if actions.handed_over(exc):
                 error = _await_other(step, actions, prefix, say)
                 if not error:
@@ -105,6 +105,18 @@ def run_workflow(
         outcomes.append(StepOutcome(step.name, command, RAN, seconds))
         say(f"{prefix}: done in {seconds:.0f} s (workflow {time.monotonic() - clock:.0f} s)")
     return outcomes
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the line a failed step reports: a JVM error (py4j's, whose own first line
+    only names the call) by its Java exception's class and message."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return str(java.toString()).strip()
+        except Exception:  # the gateway may be gone with the JVM
+            pass
+    return f"{type(exc).__name__}: {exc}".strip()
 
 
 def _await_other(step: Step, actions: StepActions, prefix: str, say: Callable[[str], None]) -> str:
