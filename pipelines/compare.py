@@ -122,8 +122,18 @@ class CompareRequest:
     long_baseline: str = "chord"
     paper: str | None = None  # FB1K, FB10K, TW1K, TW10K: the paper's column to print next to ours
     replace: bool = False  # redo the four overlays (and so every routing run on them): after a re-ingest
+    overlays: tuple[str, ...] = OVERLAY_TYPES  # the overlay types compared (always "-": the baseline's)
 
     def check(self) -> None:
+        unknown = [o for o in self.overlays if o not in OVERLAY_TYPES]
+        if unknown or len(set(self.overlays)) != len(self.overlays):
+            raise InputError(
+                f"--overlays takes distinct overlay types among {', '.join(OVERLAY_TYPES)}, got {', '.join(self.overlays)}"
+            )
+        if BASELINE[1] not in self.overlays:
+            raise InputError(
+                f"--overlays must include '{BASELINE[1]}': the ratios are against {system_name(*BASELINE)}"
+            )
         if self.long_baseline not in LONG_BASELINES:
             raise InputError(f"--long-baseline must be one of {', '.join(LONG_BASELINES)}")
         if self.paper is not None and self.paper not in PAPER:
@@ -132,8 +142,22 @@ class CompareRequest:
             raise InputError("--publications must be positive")
 
     @property
+    def chosen_overlays(self) -> tuple[str, ...]:
+        """The overlay types compared, in the tables' order."""
+        return tuple(o for o in OVERLAY_TYPES if o in self.overlays)
+
+    @property
+    def systems(self) -> tuple[tuple[str, str, str], ...]:
+        """The systems on the chosen overlays: all 14 by default."""
+        return tuple(s for s in SYSTEMS if s[1] in self.overlays)
+
+    @property
     def comparison_id(self) -> str:
-        return f"{self.instance}.p{self.publications}.s{self.seed}.{self.long_baseline}"
+        """The whole comparison's id; one on fewer overlay types names them (`-` as `none`)."""
+        base = f"{self.instance}.p{self.publications}.s{self.seed}.{self.long_baseline}"
+        if self.chosen_overlays == OVERLAY_TYPES:
+            return base
+        return base + "." + "_".join("none" if o == "-" else o for o in self.chosen_overlays)
 
     def overlay_request(self, overlay: str) -> DesignRequest:
         short = "gswico" if "S" in overlay else "random"
@@ -152,9 +176,10 @@ def run_compare(
     holds, around the designs' and routing runs' own progress (`pipelines.progress`)."""
     request.check()
     designs: dict[str, Row] = {}
-    bar = Progress(f"compare {request.comparison_id}", len(OVERLAY_TYPES) + len(SYSTEMS), enabled=progress, logger=log)
+    overlays, systems = request.chosen_overlays, request.systems
+    bar = Progress(f"compare {request.comparison_id}", len(overlays) + len(systems), enabled=progress, logger=log)
     with bar:
-        for i, overlay in enumerate(OVERLAY_TYPES, 1):
+        for i, overlay in enumerate(overlays, 1):
             designs[overlay] = run_design(
                 spark,
                 lakehouse,
@@ -166,12 +191,12 @@ def run_compare(
             done = designs[overlay]
             tco = "-" if done[S.TCO_SUPPORT] is None else f"{done[S.TCO_SUPPORT]:.4f}"
             bar.step(
-                f"overlay {i}/{len(OVERLAY_TYPES)} {overlay} ({done[S.RUN_ID]}): {done[S.EDGES]} links, TcoSuppR {tco}",
+                f"overlay {i}/{len(overlays)} {overlay} ({done[S.RUN_ID]}): {done[S.EDGES]} links, TcoSuppR {tco}",
                 overlay=overlay,
             )
         routed: dict[tuple[str, str, str], Row] = {}
         inputs: dict = {}  # each overlay's routing tables and placed workload, built once for its systems
-        for i, system in enumerate(SYSTEMS, 1):
+        for i, system in enumerate(systems, 1):
             family, overlay, protocol = system
             routed[system] = run_route(
                 spark,
@@ -185,19 +210,21 @@ def run_compare(
                     f"{system_name(*system)} did not deliver exactly once: {routed[system][S.COUNTER_EXAMPLE]}"
                 )
             bar.step(
-                f"system {i}/{len(SYSTEMS)} {system_name(*system)}: {routed[system][S.SUPERSTEPS]} supersteps, "
+                f"system {i}/{len(systems)} {system_name(*system)}: {routed[system][S.SUPERSTEPS]} supersteps, "
                 f"{routed[system][S.MESSAGES]} messages",
                 system=system_name(*system),
             )
     ids = [row[S.ROUTING_RUN_ID] for row in routed.values()]
     metrics = {
         r[S.ROUTING_RUN_ID]: r
-        for r in lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).collect()  # 14 rows
+        for r in lakehouse.read(S.ROUTING_METRICS)
+        .filter(F.col(S.ROUTING_RUN_ID).isin(ids))
+        .collect()  # 14 rows at most
     }
     base = metrics[routed[BASELINE][S.ROUTING_RUN_ID]]
     paper = PAPER.get(request.paper or "", {})
     rows = []
-    for system in SYSTEMS:
+    for system in systems:
         name = system_name(*system)
         m = metrics[routed[system][S.ROUTING_RUN_ID]]
         ratio_overhead = m[S.ROUTING_OVERHEAD] / base[S.ROUTING_OVERHEAD] if base[S.ROUTING_OVERHEAD] else None

@@ -120,13 +120,13 @@ def killed_at(cluster_folder: Path, there: Path, master: str, argv: list[str], m
     return text
 
 
-FEVERFEW = ["simulate", "feverfew", "--instance", "z", "--cycles", "10", "--skip-diameters"]
+FEVERFEW = ["simulate", "feverfew", "--instance", "z", "--cycles", "6", "--skip-diameters"]
 
 
 def test_a_worker_lost_mid_gossip_costs_retries_not_the_simulation(spark, cluster, cluster_folder, tmp_path):
     here, there = ingested(tmp_path)
     in_process(here, *FEVERFEW)
-    killed_at(cluster_folder, there, cluster.url, FEVERFEW, "cycle 3/10")
+    killed_at(cluster_folder, there, cluster.url, FEVERFEW, "cycle 3/6")
     same_tables(spark, here, there, [S.OVERLAY_EDGES, S.OVERLAY_METRICS, S.GOSSIP_CYCLES])
 
 

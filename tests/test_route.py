@@ -214,6 +214,41 @@ def test_the_comparison_lists_tables_3_to_5():
         assert set(column) == set(names) and column["Scribe(-)"] == (1.0, 1.0)
 
 
+def test_a_comparison_on_fewer_overlays_keeps_their_systems_and_names_them():
+    from pipelines.compare import CompareRequest, system_name
+
+    whole = CompareRequest("fb", publications=40)
+    assert whole.comparison_id == "fb.p40.s1.chord" and len(whole.systems) == 14
+    part = CompareRequest("fb", publications=40, overlays=("-", "SL"))
+    assert part.chosen_overlays == ("SL", "-") and part.comparison_id == "fb.p40.s1.chord.SL_none"
+    assert [system_name(*s) for s in part.systems] == [
+        "BeaConvey(SL, Pie)",
+        "BeaConvey(-, Pie)",
+        "iScribe(SL)",
+        "iScribe(-)",
+        "Scribe(SL)",
+        "Scribe(-)",
+        "BeaConvey(SL, Po)",
+        "BeaConvey(SL, Pa1)",
+    ]
+    for overlays, message in [
+        (("SL",), "must include '-'"),
+        (("-", "X"), "distinct overlay types"),
+        (("-", "-"), "distinct overlay types"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            CompareRequest("fb", overlays=overlays).check()
+
+
+def test_compare_overlays_flag_reaches_the_request():
+    from pipelines.cli import parse_arguments, prepare
+
+    args = parse_arguments(["compare", "--instance", "fb", "--overlays", "S, -"])
+    assert prepare(args, None).overlays == ("S", "-")
+    with pytest.raises(InputError, match="must include"):
+        prepare(parse_arguments(["compare", "--instance", "fb", "--overlays", "S"]), None)
+
+
 @pytest.mark.slow  # 4 designs and 14 routing runs (about 6 min)
 def test_compare_runs_every_system_against_scribe(spark, lakehouse, small_world):
     from pipelines.compare import CompareRequest, markdown, run_compare

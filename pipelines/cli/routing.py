@@ -51,14 +51,20 @@ def _route(args, request, spark, lakehouse) -> int:
 
 def _prepare_compare(args, _settings) -> compare.CompareRequest:
     request = compare.CompareRequest(
-        args.instance, args.publications, args.seed, args.long_baseline, args.paper, replace=args.replace
+        args.instance,
+        args.publications,
+        args.seed,
+        args.long_baseline,
+        args.paper,
+        replace=args.replace,
+        overlays=tuple(o.strip() for o in args.overlays.split(",")) if args.overlays else compare.OVERLAY_TYPES,
     )
     request.check()
     return request
 
 
 def _compare(args, request, spark, lakehouse) -> None:
-    rows = compare.run_compare(spark, lakehouse, request, progress=not args.quiet).collect()  # 14 rows
+    rows = compare.run_compare(spark, lakehouse, request, progress=not args.quiet).collect()  # 14 rows at most
     print(f"BeaConvey comparison {request.comparison_id} (ratios against Scribe(-)):")
     print(compare.markdown(rows))
 
@@ -142,6 +148,12 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         help="data-oblivious long fingers of the S and - overlays (default chord)",
     )
     comparer.add_argument("--paper", choices=tuple(compare.PAPER), help="the paper's column to show next to ours")
+    comparer.add_argument(
+        "--overlays",
+        metavar="TYPES",
+        help="comma-separated overlay types to compare on, among SL, S, L, - (default all four; '-' is "
+        "required: the baseline's), and so only the systems on them",
+    )
     comparer.add_argument(
         "--replace",
         action="store_true",
