@@ -130,7 +130,7 @@ def _compare(lakehouse: Lakehouse, _args: argparse.Namespace, request) -> str | 
     if not lakehouse.exists(S.ROUTING_COMPARISON):
         return None
     rows = lakehouse.read(S.ROUTING_COMPARISON).filter(F.col(S.COMPARISON_ID) == request.comparison_id)
-    if rows.filter(F.col(S.PAPER_COLUMN).eqNullSafe(request.paper)).count() < len(compare.SYSTEMS):
+    if rows.filter(F.col(S.PAPER_COLUMN).eqNullSafe(request.paper)).count() < len(request.systems):
         return None
     return f"comparison {request.comparison_id} is stored"
 
