@@ -105,14 +105,14 @@ def refreshed(spark, tmp_path_factory) -> dict:
 
 
 # The CI pass's longest groups, started first so that neither worker is left with one at the end
-# (seconds on one 2-core run, 2026-12-06, before the compare kill moved to 3/4 of its commits):
-# the faults' cluster ~715, the compare kill ~593, the
-# workflows at once ~497, the `refreshed` group ~434, the wheel ~300.
+# (seconds on one 2-core run of `.ci/run`, 2026-12-06): the faults' cluster ~650, the workflows at
+# once ~420, the `refreshed` group ~390, the compare kill ~245 (on one overlay type; 727 on four),
+# the wheel ~235.
 LONGEST_FIRST = (
     "tests/test_faults.py::",
-    "tests/test_driver_kills.py::test_a_killed_job_run_again_ends_with_the_undisturbed_tables[compare]",
     "tests/test_concurrent_workflows.py::",
     "tests/test_cluster_path.py::test_the_small_workflow_on_a_standalone_cluster",
+    "tests/test_driver_kills.py::test_a_killed_job_run_again_ends_with_the_undisturbed_tables[compare]",
     "tests/test_wheel.py::",
 )
 

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.errors import InputError
-from pipelines import compare, design, mesh_compare, report
+from pipelines import design, mesh_compare, report
 from pipelines.ingest import DATASETS
 from pipelines.lakehouse import Lakehouse, UnknownInstanceError, UnknownRunError
 from pipelines.overlays import complete_run, is_current
