@@ -217,9 +217,7 @@ def run_compare(
     ids = [row[S.ROUTING_RUN_ID] for row in routed.values()]
     metrics = {
         r[S.ROUTING_RUN_ID]: r
-        for r in lakehouse.read(S.ROUTING_METRICS)
-        .filter(F.col(S.ROUTING_RUN_ID).isin(ids))
-        .collect()  # 14 rows at most
+        for r in lakehouse.read(S.ROUTING_METRICS).filter(F.col(S.ROUTING_RUN_ID).isin(ids)).collect()  # <= 14 rows
     }
     base = metrics[routed[BASELINE][S.ROUTING_RUN_ID]]
     paper = PAPER.get(request.paper or "", {})

@@ -114,8 +114,8 @@ def describe(exc: BaseException) -> str:
     if java is not None:
         try:
             return str(java.toString()).strip()
-        except Exception:  # the gateway may be gone with the JVM
-            pass
+        except Exception:  # the gateway may be gone with the JVM: py4j's own text then
+            log.debug("the Java exception of a failed step could not be read", exc_info=True)
     return f"{type(exc).__name__}: {exc}".strip()
 
 
