@@ -52,3 +52,18 @@ def test_every_docs_citation_in_the_code_resolves():
                     if a not in known
                 ]
     assert not broken, broken
+
+
+def test_the_workflows_page_names_every_step_command_and_shipped_workflow():
+    """A command a step may run, or a workflow in conf/workflows/, added without a word on the
+    workflows page leaves users guessing: the page lists each."""
+    from pipelines.workflow.spec import STEP_COMMANDS
+
+    page = (ROOT / "docs" / "operations" / "workflows.md").read_text()
+    missing = [f"step command {c}" for c in STEP_COMMANDS if f"`{c}`" not in page]
+    missing += [
+        f"workflow {p.name}"
+        for p in sorted((ROOT / "conf" / "workflows").glob("*.yaml"))
+        if f"conf/workflows/{p.name}" not in page
+    ]
+    assert not missing, missing
