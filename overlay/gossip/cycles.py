@@ -89,7 +89,33 @@ def built(shared):
 def to_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     rows = iter(rows)
     while chunk := list(itertools.islice(rows, BATCH_ROWS)):
-        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+        yield _batch(chunk, schema)
+
+
+def _batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """`pa.RecordBatch.from_pylist(rows, schema=schema)` (a missing key or None is null), built
+    column by column: a list column from its flattened values and offsets, which is a quarter of
+    the time for state rows that carry long lists."""
+    arrays = []
+    for field in schema:
+        values = [row.get(field.name) for row in rows]
+        if not pa.types.is_list(field.type):
+            arrays.append(pa.array(values, field.type))
+            continue
+        offsets, flat, nulls = [0], [], []
+        for value in values:
+            nulls.append(value is None)
+            if value is not None:
+                flat.extend(value)
+            offsets.append(len(flat))
+        arrays.append(
+            pa.ListArray.from_arrays(
+                pa.array(offsets, pa.int32()),
+                pa.array(flat, field.type.value_type),
+                mask=pa.array(nulls) if any(nulls) else None,
+            )
+        )
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def rows_of(arrow: Iterable[pa.RecordBatch]) -> Iterator[dict]:

@@ -1,5 +1,5 @@
 """gossipsub v1.1's mesh maintenance as a cycle protocol: one heartbeat per cycle (our reading of
-libp2p's spec, docs/readings/gossipsub.md once the command lands; the oracle
+libp2p's spec, docs/readings/gossipsub.md; the oracle
 `tests/gossipsub_oracle.py` replays it on its own).
 
 Every node knows every other subscriber of its topics and is connected to it; a connection is
@@ -41,6 +41,7 @@ from overlay.gossip.cycles import CycleEngine
 from overlay.lineage import LOCAL, Lineage
 
 SELF, PRUNE, GRAFT, REFUSE = 0, 1, 2, 3  # message kinds, in the order a node handles them
+OUTBOUND_CACHE = 1_000_000  # (node, peer) directions a protocol instance keeps drawn (about 150 MB)
 
 STATE_COLUMNS = (
     ("node_id", "bigint"),
@@ -154,6 +155,8 @@ class Gossipsub:
         self.params = params
         self.members = Members(offsets, topics)
         self.presence = presence
+        self._outbound: dict[tuple[int, int], bool] = {}  # `outbound` per (node, peer), drawn once
+        self._topic_sizes = np.diff(self.members.topic_offsets).tolist()  # subscribers per topic
 
     def up(self, node: int, heartbeat: int) -> bool:
         return self.presence is None or self.presence.up(node, heartbeat)
@@ -162,7 +165,21 @@ class Gossipsub:
         return _row(node, {}, {})
 
     def _out(self, node: int, peer: int) -> bool:
-        return outbound(self.params.seed, node, peer)
+        found = self._outbound.get((node, peer))
+        if found is None:
+            if len(self._outbound) >= OUTBOUND_CACHE:  # a bound on the worker's memory
+                self._outbound.clear()
+            found = self._outbound[node, peer] = outbound(self.params.seed, node, peer)
+        return found
+
+    def _outbound_short(self, node: int, peers: Iterable[int]) -> int:
+        """How many outbound peers `peers` lacks to reach D_out (0 when it has them)."""
+        short = self.params.d_out
+        for q in peers:
+            if short <= 0:
+                break
+            short -= self._out(node, q)
+        return max(short, 0)
 
     def _smallest(self, candidates: Iterable[int], k: int, purpose: int, h: int, node: int, topic: int) -> list[int]:
         seed = self.params.seed
@@ -186,7 +203,7 @@ class Gossipsub:
         if len(mesh) > p.d_high:
             ranked = self._smallest(mesh, len(mesh), GOSSIPSUB_KEEP, h, node, topic)
             keep, rest = ranked[: p.d], ranked[p.d :]
-            short = p.d_out - sum(self._out(node, q) for q in keep)
+            short = self._outbound_short(node, keep)
             if short > 0:
                 extra = [q for q in rest if self._out(node, q)][:short]
                 dropped = [q for q in reversed(keep) if not self._out(node, q)][: len(extra)]
@@ -196,7 +213,7 @@ class Gossipsub:
                 backoff[q] = h + p.prune_backoff
                 yield PRUNE, q
         if len(mesh) >= p.d_low:
-            short = p.d_out - sum(self._out(node, q) for q in mesh)
+            short = self._outbound_short(node, mesh)
             if short > 0:
                 members = set(self.members.of_topic(topic).tolist())
                 eligible = {q for q in members - mesh - {node} - set(backoff) if self._out(node, q) and self.up(q, h)}
@@ -283,11 +300,7 @@ class Gossipsub:
         subscribers; none while it is down)."""
         p = self.params
         sizes = (
-            [
-                len(meshes.get(t, ()))
-                for t in self.members.of_node(node).tolist()
-                if len(self.members.of_topic(t)) > p.d_low
-            ]
+            [len(meshes.get(t, ())) for t in self.members.of_node(node).tolist() if self._topic_sizes[t] > p.d_low]
             if self.up(node, heartbeat)
             else []
         )
@@ -303,9 +316,13 @@ class Gossipsub:
 
 
 def _meshes(row: dict) -> dict[int, set[int]]:
+    """The row's meshes by topic: one set per run of equal topics (the row keeps them sorted)."""
+    topics, peers = row["mesh_topic"], row["mesh_peer"]
     meshes: dict[int, set[int]] = {}
-    for topic, peer in zip(row["mesh_topic"], row["mesh_peer"]):
-        meshes.setdefault(topic, set()).add(peer)
+    cuts = [0, *(i for i in range(1, len(topics)) if topics[i] != topics[i - 1]), len(topics)]
+    for start, end in zip(cuts, cuts[1:]):
+        if start < end:
+            meshes.setdefault(topics[start], set()).update(peers[start:end])
     return meshes
 
 
@@ -317,12 +334,17 @@ def _backoffs(row: dict) -> dict[int, dict[int, int]]:
 
 
 def _row(node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]], key: str = "node_id") -> dict:
-    pairs = sorted((t, q) for t, peers in meshes.items() for q in peers)
+    mesh_topic: list[int] = []
+    mesh_peer: list[int] = []
+    for t in sorted(meshes):  # (topic, peer) order
+        peers = sorted(meshes[t])
+        mesh_topic += [t] * len(peers)
+        mesh_peer += peers
     held = sorted((t, q, until) for t, peers in backoffs.items() for q, until in peers.items())
     return {
         key: node,
-        "mesh_topic": [t for t, _ in pairs],
-        "mesh_peer": [q for _, q in pairs],
+        "mesh_topic": mesh_topic,
+        "mesh_peer": mesh_peer,
         "backoff_topic": [t for t, _, _ in held],
         "backoff_peer": [q for _, q, _ in held],
         "backoff_until": [u for _, _, u in held],
