@@ -49,3 +49,46 @@ def test_alg3_with_the_papers_need_reaches_ln_n_neighbours():
     need_t = need(20)
     assert need_t == math.ceil(math.log(20)) == 3
     assert select_ln_covered(0, subs, range(1, 20), lambda t: need_t) == [1, 2, 3]
+
+
+def _alg3_by_hand(member: list[list[bool]], sizes: list[int], need: list[int]) -> list[int]:
+    """Alg. 3 written out in plain Python for the random cross-check: u2 as a Fraction-free
+    float of the same integers, ties to more coverage, then the first row."""
+    covered = [0] * len(need)
+    left = set(range(len(member)))
+    taken = []
+    while True:
+        rest = [j for j in range(len(need)) if covered[j] < need[j]]
+        if not rest or not left:
+            return taken
+        scored = []
+        for i in sorted(left):
+            inter = sum(member[i][j] for j in rest)
+            scored.append((inter / (len(rest) + sizes[i] - inter), inter, -i))
+        score, _, minus_i = max(scored)
+        if score <= 0.0:
+            return taken
+        taken.append(-minus_i)
+        left.discard(-minus_i)
+        covered = [c + member[-minus_i][j] for j, c in enumerate(covered)]
+
+
+def test_the_compiled_alg3_is_the_plain_one_on_random_matrices_with_ties():
+    """Small topic counts and sizes make equal u2 and equal coverage common (the tie rules)."""
+    import random
+
+    import numpy as np
+
+    from overlay.gossip.select import ln_covered_choice
+
+    rng = random.Random(5)
+    for _ in range(400):
+        rows, topics = rng.randrange(0, 12), rng.randrange(1, 6)
+        member = [[rng.random() < 0.4 for _ in range(topics)] for _ in range(rows)]
+        sizes = [sum(r) + rng.randrange(3) for r in member]
+        need = [rng.randrange(0, 4) for _ in range(topics)]
+        candidates = np.array(sorted(rng.sample(range(100), rows)), dtype=np.int64)
+        expected = [int(candidates[i]) for i in _alg3_by_hand(member, sizes, need)]
+        matrix = np.array(member, dtype=bool).reshape(rows, topics)
+        got = ln_covered_choice(candidates, matrix, np.array(sizes, dtype=np.int64), np.array(need, dtype=np.int64))
+        assert got == expected, (member, sizes, need)
