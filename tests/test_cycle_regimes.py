@@ -1,56 +1,45 @@
-"""A gossip simulation's cycles in the driver's memory and as Spark jobs store the same rows
-(`overlay.gossip.cycles.CycleRegime`): Feverfew with its bubble and gossipsub with pruning and
-refusals, snapshots included, each run row naming the regime it ran in."""
+"""A gossip simulation's cycles in the driver's memory and as Spark jobs give the same states,
+cycle by cycle (`overlay.gossip.cycles.CycleRegime`): the engine's two regimes from one start,
+on Feverfew (its bubble from cycle 3) and on gossipsub (its GRAFTs and PRUNEs); and `auto`'s rule.
+The simulate jobs record the regime they ran in (`tests/test_gossipsub.py`)."""
 
+import numpy as np
 import pytest
-from chispa import assert_df_equality
-from pyspark.sql import functions as F
 
-from overlay import schema as S
+from overlay.design.classes import Subscriptions
 from overlay.gossip.cycles import MEMORY, SPARK, CycleRegime
-from overlay.instance.synthetic import SyntheticSpec
-from pipelines.lakehouse import Lakehouse
-from tests.helpers import store_instance
+from overlay.gossip.feverfew import FeverfewParams, feverfew_engine
+from overlay.gossip.gossipsub import GossipsubParams, gossipsub_engine
+from tests.test_gossipsub import random_subscriptions
 
-TIMING = [S.RUN_ID, S.SECONDS, S.COMPUTED_AT]  # what differs between two runs of the same rows
+NODES, CYCLES = 40, 5
 
 
-def _simulate(spark, lakehouse: Lakehouse, protocol: str, run_id: str) -> dict:
+def _engine(spark, protocol: str, regime: str):
+    subs = random_subscriptions(4, NODES, 8, 4)
+    csr = Subscriptions.from_pairs(NODES, np.asarray(subs, dtype=np.int64))
     if protocol == "gossipsub":
-        from pipelines.gossipsub import GossipsubRequest, run_gossipsub
-
-        request = GossipsubRequest("r", 9, seed=2)
-        return run_gossipsub(spark, lakehouse, request, run_id, snapshot_every=4, progress=False, diameters=False)
-    from pipelines.simulate import SimulateRequest, run_simulation
-
-    request = SimulateRequest("r", "feverfew", cycles=9, seed=2, bubble_start=5)
-    return run_simulation(spark, lakehouse, request, run_id, snapshot_every=4, progress=False, diameters=False)
+        return gossipsub_engine(spark, csr, GossipsubParams(d=3, d_low=2, d_high=4, d_out=1, seed=2), 2, regime=regime)
+    return feverfew_engine(spark, csr, FeverfewParams(seed=2, bubble_start=3), 2, regime=regime)
 
 
-TABLES = {
-    "gossipsub": (S.GOSSIPSUB_MESH, S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES, S.OVERLAY_EDGES),
-    "feverfew": (S.GOSSIP_CYCLES, S.GOSSIP_COVERAGE, S.GOSSIP_DIFFUSIONS, S.GOSSIP_STATES, S.OVERLAY_EDGES),
-}
+def _states(spark, protocol: str, regime: str) -> list[list]:
+    """Every cycle's state rows (state and measure columns), sorted, from the engine's own start."""
+    engine = _engine(spark, protocol, regime)
+    start = engine.start(spark, NODES).localCheckpoint(eager=True)
+    seen: list[list] = []
+    engine.run(start, 1, CYCLES, on_cycle=lambda cycle, state, seconds: seen.append(sorted(state.collect())))
+    return seen
 
 
-@pytest.mark.parametrize("protocol", sorted(TABLES))
-def test_the_memory_and_the_spark_regime_store_the_same_rows(spark, tmp_path, protocol):
-    root = tmp_path / "lakehouse"
-    lakehouses = {regime: Lakehouse(spark, root, cycles=CycleRegime(regime)) for regime in (MEMORY, SPARK)}
-    store_instance(spark, lakehouses[MEMORY], "r", SyntheticSpec("zipf", 48, 8, 1, 4, 5))
-    runs = {regime: _simulate(spark, lakehouse, protocol, f"r.{regime}") for regime, lakehouse in lakehouses.items()}
-    assert {regime: run[S.REGIME] for regime, run in runs.items()} == {MEMORY: MEMORY, SPARK: SPARK}
-    assert runs[MEMORY][S.EDGES] == runs[SPARK][S.EDGES] > 0
-    read = lakehouses[MEMORY].read
-    for table in TABLES[protocol]:
-        rows = {
-            regime: read(table)
-            .filter(F.col(S.RUN_ID) == f"r.{regime}")
-            .drop(*[c for c in TIMING if c in table.columns])
-            for regime in (MEMORY, SPARK)
-        }
-        assert rows[SPARK].count() > 0, table.name
-        assert_df_equality(rows[MEMORY], rows[SPARK], ignore_row_order=True, ignore_nullable=True)
+@pytest.mark.parametrize("protocol", ["feverfew", "gossipsub"])
+def test_the_memory_and_the_spark_regime_give_the_same_states_cycle_by_cycle(spark, protocol):
+    memory, cycles = _states(spark, protocol, MEMORY), _states(spark, protocol, SPARK)
+    assert len(memory) == len(cycles) == CYCLES
+    for cycle, (mine, theirs) in enumerate(zip(memory, cycles), 1):
+        assert mine == theirs, f"cycle {cycle}"
+    if protocol == "gossipsub":  # the cycles reach the PRUNEs (the measure column `prunes`)
+        assert any(row["prunes"] > 0 for state in memory for row in state)
 
 
 def test_auto_runs_in_memory_only_in_process_and_within_the_limit():
