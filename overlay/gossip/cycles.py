@@ -22,8 +22,7 @@ That is the *spark* regime. In the *memory* regime (`CycleRegime`: where the mas
 process and the instance is small enough) the same three steps run in the driver's Python
 process on the whole state, with the same sort between them and the same Arrow round trips of
 every row, so the protocol sees exactly the rows it would see on executors; each cycle's state is
-then handed on as a DataFrame built from its Arrow table. No shuffle, no task, no checkpoint per
-cycle: on instances of a few ten thousand nodes those fixed costs are most of a Spark cycle.
+then handed on as a DataFrame built from its Arrow table: no shuffle, task or checkpoint per cycle.
 """
 
 from __future__ import annotations
