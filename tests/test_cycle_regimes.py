@@ -19,7 +19,9 @@ def _engine(spark, protocol: str, regime: str):
     subs = random_subscriptions(4, NODES, 8, 4)
     csr = Subscriptions.from_pairs(NODES, np.asarray(subs, dtype=np.int64))
     if protocol == "gossipsub":
-        return gossipsub_engine(spark, csr, GossipsubParams(d=3, d_low=2, d_high=4, d_out=1, seed=2), 2, regime=regime)
+        return gossipsub_engine(
+            spark, csr, GossipsubParams(d=3, d_low=2, d_high=4, d_score=0, d_out=1, seed=2), 2, regime=regime
+        )
     return feverfew_engine(spark, csr, FeverfewParams(seed=2, bubble_start=3), 2, regime=regime)
 
 
