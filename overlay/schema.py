@@ -251,7 +251,8 @@ OVERLAY_RUNS = TableSpec(
         "`seconds_read` reading the instance into the driver copy), "
         "`seconds_rounds` in rounds, `seconds_commits` storing them and `seconds_evaluate` on "
         "the check and the quality metrics. `regime`: where a greedy ran (memory: compiled in "
-        "the driver process; rounds: batched Spark iterations). `spark_jobs` and `delta_commits`: "
+        "the driver process; rounds: batched Spark iterations), or a gossip simulation's cycles "
+        "(memory: in the driver process; spark: a Spark job a cycle). `spark_jobs` and `delta_commits`: "
         "what the last attempt cost in Spark jobs and Delta commits, its completing commit included "
         "(its jobs not)."
     ),
@@ -755,7 +756,7 @@ GOSSIP_CYCLES = TableSpec(
         "more subscribers and how many are ln-covered (their share), the nodes with every such topic covered, "
         "the mean ln-covered view |LV|, the messages sent in the cycle (Cyclon requests and answers, "
         "GossipSample requests and answers, BubbleSample copies, agents' match notifications) and the "
-        "cycle's seconds (its Spark job)."
+        "cycle's seconds (its Spark job, or its work in the driver in the memory regime)."
     ),
 )
 
@@ -946,7 +947,8 @@ GOSSIPSUB_HEARTBEATS = TableSpec(
         "One row per heartbeat of a gossipsub simulation (append-only): the GRAFTs and PRUNEs sent (PRUNEs "
         "include the refusals of GRAFTs), the GRAFTs refused; over the meshes of topics with more than D_low "
         "subscribers (one per such subscription): their number, mean, min and max size, how many are below "
-        "D_low and above D_high; the backoffs held; the heartbeat's seconds (its Spark job)."
+        "D_low and above D_high; the backoffs held; the heartbeat's seconds (its Spark job, or its work in "
+        "the driver in the memory regime)."
     ),
 )
 

@@ -72,6 +72,16 @@ class DesignSettings(_Strict):
     keep_round_rows: bool = True  # rounds: partitions keep their rows on their executors' disks
 
 
+class SimulateSettings(_Strict):
+    """Where the gossip simulations (Feverfew, gossipsub) run their cycles. `regime`: auto runs
+    them in the driver's memory when the master runs in this process and the instance has at
+    most `memory_subscriptions` subscriptions, else on the executors (one Spark job a cycle);
+    memory or spark force one. Both give the same rows."""
+
+    regime: Literal["auto", "memory", "spark"] = "auto"
+    memory_subscriptions: int = Field(1_000_000, ge=0)
+
+
 class HistorySettings(_Strict):
     """How many versions of an instance ingest keeps (the current one included) and for how many
     days after they were replaced; runs built on a kept version stay readable. null: no limit."""
@@ -103,6 +113,7 @@ class LabSettings(_Strict):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     design: DesignSettings = Field(default_factory=DesignSettings)
+    simulate: SimulateSettings = Field(default_factory=SimulateSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
     maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     jars: JarsSettings = Field(default_factory=JarsSettings)

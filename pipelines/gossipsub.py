@@ -139,12 +139,17 @@ def heartbeat_summary(state: DataFrame) -> dict:
     }
 
 
-def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: str, attempt: str, instance, snapshot_every: int, progress: bool) -> None:  # fmt: skip
-    """The heartbeats (from the last snapshot on), then the meshes and their union stored."""
+def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: str, attempt: str, instance, snapshot_every: int, progress: bool) -> str:  # fmt: skip
+    """The heartbeats (from the last snapshot on), then the meshes and their union stored; the
+    regime they ran in."""
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID])
     nodes = int(instance[S.NODES])
     csr = Subscriptions.collect(subscriptions.select(S.NODE_ID, S.TOPIC_ID), nodes)
-    engine = gossipsub_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, request.presence())
+    regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
+    log.info("simulate %s: heartbeats in the %s regime", run_id, regime)
+    engine = gossipsub_engine(
+        spark, csr, request.params(), task_slots(spark), lakehouse.lineage, request.presence(), regime
+    )
     resumed = last_snapshot(lakehouse, run_id, S.GOSSIPSUB_STATES, S.HEARTBEAT)
     if resumed is None:
         for table in (S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES):
@@ -187,6 +192,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(last)), [S.U, S.V])
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges.withColumn(S.GAIN, F.lit(None).cast("long")))
         bar.step("stored the meshes and their union", stored=S.OVERLAY_EDGES.name)
+    return regime
 
 
 run_gossipsub = simulation_job(_heartbeats, SNAPSHOT_EVERY, "heartbeat", "no topic to keep a mesh of")

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
+from overlay.gossip.cycles import AUTO, CycleRegime
 from overlay.instance import InstanceFrames
 from overlay.instance.stats import instance_counts
 from overlay.lineage import LOCAL, Lineage
@@ -154,12 +155,14 @@ def sql_literal(value) -> str:
 
 
 class Lakehouse:
-    def __init__(self, spark: SparkSession, root: str | Path, lineage: Lineage = LOCAL):
+    def __init__(self, spark: SparkSession, root: str | Path, lineage: Lineage = LOCAL, cycles: CycleRegime = AUTO):
         """`lineage`: how the jobs on this lakehouse cut their iterative jobs' lineage
-        (`pipelines.spark.lineage_for`: reliable checkpoints on a cluster)."""
+        (`pipelines.spark.lineage_for`: reliable checkpoints on a cluster); `cycles`: where their
+        simulations' cycles run (`pipelines.spark.cycle_regime_for`)."""
         self.spark = spark
         self.root = str(root)
         self.lineage = lineage
+        self.cycles = cycles
         self._commits = 0  # Delta commits this object made (each is latency: jobs count them)
         self._counting = threading.Lock()
         # Tables this object has created or checked against their declared schema: a later

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from pipelines.config import apply_overrides, load_settings
 from pipelines.lakehouse import Lakehouse
-from pipelines.spark import get_spark, lineage_for
+from pipelines.spark import cycle_regime_for, get_spark, lineage_for
 
 
 def parameters(scope: dict, **defaults: str) -> dict[str, str]:
@@ -39,7 +39,9 @@ def open_lakehouse(location: str) -> tuple[SparkSession, Lakehouse]:
     """The session (the cluster's on Databricks) and the lakehouse at `location`."""
     settings = apply_overrides(load_settings(), {"lakehouse": location})
     spark = get_spark(settings)
-    return spark, Lakehouse(spark, settings.lakehouse_location(), lineage_for(spark, settings))
+    return spark, Lakehouse(
+        spark, settings.lakehouse_location(), lineage_for(spark, settings), cycle_regime_for(spark, settings)
+    )
 
 
 def run_or_latest(lakehouse: Lakehouse, run_id: str, table: S.TableSpec) -> str:

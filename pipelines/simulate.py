@@ -250,8 +250,9 @@ def simulated_run(
 ) -> dict:
     """A simulated overlay's run, whatever the protocol: checks, the claim of the run row, the
     protocol's `simulate_rounds(spark, lakehouse, request, run_id, attempt, instance,
-    snapshot_every, progress)` (which stores the run's links), then the evaluation like any
-    design's and the run marked complete (a failure marks it failed)."""
+    snapshot_every, progress)` (which stores the run's links and returns the regime its cycles
+    ran in, recorded in the run row), then the evaluation like any design's and the run marked
+    complete (a failure marks it failed)."""
     request.check()
     if snapshot_every < 1:
         raise InputError(f"the snapshot interval must be at least 1 {unit}, got {snapshot_every}")
@@ -270,7 +271,7 @@ def simulated_run(
         return claimed.found.asDict()
     clock = time.monotonic()
     with ledger.failing(lakehouse, claimed, "simulate"):
-        simulate_rounds(spark, lakehouse, request, run_id, claimed.attempt, instance, snapshot_every, progress)
+        regime = simulate_rounds(spark, lakehouse, request, run_id, claimed.attempt, instance, snapshot_every, progress)
         run = ledger.check_owner(lakehouse, run_id, claimed.attempt)
         simulated = time.monotonic() - clock
         metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
@@ -284,6 +285,7 @@ def simulated_run(
                 S.TCO_SUPPORT: metrics[S.TCO_SUPPORT],
                 S.SECONDS_ROUNDS: simulated,
                 S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
+                S.REGIME: regime,
             },
         )
     return lakehouse.run_row(run_id).asDict()
@@ -298,10 +300,10 @@ def _simulate(
     instance,
     snapshot_every: int,
     progress: bool,
-) -> None:
+) -> str | None:
     """The cycles (from the last snapshot on), then the run's links by the protocol's rule: the
     ln-covered views (feverfew), SpiderCast over what gossip taught each node (spidercast-gossip),
-    or either rule with full knowledge and no cycles."""
+    or either rule with full knowledge and no cycles; the regime the cycles ran in (None: none)."""
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID]).select(
         S.NODE_ID, S.TOPIC_ID
     )
@@ -315,8 +317,10 @@ def _simulate(
             ledger.check_owner(lakehouse, run_id, attempt)
             _store_views(spark, lakehouse, run_id, lakehouse.lineage.cut(views), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
-        return
-    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage)
+        return None
+    regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
+    log.info("simulate %s: cycles in the %s regime", run_id, regime)
+    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, regime)
     resumed = last_snapshot(lakehouse, run_id)
     if resumed is None:
         for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
@@ -358,6 +362,7 @@ def _simulate(
             )
         _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
+    return regime
 
 
 run_simulation = simulation_job(_simulate, SNAPSHOT_EVERY, "cycle", "nothing to gossip about")

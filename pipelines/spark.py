@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from overlay.gossip.cycles import CycleRegime
 from overlay.graph import jvm_class_available, resolve_backend
 from overlay.lineage import LOCAL, RELIABLE, Lineage
 from overlay.quality import DEGREES_DEFAULT, DIAMETERS_DEFAULT
@@ -153,6 +154,14 @@ def lineage_for(spark: SparkSession, settings: LabSettings) -> Lineage:
     if spark.sparkContext.getCheckpointDir() is None:
         spark.sparkContext.setCheckpointDir(settings.checkpoint_location())
     return RELIABLE
+
+
+def cycle_regime_for(spark: SparkSession, settings: LabSettings) -> CycleRegime:
+    """Where this session's simulations run their cycles (`simulate.regime`): auto picks the
+    driver's memory on an in-process master for instances within `simulate.memory_subscriptions`."""
+    return CycleRegime(
+        settings.simulate.regime, settings.simulate.memory_subscriptions, in_process(spark.sparkContext.master)
+    )
 
 
 def get_spark(settings: LabSettings) -> SparkSession:

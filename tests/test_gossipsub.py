@@ -121,6 +121,7 @@ def test_simulate_gossipsub_stores_the_oracles_meshes_heartbeats_and_union(spark
     assert [(r[S.HEARTBEAT], r[S.GRAFTS], r[S.PRUNES]) for r in beats] == counts
     links = {(r[S.U], r[S.V]) for r in mine(S.OVERLAY_EDGES).collect()}
     assert links == oracle.links() and run[S.EDGES] == len(links) and run[S.STATUS] == S.COMPLETE
+    assert run[S.REGIME] == "memory"  # a local master, a small instance: `simulate.regime: auto`
     snapshots = sorted({r[S.HEARTBEAT] for r in mine(S.GOSSIPSUB_STATES).select(S.HEARTBEAT).collect()})
     assert snapshots == [0, 5, 10, 12]
     sizes = [len(m) for (p, t), m in oracle.mesh.items() if len(oracle.members[t]) > oracle.params.d_low]

@@ -17,6 +17,12 @@ Between two steps the messages are hash-partitioned by destination and sorted by
 fixed by the sort, so a seed gives one run on any layout. A cycle is one Spark job (two
 shuffles), and its state is checkpointed locally so that lineage never grows with the cycles.
 The protocol reaches the executors once, as a broadcast, and is built once per Python worker.
+
+That is the *spark* regime. In the *memory* regime (`CycleRegime`: where the master runs in this
+process and the instance is small enough) the same three steps run in the driver's Python
+process on the whole state, with the same sort between them and the same Arrow round trips of
+every row, so the protocol sees exactly the rows it would see on executors; each cycle's state is
+then handed on as a DataFrame built from its Arrow table: no shuffle, task or checkpoint per cycle.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
@@ -66,6 +73,35 @@ def ddl(columns) -> str:
 def arrow_schema(columns) -> pa.Schema:
     return pa.schema([(name, _ARROW[kind]) for name, kind in columns])
 
+
+MEMORY, SPARK = "memory", "spark"
+REGIMES = ("auto", MEMORY, SPARK)
+
+
+@dataclass(frozen=True)
+class CycleRegime:
+    """Where a simulation's cycles run. `regime`: memory, spark, or auto: memory when the master
+    runs in this process (`in_process`) and the instance has at most `memory_subscriptions`
+    subscriptions, else spark (on a cluster the cycles stay on the executors)."""
+
+    regime: str = "auto"
+    memory_subscriptions: int = 1_000_000
+    in_process: bool = True
+
+    def __post_init__(self) -> None:
+        if self.regime not in REGIMES:
+            raise ValueError(f"the cycle regime must be one of {', '.join(REGIMES)}, got {self.regime!r}")
+        if self.memory_subscriptions < 0:
+            raise ValueError(f"memory_subscriptions must be >= 0, got {self.memory_subscriptions}")
+
+    def pick(self, subscriptions: int) -> str:
+        """The regime a simulation of an instance with this many subscriptions runs in."""
+        if self.regime != "auto":
+            return self.regime
+        return MEMORY if self.in_process and subscriptions <= self.memory_subscriptions else SPARK
+
+
+AUTO = CycleRegime()  # the default: memory on an in-process master up to a million subscriptions
 
 _BUILT: dict = {}  # token -> what `make(*args)` built, per Python worker
 _KEEP = 4  # a simulation may run a few steps (e.g. Rappel's rounds and feeds); older ones go
@@ -128,16 +164,34 @@ def _by_node(rows: Iterator[dict]) -> Iterator[tuple[int, list[dict]]]:
         yield node, list(group)
 
 
+def _message_order(row: dict) -> tuple:
+    return row["dst"], row["kind"], row["src"], row["seq"]
+
+
+def _through_arrow(rows: Iterable[dict], schema: pa.Schema) -> list[dict]:
+    """The rows as a step on an executor would read them back: through Arrow batches."""
+    return list(rows_of(to_batches(rows, schema)))
+
+
 class CycleEngine:
     """Runs cycles of one protocol. `make(*args)` builds the protocol on an executor (args: plain
     data such as the params and the subscriptions' arrays); `partitions`: of every shuffle;
     `lineage`: how each cycle's state is checkpointed (reliable on a cluster)."""
 
     def __init__(
-        self, spark, make: Callable[..., CycleProtocol], args: tuple, partitions: int, lineage: Lineage = LOCAL
+        self,
+        spark,
+        make: Callable[..., CycleProtocol],
+        args: tuple,
+        partitions: int,
+        lineage: Lineage = LOCAL,
+        regime: str = SPARK,
     ) -> None:
+        if regime not in (MEMORY, SPARK):
+            raise ValueError(f"a cycle engine runs in the {MEMORY} or the {SPARK} regime, not {regime!r}")
         self.protocol = make(*args)
         self.lineage = lineage
+        self.regime = regime
         self.shared = shared_builder(spark, make, args)
         self.partitions = partitions
         self.state_schema = arrow_schema(self.protocol.state_columns)
@@ -192,10 +246,19 @@ class CycleEngine:
     ) -> DataFrame:
         """Cycles first..last from `state`; each cycle's state is checkpointed (one Spark job)
         and handed to `on_cycle(cycle, state, seconds)` before the next one starts; the figures
-        it returns go into the cycle's progress step."""
+        it returns go into the cycle's progress step. In the memory regime the state is read
+        into the driver once (the regime's bounded step: it was chosen because it fits) and each
+        cycle's is handed on as a DataFrame of its Arrow table."""
+        rows = None
+        if self.regime == MEMORY and first <= last:
+            names = [name for name, _ in self.protocol.state_columns]
+            rows = state.select(*names).toArrow().to_pylist()
         for cycle in range(first, last + 1):
             clock = time.monotonic()
-            state = self.lineage.cut(self.cycle(state, cycle))
+            if rows is None:
+                state = self.lineage.cut(self.cycle(state, cycle))
+            else:
+                state, rows = self._cycle_in_memory(state.sparkSession, rows, cycle)
             seconds = time.monotonic() - clock
             figures = (on_cycle(cycle, state, seconds) if on_cycle is not None else None) or {}
             report(
@@ -207,3 +270,20 @@ class CycleEngine:
                 figures={"cycle": cycle, **figures},
             )
         return state
+
+    def _cycle_in_memory(self, spark, rows: list[dict], cycle: int) -> tuple[DataFrame, list[dict]]:
+        """One cycle on the driver: `cycle`'s three steps with the sort and the Arrow round trips
+        of the spark regime; the new state as a DataFrame, and its rows for the next cycle."""
+        protocol = self.protocol
+        messages = _through_arrow(protocol.act(rows, cycle), self.message_schema)
+        messages.sort(key=_message_order)
+        served = _through_arrow(
+            (m for node, group in _by_node(iter(messages)) for m in protocol.serve(node, group, cycle)),
+            self.message_schema,
+        )
+        served.sort(key=_message_order)
+        finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
+        table = pa.Table.from_batches(list(to_batches(finished, self.result_schema)), schema=self.result_schema)
+        names = [name for name, _ in self.protocol.state_columns]
+        frame = spark.createDataFrame(table, schema=ddl(self.result_columns))
+        return frame, table.select(names).to_pylist()

@@ -52,7 +52,7 @@ from pyspark.sql.types import LongType
 from overlay import schema as S
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE, draw_int
 from overlay.gossip.baselines import Knowledge
-from overlay.gossip.cycles import CycleEngine
+from overlay.gossip.cycles import SPARK, CycleEngine
 from overlay.gossip.select import jaccard, rest_sub, select_ln_covered
 from overlay.gossip.theory import need, ttl0
 from overlay.lineage import LOCAL, Lineage
@@ -503,8 +503,10 @@ class Feverfew:
 
 
 def feverfew_engine(
-    spark, subscriptions, params: FeverfewParams, partitions: int, lineage: Lineage = LOCAL
+    spark, subscriptions, params: FeverfewParams, partitions: int, lineage: Lineage = LOCAL, regime: str = SPARK
 ) -> CycleEngine:
     """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
-    the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q)."""
-    return CycleEngine(spark, Feverfew, (params, subscriptions.offsets, subscriptions.topics), partitions, lineage)
+    the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q);
+    `regime`: `overlay.gossip.cycles.MEMORY` or `SPARK`."""
+    args = (params, subscriptions.offsets, subscriptions.topics)
+    return CycleEngine(spark, Feverfew, args, partitions, lineage, regime)

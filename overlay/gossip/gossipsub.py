@@ -37,7 +37,7 @@ import numpy as np
 
 from overlay.draws import GOSSIPSUB_DIRECTION, GOSSIPSUB_GRAFT, GOSSIPSUB_KEEP, GOSSIPSUB_OUTBOUND, draw_int
 from overlay.errors import InputError
-from overlay.gossip.cycles import CycleEngine
+from overlay.gossip.cycles import SPARK, CycleEngine
 from overlay.lineage import LOCAL, Lineage
 
 SELF, PRUNE, GRAFT, REFUSE = 0, 1, 2, 3  # message kinds, in the order a node handles them
@@ -352,10 +352,17 @@ def _row(node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, i
 
 
 def gossipsub_engine(
-    spark, subscriptions, params: GossipsubParams, partitions: int, lineage: Lineage = LOCAL, presence=None
+    spark,
+    subscriptions,
+    params: GossipsubParams,
+    partitions: int,
+    lineage: Lineage = LOCAL,
+    presence=None,
+    regime: str = SPARK,
 ) -> CycleEngine:
     """The cycle engine running gossipsub's heartbeats on `subscriptions` (the driver copy
     `overlay.design.classes.Subscriptions`: every executor needs the members of any topic);
-    `presence`: who is up at each heartbeat (churn, mass failure), None: everyone."""
+    `presence`: who is up at each heartbeat (churn, mass failure), None: everyone; `regime`:
+    `overlay.gossip.cycles.MEMORY` or `SPARK`."""
     args = (params, subscriptions.offsets, subscriptions.topics, presence)
-    return CycleEngine(spark, Gossipsub, args, partitions, lineage)
+    return CycleEngine(spark, Gossipsub, args, partitions, lineage, regime)

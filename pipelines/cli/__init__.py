@@ -27,7 +27,7 @@ from pipelines.lakehouse import (
     UnknownVersionError,
 )
 from pipelines.ledger import RunTakenOver
-from pipelines.spark import get_spark, lineage_for
+from pipelines.spark import cycle_regime_for, get_spark, lineage_for
 
 __all__ = [
     "DEFAULT_WORKFLOW",
@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.handler.spark:
             return args.handler.execute(args, request) or 0
         spark = get_spark(settings)
-        lakehouse = Lakehouse(spark, settings.lakehouse_location(), lineage_for(spark, settings))
+        lakehouse = Lakehouse(
+            spark, settings.lakehouse_location(), lineage_for(spark, settings), cycle_regime_for(spark, settings)
+        )
         return execute(args, request, spark, lakehouse)
     except USER_ERRORS as error:
         print(f"error: {one_line(str(error))}", file=sys.stderr)
