@@ -22,7 +22,8 @@ That is the *spark* regime. In the *memory* regime (`CycleRegime`: where the mas
 process and the instance is small enough) the same three steps run in the driver's Python
 process on the whole state, with the same sort between them and the same Arrow round trips of
 every row, so the protocol sees exactly the rows it would see on executors; each cycle's state is
-then handed on as a DataFrame built from its Arrow table: no shuffle, task or checkpoint per cycle.
+then handed on as a DataFrame built from its Arrow table: no shuffle or checkpoint per cycle (the
+caller's per-cycle aggregate still runs as a small Spark job on that table).
 """
 
 from __future__ import annotations
@@ -251,8 +252,7 @@ class CycleEngine:
         cycle's is handed on as a DataFrame of its Arrow table."""
         rows = None
         if self.regime == MEMORY and first <= last:
-            names = [name for name, _ in self.protocol.state_columns]
-            rows = state.select(*names).toArrow().to_pylist()
+            rows = state.select(*self.state_schema.names).toArrow().to_pylist()
         for cycle in range(first, last + 1):
             clock = time.monotonic()
             if rows is None:
@@ -284,6 +284,5 @@ class CycleEngine:
         served.sort(key=_message_order)
         finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
         table = pa.Table.from_batches(list(to_batches(finished, self.result_schema)), schema=self.result_schema)
-        names = [name for name, _ in self.protocol.state_columns]
         frame = spark.createDataFrame(table, schema=ddl(self.result_columns))
-        return frame, table.select(names).to_pylist()
+        return frame, table.select(self.state_schema.names).to_pylist()

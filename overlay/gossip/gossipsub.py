@@ -41,7 +41,7 @@ from overlay.gossip.cycles import SPARK, CycleEngine
 from overlay.lineage import LOCAL, Lineage
 
 SELF, PRUNE, GRAFT, REFUSE = 0, 1, 2, 3  # message kinds, in the order a node handles them
-OUTBOUND_CACHE = 1_000_000  # (node, peer) directions a protocol instance keeps drawn (about 150 MB)
+OUTBOUND_CACHE = 1_000_000  # (node, peer) directions a protocol instance keeps drawn, then starts afresh
 
 STATE_COLUMNS = (
     ("node_id", "bigint"),
