@@ -9,7 +9,7 @@ import pytest
 from pipelines.config import LabSettings, apply_overrides
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import build_local_session
-from tests.helpers import TINY_WORKFLOW, on_ci, run_cli
+from tests.helpers import SMALL_DATA_CONF, SMALL_DATA_PARTITIONS, TINY_WORKFLOW, on_ci, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -20,18 +20,10 @@ def settings(tmp_path_factory) -> LabSettings:
         {
             "lakehouse": str(root / "lakehouse"),
             "spark.master": "local[2]",
-            "spark.shuffle_partitions": 2,
+            "spark.shuffle_partitions": SMALL_DATA_PARTITIONS,
             "spark.driver_memory": "2g",
             "spark.log_level": "ERROR",
-            "spark.conf": {
-                "spark.sql.adaptive.enabled": "false",
-                "spark.databricks.delta.snapshotPartitions": "1",
-                "spark.sql.sources.parallelPartitionDiscovery.parallelism": "1",
-                # Test tables live for seconds: a Delta checkpoint every 10 commits (~2 s each)
-                # would only slow them down.
-                "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
-                "spark.sql.codegen.wholeStage": "false",
-            },
+            "spark.conf": dict(SMALL_DATA_CONF),
         },
     )
 

@@ -35,6 +35,30 @@ ROOT = Path(__file__).resolve().parent.parent
 # on the JVM interprets everything, so the cache is the tiered JIT's 240 MB.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
+# Spark settings for the tests' tiny data, in the tests' own session (conftest `settings`) and in
+# their second processes (`small_data_options`): no adaptive re-planning (a job per query stage),
+# two shuffle partitions, one task for a Delta snapshot or a file listing, no whole-stage code
+# generation (compiling each plan costs more than running it), and no Delta checkpoint every 10
+# commits (test tables live for seconds). A 60-node ingest, design and route, three processes on
+# one core: 108-135 s (mean 119) against 136-149 s (mean 144) with conf/lab.yaml's settings, three
+# runs of each alternating, 2026-12-06.
+SMALL_DATA_PARTITIONS = 2
+SMALL_DATA_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "1",
+    "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
+    "spark.sql.codegen.wholeStage": "false",
+}
+
+
+def small_data_options() -> list[str]:
+    """`SMALL_DATA_CONF` as the CLI's global options, for a command in a second process."""
+    options = ["--shuffle-partitions", str(SMALL_DATA_PARTITIONS)]
+    for key, value in SMALL_DATA_CONF.items():
+        options += ["--spark-conf", f"{key}={value}"]
+    return options
+
 
 def failure_excerpt(done: subprocess.CompletedProcess, lines: int = 12, tail: int = 1500) -> str:
     """What a failed CLI process said that matters: its first lines naming a failure or an error

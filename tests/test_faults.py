@@ -22,7 +22,7 @@ from chispa import assert_df_equality
 from overlay import schema as S
 from pipelines import standalone
 from pipelines.lakehouse import Lakehouse
-from tests.helpers import python_env, run_cli
+from tests.helpers import python_env, run_cli, small_data_options
 
 pytestmark = [pytest.mark.ci, pytest.mark.xdist_group("cluster")]
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def cluster(cluster_folder):
 
 def cli(lakehouse: Path, master: str, *argv: str, log: Path | None = None) -> subprocess.Popen:
     command = [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", master, "-v"]
-    command += ["--shuffle-partitions", "2", "--driver-memory", "1g", *argv]
+    command += [*small_data_options(), "--driver-memory", "1g", *argv]
     out = open(log or lakehouse.with_suffix(".log"), "ab")  # the process holds it
     return subprocess.Popen(command, cwd=ROOT, env=python_env(), stdout=out, stderr=subprocess.STDOUT)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import failure_excerpt, python_env, run_cli
+from tests.helpers import failure_excerpt, python_env, run_cli, small_data_options
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,6 +121,7 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
         "local[2]",
         "--driver-memory",
         "1g",
+        *small_data_options(),
         "main",
         "--param",
         "instance=fb-100",
