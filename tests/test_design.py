@@ -297,7 +297,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, 
 
     from deltalake import DeltaTable
 
-    from tests.helpers import python_env, run_cli, small_data_options
+    from tests.helpers import run_cli
 
     root = str(tmp_path / "lh")
     ingest = ["ingest", "--instance", "k", "--source", "synthetic", "--dist", "zipf", "--nodes", "24"]
@@ -305,7 +305,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, 
     code, _, err = run_cli("--lakehouse", root, "-q", *ingest)  # in this process: a JVM start fewer
     assert code == 0, err[-3000:]
     base = [sys.executable, "-m", "pipelines", "--lakehouse", root, "-q", "--master", "local[2]"]
-    base += small_data_options()
+    base += ["--shuffle-partitions", "2"]
     design_cmd = base + [
         "design",
         "--instance",
@@ -322,7 +322,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, 
         "--regime",
         "rounds",
     ]
-    process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env())
+    process = subprocess.Popen(design_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rounds_path = tmp_path / "lh" / "overlay_rounds"
 
     def committed_rounds() -> int:
@@ -339,7 +339,7 @@ def test_kill_minus_nine_then_the_same_command_finishes_the_same_overlay(spark, 
     process.wait()
     runs = DeltaTable(str(tmp_path / "lh" / "overlay_runs")).to_pandas()
     assert runs.status.tolist() == ["running"]
-    subprocess.run(design_cmd, check=True, stdout=subprocess.DEVNULL, env=python_env())
+    subprocess.run(design_cmd, check=True, stdout=subprocess.DEVNULL)
     edges = DeltaTable(str(tmp_path / "lh" / "overlay_edges")).to_pandas().sort_values("added_order")
     subs = DeltaTable(str(tmp_path / "lh" / "subscriptions")).to_pandas()
     expected = greedy_oracle(list(zip(subs.node_id, subs.topic_id)), "minmaxoda")

@@ -84,7 +84,7 @@ def killed_then_again(lakehouse: Path, argv: list[str], progress, reached: int) 
 
 JOBS = {
     "ingest": (["ingest", "--instance", "y", *INSTANCE], 2),
-    "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60"], 2),
+    "route": (["route", "--run-id", SWICO, "--protocol", "po", "--publications", "60", "--engine", "supersteps"], 2),
     "simulate": (["simulate", "feverfew", "--instance", "z", "--cycles", "4", "--snapshot-every", "2"]
                  + ["--skip-diameters"], 3),
     "compare": (["compare", "--instance", "z", "--publications", "40", "--overlays", "-"], 0.75),
@@ -93,8 +93,8 @@ JOBS = {
 # run's (the compare on one overlay type, its design and 3 routing runs: killed late, its second
 # run redoes a quarter; the resume is the same code whichever overlays and systems are complete,
 # and on all four the test took 12 min of the CI pass).
-# The route runs on its default engine (compiled): a killed route resumes the same way on either,
-# and the supersteps engine (about 4 times the Spark jobs) is lost mid-run in tests/test_faults.py.
+# The route runs on the supersteps engine: in a fresh process the compiled engine's Python workers
+# each load the routing kernels, which made the check slower (130 s against 87 s, 2026-12-06).
 
 
 @pytest.mark.parametrize("job", list(JOBS))
