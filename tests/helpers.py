@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 # Spark settings for the tests' tiny data, in the tests' own session (conftest `settings`) and in
-# their second processes (`small_data_options`): no adaptive re-planning (a job per query stage),
+# their second processes (`lab_command`): no adaptive re-planning (a job per query stage),
 # two shuffle partitions, one task for a Delta snapshot or a file listing, no whole-stage code
 # generation (compiling each plan costs more than running it), and no Delta checkpoint every 10
 # commits (test tables live for seconds). A 60-node ingest, design and route, three processes on
@@ -52,12 +52,13 @@ SMALL_DATA_CONF = {
 }
 
 
-def small_data_options() -> list[str]:
-    """`SMALL_DATA_CONF` as the CLI's global options, for a command in a second process."""
+def lab_command(*argv: str) -> list[str]:
+    """`python -m pipelines ARGV` for a second process, with `SMALL_DATA_CONF` as global options
+    (the tests' own session has them); run it with `python_env()`."""
     options = ["--shuffle-partitions", str(SMALL_DATA_PARTITIONS)]
     for key, value in SMALL_DATA_CONF.items():
         options += ["--spark-conf", f"{key}={value}"]
-    return options
+    return [sys.executable, "-m", "pipelines", *options, *argv]
 
 
 def failure_excerpt(done: subprocess.CompletedProcess, lines: int = 12, tail: int = 1500) -> str:

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from pipelines import standalone
 from pipelines.lakehouse import Lakehouse
-from tests.helpers import TINY_WORKFLOW, python_env, small_data_options
+from tests.helpers import TINY_WORKFLOW, lab_command, python_env
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,22 +89,18 @@ def test_the_small_workflow_on_a_standalone_cluster_gives_the_in_process_tables(
 ):
     lakehouse = tmp_path / "lh"
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipelines",
+        lab_command(
             "--lakehouse",
             str(lakehouse),
             "--master",
             standalone_cluster.url,
             "--driver-memory",
             "1g",
-            *small_data_options(),
             "workflow",
             str(TINY_WORKFLOW),
             "--param",
             f"report_dir={tmp_path / 'report'}",
-        ],
+        ),
         check=False,
         capture_output=True,
         text=True,

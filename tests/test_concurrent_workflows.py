@@ -8,12 +8,11 @@ attempt). One test, not two: each run of a workflow costs minutes of the CI pass
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import python_env, run_cli, same_lakehouses, small_data_options
+from tests.helpers import lab_command, python_env, run_cli, same_lakehouses
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,16 +24,11 @@ def workflow_argv(lakehouse: Path, workflow: Path, report: Path) -> list[str]:
     return ["--lakehouse", str(lakehouse), "-q", "workflow", str(workflow), "--param", f"report_dir={report}"]
 
 
-def in_a_second_process(argv: list[str]) -> list[str]:
-    """The command with the tests' small-data Spark settings (this process's session has them)."""
-    return [*small_data_options(), *argv]
-
-
 def at_once(*argvs: list[str]) -> None:
     """Start every command as its own process, together; each must exit 0."""
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "pipelines", *in_a_second_process(argv)],
+            lab_command(*argv),
             cwd=ROOT,
             env=python_env(),
             stdout=subprocess.PIPE,

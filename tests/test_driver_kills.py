@@ -13,13 +13,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import python_env, run_cli, same_lakehouses, small_data_options
+from tests.helpers import lab_command, python_env, run_cli, same_lakehouses
 
 pytestmark = pytest.mark.ci
 XDIST_SPREAD = True  # five long independent kills: over both CI workers (`prepared` built on each)
@@ -30,8 +29,7 @@ SWICO = "z.swico.gswico-gswico.s1"
 
 
 def command(lakehouse: Path, *argv: str) -> list[str]:
-    lab = [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "-q", "--master", "local[2]"]
-    return [*lab, *small_data_options(), *argv]
+    return lab_command("--lakehouse", str(lakehouse), "-q", "--master", "local[2]", *argv)
 
 
 def run(lakehouse: Path, *argv: str) -> None:
@@ -94,7 +92,8 @@ JOBS = {
 # run redoes a quarter; the resume is the same code whichever overlays and systems are complete,
 # and on all four the test took 12 min of the CI pass).
 # The route runs on the supersteps engine: in a fresh process the compiled engine's Python workers
-# each load the routing kernels, which made the check slower (130 s against 87 s, 2026-12-06).
+# each load the routing kernels: 130 s against 87 s in two `.ci/run`s of 2026-12-06 (the slower run
+# was also 15-30% slower on checks whose code had not changed).
 
 
 @pytest.mark.parametrize("job", list(JOBS))

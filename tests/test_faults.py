@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from chispa import assert_df_equality
 from overlay import schema as S
 from pipelines import standalone
 from pipelines.lakehouse import Lakehouse
-from tests.helpers import python_env, run_cli, small_data_options
+from tests.helpers import lab_command, python_env, run_cli
 
 pytestmark = [pytest.mark.ci, pytest.mark.xdist_group("cluster")]
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,8 +44,7 @@ def cluster(cluster_folder):
 
 
 def cli(lakehouse: Path, master: str, *argv: str, log: Path | None = None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "pipelines", "--lakehouse", str(lakehouse), "--master", master, "-v"]
-    command += [*small_data_options(), "--driver-memory", "1g", *argv]
+    command = lab_command("--lakehouse", str(lakehouse), "--master", master, "-v", "--driver-memory", "1g", *argv)
     out = open(log or lakehouse.with_suffix(".log"), "ab")  # the process holds it
     return subprocess.Popen(command, cwd=ROOT, env=python_env(), stdout=out, stderr=subprocess.STDOUT)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import failure_excerpt, python_env, run_cli, small_data_options
+from tests.helpers import failure_excerpt, lab_command, python_env, run_cli
 
 pytestmark = pytest.mark.ci
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +75,7 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
 
     def lab(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "pipelines", *argv],
+            lab_command(*argv),
             check=False,
             capture_output=True,
             text=True,
@@ -121,7 +121,6 @@ def test_the_wheel_installed_apart_from_the_source_tree_runs(tmp_path):
         "local[2]",
         "--driver-memory",
         "1g",
-        *small_data_options(),
         "main",
         "--param",
         "instance=fb-100",
