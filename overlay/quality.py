@@ -69,11 +69,18 @@ def check_id_ranges(nodes: int, topics: int) -> None:
 
 
 def topic_components(
-    subscriptions: DataFrame, edges: DataFrame, backend: Backend = "auto", lineage: Lineage = LOCAL
+    subscriptions: DataFrame,
+    edges: DataFrame,
+    backend: Backend = "auto",
+    lineage: Lineage = LOCAL,
+    subscription_count: int | None = None,
 ) -> DataFrame:
-    """(topic_id, node_id, component) for every subscription; component = smallest node of its TCC."""
+    """(topic_id, node_id, component) for every subscription; component = smallest node of its TCC
+    (`subscription_count`, when known: the topic graph's vertex count, `connected_components`)."""
     vertices, topic_edges = topic_graph(subscriptions, edges)
-    labelled = connected_components(vertices.select(ID), topic_edges, backend=backend, lineage=lineage)
+    labelled = connected_components(
+        vertices.select(ID), topic_edges, backend=backend, lineage=lineage, vertex_count=subscription_count
+    )
     return vertices.join(labelled, on=ID).select(
         S.TOPIC_ID, S.NODE_ID, F.col(COMPONENT).bitwiseAND(F.lit(_NODE_MASK)).alias(S.COMPONENT)
     )

@@ -342,7 +342,9 @@ def _evaluate(
         method, components, tccs, degrees = "certified forest", proven.components, proven.tccs, proven.degrees
     else:
         method = "connected components"
-        components = lakehouse.lineage.cut(topic_components(subscriptions, edges, backend, lakehouse.lineage))
+        components = lakehouse.lineage.cut(
+            topic_components(subscriptions, edges, backend, lakehouse.lineage, instance[S.SUBSCRIPTIONS])
+        )
         tccs = summarise_tccs(components)
     bar.step(
         f"topic components ({method}): {tccs.tcc} TCCs, {tccs.topics_connected} of {tccs.subscribed_topics} "

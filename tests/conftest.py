@@ -97,15 +97,15 @@ def refreshed(spark, tmp_path_factory) -> dict:
 
 
 # The CI pass's longest groups, started first so that neither worker is left with one at the end
-# (seconds on one 2-core run of `.ci/run`, 2026-12-06): the faults' cluster ~650, the workflows at
-# once ~420, the `refreshed` group ~390, the compare kill ~245 (on one overlay type; 727 on four),
-# the wheel ~235.
+# (seconds in the `.ci/run` of 2026-12-06 at 3646910): the `refreshed` group ~430 (its fixture
+# ~230), the workflows at once ~380, the wheel ~300, the compare kill ~300, each fault check
+# ~220-245 (spread over both workers).
 LONGEST_FIRST = (
-    "tests/test_faults.py::",
-    "tests/test_concurrent_workflows.py::",
     "tests/test_cluster_path.py::test_the_small_workflow_on_a_standalone_cluster",
-    "tests/test_driver_kills.py::test_a_killed_job_run_again_ends_with_the_undisturbed_tables[compare]",
+    "tests/test_concurrent_workflows.py::",
     "tests/test_wheel.py::",
+    "tests/test_driver_kills.py::test_a_killed_job_run_again_ends_with_the_undisturbed_tables[compare]",
+    "tests/test_faults.py::",
 )
 
 

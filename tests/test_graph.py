@@ -3,7 +3,14 @@ import random
 import pytest
 from chispa import assert_df_equality
 
-from overlay.graph import COMPONENT, ID, connected_components, resolve_backend
+from overlay import graph
+from overlay.graph import (
+    COMPONENT,
+    ID,
+    connected_components,
+    propagated_components,
+    resolve_backend,
+)
 from tests.oracles import components_by_min
 
 
@@ -14,14 +21,21 @@ def frames(spark, vertices, edges):
     )
 
 
-BACKENDS = ["dataframe", "graphframes"]
+# "propagation": GraphFrames told the vertex count (label propagation first, on these small graphs).
+BACKENDS = ["dataframe", "graphframes", "propagation"]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
-    if request.param == "graphframes":
+    if request.param != "dataframe":
         request.getfixturevalue("graphframes")
     return request.param
+
+
+def components(vertices, edges, backend: str):
+    if backend == "propagation":
+        return connected_components(vertices, edges, backend="graphframes", vertex_count=vertices.count())
+    return connected_components(vertices, edges, backend=backend)
 
 
 def test_hand_made_graph(spark, backend):
@@ -31,7 +45,7 @@ def test_hand_made_graph(spark, backend):
         [(5, 3), (3, 3), (9, 3), (2, 2), (7, 2), (4, 2), (8, 8)], f"{ID} long, {COMPONENT} long"
     )
     assert_df_equality(
-        connected_components(vertices, edges, backend=backend),
+        components(vertices, edges, backend),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -48,8 +62,28 @@ def test_matches_union_find_on_random_graphs(spark, backend, trial, n):
     rng.shuffle(path)
     edges += list(zip(path, path[1:]))
     vertices, edge_frame = frames(spark, ids, edges)
-    got = {r[ID]: r[COMPONENT] for r in connected_components(vertices, edge_frame, backend=backend).collect()}
+    got = {r[ID]: r[COMPONENT] for r in components(vertices, edge_frame, backend).collect()}
     assert got == components_by_min(ids, edges)
+
+
+@pytest.mark.parametrize("length", [3, 12])
+def test_label_propagation_settles_or_gives_way_to_the_two_phase_run(spark, graphframes, monkeypatch, length):
+    """A path with its smallest vertex at one end (its label travels a hop a superstep), beside a
+    triangle and a lone vertex, with 4 supersteps allowed: propagation settles on the short path,
+    not on the long one, and `connected_components` told the vertex count is right either way."""
+    monkeypatch.setattr(graph, "PROPAGATION_SUPERSTEPS", 4)
+    path = list(range(100, 100 + length))
+    edges = list(zip(path, path[1:])) + [(7, 8), (8, 9), (9, 7)]
+    ids = path + [7, 8, 9, 40]
+    vertices, edge_frame = frames(spark, ids, edges)
+    expected = components_by_min(ids, edges)
+    propagated = propagated_components(vertices, edge_frame, supersteps=4)
+    if length <= 4:
+        assert propagated is not None and {r[ID]: r[COMPONENT] for r in propagated.collect()} == expected
+    else:
+        assert propagated is None
+    got = connected_components(vertices, edge_frame, backend="graphframes", vertex_count=len(ids))
+    assert {r[ID]: r[COMPONENT] for r in got.collect()} == expected
 
 
 def test_auto_backend_without_the_graphframes_jar(spark):
