@@ -27,7 +27,7 @@ from tests.helpers import lab_command, python_env, run_cli
 pytestmark = pytest.mark.ci
 XDIST_SPREAD = True  # three long independent checks; a cluster start (seconds) is cheap next to them
 ROOT = Path(__file__).resolve().parent.parent
-INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "160", "--topics", "40"]
+INSTANCE = ["--source", "synthetic", "--dist", "zipf", "--nodes", "80", "--topics", "20"]
 INSTANCE += ["--min-subs", "2", "--max-subs", "6", "--seed", "4"]
 
 
