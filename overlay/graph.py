@@ -143,12 +143,12 @@ def _dataframe_components(vertices: DataFrame, edges: DataFrame, lineage: Lineag
     )
 
 
-def _labelled_by_smallest(result: DataFrame, lineage: Lineage) -> DataFrame:
+def _labelled_by_smallest(labels: DataFrame) -> DataFrame:
     """(id, component) with each component relabelled by its smallest member, whatever label the
-    library chose, computed now."""
-    smallest = result.groupBy(COMPONENT).agg(F.min(ID).alias("_min"))
-    labelled = result.join(smallest, on=COMPONENT).select(ID, F.col("_min").alias(COMPONENT))
-    return lineage.cut(labelled)
+    library chose. `labels` should be computed already (it is read twice); the caller cuts the
+    result where it needs one."""
+    smallest = labels.groupBy(COMPONENT).agg(F.min(ID).alias("_min"))
+    return labels.join(smallest, on=COMPONENT).select(ID, F.col("_min").alias(COMPONENT))
 
 
 def _graphframes_components(vertices: DataFrame, edges: DataFrame, lineage: Lineage) -> DataFrame:
@@ -161,7 +161,7 @@ def _graphframes_components(vertices: DataFrame, edges: DataFrame, lineage: Line
         use_local_checkpoints=lineage.local_checkpoints,
         max_iter=GRAPHFRAMES_MAX_ITER,
     )
-    return _labelled_by_smallest(result, lineage)
+    return _labelled_by_smallest(lineage.cut(result.select(ID, COMPONENT)))
 
 
 def propagated_components(
@@ -180,7 +180,7 @@ def propagated_components(
     unsettled = edges.select(SRC, DST).join(at_src, on=SRC).join(at_dst, on=DST)
     if unsettled.filter(F.col("_at_src") != F.col("_at_dst")).limit(1).count():
         return None
-    return _labelled_by_smallest(labels, lineage)
+    return _labelled_by_smallest(labels)
 
 
 def connected_components(
@@ -195,6 +195,8 @@ def connected_components(
     Edges are undirected; self-loops and repeated edges are fine; both ends must be vertices.
     `component` is the smallest vertex id in the vertex's component. `vertex_count`, when the
     caller knows it without a job: at most `PROPAGATION_MAX_VERTICES` tries label propagation first.
+    The result is a short plan over labels already computed: a caller that reads it more than once
+    cuts it (`Lineage.cut`), as the evaluation does.
     """
     chosen = resolve_backend(vertices.sparkSession, backend)
     if chosen == "graphframes" and vertex_count is not None and vertex_count <= PROPAGATION_MAX_VERTICES:
