@@ -2,3 +2,5 @@
 
 Nothing here reads or writes tables or parses arguments; `pipelines` does that.
 """
+
+from overlay import kernel_pickling  # noqa: F401 (compiled kernels pickle by reference: kernel_pickling.py)

@@ -202,8 +202,6 @@ def surviving_components(starts, alive, ia, ib, link_alive):
 def _partition_outcomes(plan: FailurePlan, scenarios_: list[Scenario]):
     def outcomes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The executor side: every scenario over the partition's whole topics."""
-        from overlay.resilience import surviving_components  # by module, with its cache (a pickled kernel has none)
-
         batches = [batch for batch in batches if batch.num_rows]
         if not batches:
             return

@@ -111,19 +111,14 @@ def write(entries: list[tuple[str, str, str]], path: Path = SIGNATURES) -> None:
     path.write_text(header + "".join("\t".join(entry) + "\n" for entry in entries))
 
 
-def _dispatcher(module: str, qualified: str):
-    target = importlib.import_module(module)
-    for part in qualified.split("."):
-        target = getattr(target, part)
-    return target
-
-
 def compile_entries(entries: list[tuple[str, str, str]]) -> list[str]:
     """Compile (or load) each entry in this process; the problems, one line each."""
+    from overlay.kernel_pickling import kernel_named  # imports numba: not for the stamp check
+
     problems = []
     for module, qualified, text in entries:
         try:
-            _dispatcher(module, qualified).compile(parse(text))
+            kernel_named(module, qualified).compile(parse(text))
         except Exception as error:  # a stale line is a cache miss, never a failed setup
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             problems.append(f"{module}.{qualified}{text}: {first[:200]}")

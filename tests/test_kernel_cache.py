@@ -4,19 +4,21 @@ reads, how it is recorded from numba's cache indexes, and that a stale line is s
 from __future__ import annotations
 
 import inspect
-import io
 import os
+import pickle
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 from numba.core import types
-from numba.core.dispatcher import Dispatcher
 from pyspark import cloudpickle
 
 from overlay import resilience
 from overlay.design import per_topic
+from overlay.kernel_pickling import kernel_named
 from pipelines import kernel_cache
 
 ARRAY = types.Array(types.int64, 1, "C")
@@ -41,7 +43,7 @@ def test_every_listed_kernel_exists_and_takes_as_many_arguments_as_its_line_give
     entries = kernel_cache.read()
     assert len(entries) > 50  # the design, routing and evaluation kernels
     for module, qualified, text in entries:
-        dispatcher = kernel_cache._dispatcher(module, qualified)
+        dispatcher = kernel_named(module, qualified)
         arity = len(inspect.signature(dispatcher.py_func).parameters)
         assert len(kernel_cache.parse(text)) == arity, f"{module}.{qualified}: {text}"
 
@@ -123,29 +125,41 @@ def test_a_line_that_no_longer_fits_its_kernel_is_reported_and_skipped(kernel_pa
     assert all("\n" not in p for p in problems)
 
 
-class _KernelSpotter(cloudpickle.Pickler):
-    """Pickles as Spark ships a function to its Python workers, noting every compiled kernel it
-    carries by value: numba rebuilds those there without their cache, so each worker compiles them."""
-
-    def __init__(self, file):
-        super().__init__(file)
-        self.kernels: list[str] = []
-
-    def reducer_override(self, obj):
-        if isinstance(obj, Dispatcher):
-            self.kernels.append(obj.py_func.__qualname__)
-        return super().reducer_override(obj)
+def test_every_listed_kernel_pickles_as_its_module_and_name():
+    for module, qualified, _ in kernel_cache.read():
+        kernel = kernel_named(module, qualified)
+        blob = cloudpickle.dumps(kernel)
+        assert kernel.py_func.__code__.co_name.encode() in blob and len(blob) < 300, f"{module}.{qualified}"
+        assert pickle.loads(blob) is kernel
 
 
-@pytest.mark.parametrize(
-    "executor_function",
-    [
-        lambda: per_topic._partition_links(2, "ids", 1),
-        lambda: resilience._partition_outcomes(resilience.FailurePlan("random-nodes", (0.1,), 1, 1), []),
-    ],
-    ids=["per_topic", "resilience"],
-)
-def test_functions_shipped_to_executors_carry_no_compiled_kernel(executor_function):
-    spotter = _KernelSpotter(io.BytesIO())
-    spotter.dump(executor_function())
-    assert spotter.kernels == []
+UNPICKLED_CACHES = """
+import pickle, sys
+from numba.core.dispatcher import Dispatcher
+for function in pickle.load(open(sys.argv[1], "rb")):
+    for name in function.__code__.co_names:
+        kernel = function.__globals__.get(name)
+        if isinstance(kernel, Dispatcher):
+            print(name, type(kernel._cache).__name__)
+"""
+
+
+def test_functions_shipped_to_executors_find_their_kernels_cached_there(tmp_path):
+    """As Spark ships them: cloudpickled here, unpickled in a fresh Python process (a worker),
+    where each kernel they call must be the module's, with its cache (numba rebuilds a kernel
+    pickled by value with none, and compiles it again in every worker)."""
+    shipped = [
+        per_topic._partition_links(2, "ids", 1),
+        resilience._partition_outcomes(resilience.FailurePlan("random-nodes", (0.1,), 1, 1), []),
+    ]
+    (tmp_path / "shipped.pkl").write_bytes(cloudpickle.dumps(shipped))
+    done = subprocess.run(
+        [sys.executable, "-c", UNPICKLED_CACHES, str(tmp_path / "shipped.pkl")],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(done.stdout.split("\n")[:-1]) == [
+        "harary_links FunctionCache",
+        "surviving_components FunctionCache",
+    ]

@@ -75,8 +75,6 @@ def harary_links(starts, ordered, k):
 def _partition_links(k: int, order: str, seed: int):
     def links(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The executor side: every topic of the partition in one call."""
-        from overlay.design.per_topic import harary_links  # by module, with its cache (a pickled kernel has none)
-
         batches = [batch for batch in batches if batch.num_rows]
         if not batches:
             return
