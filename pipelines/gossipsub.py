@@ -25,7 +25,8 @@ from overlay.design.baselines import numbered_links
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
-from overlay.gossip.gossipsub import PROFILES, STATE_COLUMNS, GossipsubParams, gossipsub_engine
+from overlay.gossip.cycles import CycleState
+from overlay.gossip.gossipsub import PROFILES, STATE_COLUMNS, GossipsubParams, gossipsub_engine, heartbeat_summary
 from overlay.rappel.presence import Presence
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
@@ -115,30 +116,6 @@ def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, heartbeat: in
     snapshot(lakehouse, run_id, state, heartbeat, S.GOSSIPSUB_STATES, S.HEARTBEAT, STATE_COLUMNS)
 
 
-def heartbeat_summary(state: DataFrame) -> dict:
-    """One heartbeat's `gossipsub_heartbeats` measures from the nodes' measure columns (one job)."""
-    row = state.agg(
-        F.sum("grafts").alias(S.GRAFTS),
-        F.sum("prunes").alias(S.PRUNES),
-        F.sum("refused").alias(S.REFUSED),
-        F.sum("meshes").alias(S.MESHES),
-        F.sum("mesh_links").alias("links"),
-        F.min(F.when(F.col("mesh_min") >= 0, F.col("mesh_min"))).alias(S.MESH_MIN),
-        F.max("mesh_max").alias(S.MESH_MAX),
-        F.sum("below_low").alias(S.BELOW_LOW),
-        F.sum("above_high").alias(S.ABOVE_HIGH),
-        F.sum("backoffs").alias(S.BACKOFFS),
-    ).first()
-    meshes = int(row[S.MESHES] or 0)
-    return {
-        **{k: int(row[k] or 0) for k in (S.GRAFTS, S.PRUNES, S.REFUSED, S.BELOW_LOW, S.ABOVE_HIGH, S.BACKOFFS)},
-        S.MESHES: meshes,
-        S.MESH_AVG: row["links"] / meshes if meshes else None,
-        S.MESH_MIN: row[S.MESH_MIN],
-        S.MESH_MAX: row[S.MESH_MAX] if meshes else None,
-    }
-
-
 def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: str, attempt: str, instance, snapshot_every: int, progress: bool) -> str:  # fmt: skip
     """The heartbeats (from the last snapshot on), then the meshes and their union stored; the
     regime they ran in."""
@@ -165,7 +142,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         log.info("simulate %s: resuming after heartbeat %d", run_id, resumed)
     last, pending = request.heartbeats, []
 
-    def on_heartbeat(heartbeat: int, state: DataFrame, seconds: float) -> dict:
+    def on_heartbeat(heartbeat: int, state: CycleState, seconds: float) -> dict:
         summary = heartbeat_summary(state)
         pending.append({**summary, S.HEARTBEAT: heartbeat, S.SECONDS: seconds, S.COMPUTED_AT: _now()})
         if heartbeat % snapshot_every == 0 or heartbeat == last:
@@ -174,7 +151,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
             frame = local_frame(spark, rows, S.GOSSIPSUB_HEARTBEATS.schema)
             lakehouse.append_run_rows(S.GOSSIPSUB_HEARTBEATS, run_id, frame)
             pending.clear()
-            _snapshot(lakehouse, run_id, state, heartbeat)
+            _snapshot(lakehouse, run_id, state.frame, heartbeat)
         avg = summary[S.MESH_AVG]
         return {"mesh": "-" if avg is None else round(avg, 2), "grafts": summary[S.GRAFTS], "prunes": summary[S.PRUNES]}
 

@@ -29,6 +29,7 @@ from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.gossip.baselines import CANDIDATES, VIEW_SCHEMA, chosen_views
+from overlay.gossip.cycles import CycleState
 from overlay.gossip.feverfew import (
     PSS_KINDS,
     STATE_COLUMNS,
@@ -338,12 +339,12 @@ def _simulate(
     pending = _Pending(spark, lakehouse.lineage.cut(topic_sizes(subscriptions)))
     last = request.cycles
 
-    def on_cycle(cycle: int, state: DataFrame, seconds: float) -> dict:
-        summary = pending.add(cycle, state, seconds)
+    def on_cycle(cycle: int, state: CycleState, seconds: float) -> dict:
+        summary = pending.add(cycle, state.frame, seconds)
         if cycle % snapshot_every == 0 or cycle == last:
             ledger.check_owner(lakehouse, run_id, attempt)
             pending.commit(lakehouse, run_id)
-            snapshot(lakehouse, run_id, state, cycle)
+            snapshot(lakehouse, run_id, state.frame, cycle)
         share = summary[S.COVERED_SHARE]
         return {"covered": f"{share:.1%}" if share is not None else "-", "view": round(summary[S.VIEW_AVG], 2)}
 

@@ -64,7 +64,7 @@ def run_both(spark, nodes: int, pairs, params: FeverfewParams, cycles: int) -> F
 
     def compare(cycle, state, _seconds):
         oracle.step(cycle)
-        assert_same_states({r["node_id"]: r.asDict() for r in state.collect()}, oracle, cycle)
+        assert_same_states({r["node_id"]: r.asDict() for r in state.frame.collect()}, oracle, cycle)
 
     engine.run(engine.start(spark, nodes), 1, cycles, on_cycle=compare)
     return oracle

@@ -47,7 +47,7 @@ def run_both(spark, nodes, feeds, params: RappelParams, rounds: int, presence: P
 
     def compare(r, state, _seconds):
         oracle.step(r)
-        rows = {row["node_id"]: row.asDict() for row in state.collect()}
+        rows = {row["node_id"]: row.asDict() for row in state.frame.collect()}
         for v in range(nodes):
             got = rows[v]
             for column, value in oracle.state(v).items():

@@ -22,8 +22,9 @@ That is the *spark* regime. In the *memory* regime (`CycleRegime`: where the mas
 process and the instance is small enough) the same three steps run in the driver's Python
 process on the whole state, with the same sort between them and the same Arrow round trips of
 every row, so the protocol sees exactly the rows it would see on executors; each cycle's state is
-then handed on as a DataFrame built from its Arrow table: no shuffle or checkpoint per cycle (the
-caller's per-cycle aggregate still runs as a small Spark job on that table).
+handed to the caller as that Arrow table (`CycleState`), with a DataFrame of it made only when the
+caller asks for one (a snapshot, a measure kept as rows): no shuffle or checkpoint per cycle, and
+a cycle's summary figures (`Figure`, `summarize`) come from the table without a Spark job.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
@@ -73,6 +76,66 @@ def ddl(columns) -> str:
 
 def arrow_schema(columns) -> pa.Schema:
     return pa.schema([(name, _ARROW[kind]) for name, kind in columns])
+
+
+class CycleState:
+    """One cycle's state as the caller of `CycleEngine.run` sees it: `frame`, its DataFrame, and
+    in the memory regime `table`, the same rows as an Arrow table. The DataFrame of a memory
+    cycle is made on first use: a cycle whose caller reads only `summarize`'s figures makes none."""
+
+    def __init__(self, frame: DataFrame | None = None, table: pa.Table | None = None, make=None) -> None:
+        self._frame, self.table, self._make = frame, table, make
+
+    @property
+    def frame(self) -> DataFrame:
+        if self._frame is None:
+            self._frame = self._make()
+        return self._frame
+
+
+SUM, MAX, MIN_NONNEGATIVE = "sum", "max", "min_nonnegative"
+FIGURE_OPS = (SUM, MAX, MIN_NONNEGATIVE)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a cycle's summary: `op` over the integer state column `column` (sum, max,
+    or the min of the column's non-negative values: -1 says "none" in a measure column)."""
+
+    name: str
+    op: str
+    column: str
+
+    def __post_init__(self) -> None:
+        if self.op not in FIGURE_OPS:
+            raise ValueError(f"a figure's op is one of {', '.join(FIGURE_OPS)}, got {self.op!r}")
+
+
+def summarize(state: CycleState, figures: Iterable[Figure]) -> dict:
+    """name -> value of each figure (None over no values): from the Arrow table when the cycle has
+    one (no Spark job), else one Spark aggregate of its DataFrame. One definition, two evaluators."""
+    figures = tuple(figures)
+    if state.table is not None:
+        return {f.name: _arrow_figure(state.table.column(f.column), f.op) for f in figures}
+    row = state.frame.agg(*(_spark_figure(f).alias(f.name) for f in figures)).first()
+    return {f.name: row[f.name] for f in figures}
+
+
+def _spark_figure(figure: Figure):
+    column = F.col(figure.column)
+    if figure.op == SUM:
+        return F.sum(column)
+    if figure.op == MAX:
+        return F.max(column)
+    return F.min(F.when(column >= 0, column))
+
+
+def _arrow_figure(column, op: str):
+    if op == SUM:
+        return pc.sum(column).as_py()
+    if op == MAX:
+        return pc.max(column).as_py()
+    return pc.min(pc.filter(column, pc.greater_equal(column, 0))).as_py()
 
 
 MEMORY, SPARK = "memory", "spark"
@@ -242,25 +305,27 @@ class CycleEngine:
         state: DataFrame,
         first: int,
         last: int,
-        on_cycle: Callable[[int, DataFrame, float], dict | None] | None = None,
+        on_cycle: Callable[[int, CycleState, float], dict | None] | None = None,
         on_step: OnStep | None = None,
     ) -> DataFrame:
-        """Cycles first..last from `state`; each cycle's state is checkpointed (one Spark job)
-        and handed to `on_cycle(cycle, state, seconds)` before the next one starts; the figures
-        it returns go into the cycle's progress step. In the memory regime the state is read
-        into the driver once (the regime's bounded step: it was chosen because it fits) and each
-        cycle's is handed on as a DataFrame of its Arrow table."""
+        """Cycles first..last from `state`; each cycle's state is handed to
+        `on_cycle(cycle, state, seconds)` (a `CycleState`) before the next one starts; the figures
+        it returns go into the cycle's progress step. In the spark regime each cycle's state is
+        checkpointed (one Spark job). In the memory regime the state is read into the driver once
+        (the regime's bounded step: it was chosen because it fits) and each cycle's stays an Arrow
+        table, a DataFrame made of it only when asked for. The last cycle's state as a DataFrame."""
         rows = None
         if self.regime == MEMORY and first <= last:
             rows = state.select(*self.state_schema.names).toArrow().to_pylist()
+        current = CycleState(frame=state)
         for cycle in range(first, last + 1):
             clock = time.monotonic()
             if rows is None:
-                state = self.lineage.cut(self.cycle(state, cycle))
+                current = CycleState(frame=self.lineage.cut(self.cycle(current.frame, cycle)))
             else:
-                state, rows = self._cycle_in_memory(state.sparkSession, rows, cycle)
+                current, rows = self._cycle_in_memory(state.sparkSession, rows, cycle)
             seconds = time.monotonic() - clock
-            figures = (on_cycle(cycle, state, seconds) if on_cycle is not None else None) or {}
+            figures = (on_cycle(cycle, current, seconds) if on_cycle is not None else None) or {}
             report(
                 on_step,
                 "cycle",
@@ -269,11 +334,12 @@ class CycleEngine:
                 seconds=seconds,
                 figures={"cycle": cycle, **figures},
             )
-        return state
+        return current.frame
 
-    def _cycle_in_memory(self, spark, rows: list[dict], cycle: int) -> tuple[DataFrame, list[dict]]:
+    def _cycle_in_memory(self, spark, rows: list[dict], cycle: int) -> tuple[CycleState, list[dict]]:
         """One cycle on the driver: `cycle`'s three steps with the sort and the Arrow round trips
-        of the spark regime; the new state as a DataFrame, and its rows for the next cycle."""
+        of the spark regime; the new state (its DataFrame made on first use), and its rows for the
+        next cycle."""
         protocol = self.protocol
         messages = _through_arrow(protocol.act(rows, cycle), self.message_schema)
         messages.sort(key=_message_order)
@@ -284,5 +350,6 @@ class CycleEngine:
         served.sort(key=_message_order)
         finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
         table = pa.Table.from_batches(list(to_batches(finished, self.result_schema)), schema=self.result_schema)
-        frame = spark.createDataFrame(table, schema=ddl(self.result_columns))
-        return frame, table.select(self.state_schema.names).to_pylist()
+        columns = ddl(self.result_columns)
+        state = CycleState(table=table, make=lambda: spark.createDataFrame(table, schema=columns))
+        return state, table.select(self.state_schema.names).to_pylist()

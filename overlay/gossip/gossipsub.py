@@ -35,9 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from overlay import schema as S
 from overlay.draws import GOSSIPSUB_DIRECTION, GOSSIPSUB_GRAFT, GOSSIPSUB_KEEP, GOSSIPSUB_OUTBOUND, draw_int
 from overlay.errors import InputError
-from overlay.gossip.cycles import SPARK, CycleEngine
+from overlay.gossip.cycles import MAX, MIN_NONNEGATIVE, SPARK, SUM, CycleEngine, CycleState, Figure, summarize
 from overlay.lineage import LOCAL, Lineage
 
 SELF, PRUNE, GRAFT, REFUSE = 0, 1, 2, 3  # message kinds, in the order a node handles them
@@ -64,6 +65,31 @@ MEASURE_COLUMNS = (
     ("above_high", "int"),
     ("backoffs", "int"),  # backoffs the node holds, every topic
 )
+# One heartbeat's `gossipsub_heartbeats` figures from the nodes' measure columns: sums over the
+# nodes, the smallest mesh of the nodes that have one, the largest.
+HEARTBEAT_FIGURES = (
+    *(Figure(name, SUM, name) for name in (S.GRAFTS, S.PRUNES, S.REFUSED, S.MESHES, S.BELOW_LOW, S.ABOVE_HIGH)),
+    Figure(S.BACKOFFS, SUM, "backoffs"),
+    Figure("links", SUM, "mesh_links"),
+    Figure(S.MESH_MIN, MIN_NONNEGATIVE, "mesh_min"),
+    Figure(S.MESH_MAX, MAX, "mesh_max"),
+)
+
+
+def heartbeat_summary(state: CycleState) -> dict:
+    """One heartbeat's `gossipsub_heartbeats` measures (without run, heartbeat and timing): from
+    the heartbeat's Arrow table in the memory regime, else one Spark aggregate."""
+    row = summarize(state, HEARTBEAT_FIGURES)
+    meshes = int(row[S.MESHES] or 0)
+    return {
+        **{k: int(row[k] or 0) for k in (S.GRAFTS, S.PRUNES, S.REFUSED, S.BELOW_LOW, S.ABOVE_HIGH, S.BACKOFFS)},
+        S.MESHES: meshes,
+        S.MESH_AVG: row["links"] / meshes if meshes else None,
+        S.MESH_MIN: row[S.MESH_MIN],
+        S.MESH_MAX: row[S.MESH_MAX] if meshes else None,
+    }
+
+
 MESSAGE_COLUMNS = (
     ("dst", "bigint"),
     ("kind", "int"),

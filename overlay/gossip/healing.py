@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.draws import GOSSIP_REJOIN, PUBLISHER, PUSH_PULL, draw, draw_int
-from overlay.gossip.cycles import CycleEngine
+from overlay.gossip.cycles import CycleEngine, CycleState
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, Failures
 from overlay.gossip.feverfew import (
     INFORMED_COLUMNS,
@@ -203,10 +203,10 @@ def heal_and_disseminate(
     engine = CycleEngine(spark, Feverfew, (params, offsets, topics, healing), partitions, lineage)
     informed = {0: {pub.pub_id: 1 for pub in pubs}}
 
-    def on_cycle(cycle: int, cycle_state: DataFrame, seconds: float) -> dict:
+    def on_cycle(cycle: int, cycle_state: CycleState, seconds: float) -> dict:
         k = cycle - base
         summary = view_summary(
-            cycle_state,
+            cycle_state.frame,
             *(
                 F.sum(F.array_contains("informed_pub", F.lit(pub.pub_id)).cast("int")).alias(f"informed_{pub.pub_id}")
                 for pub in pubs
