@@ -9,7 +9,6 @@ import pytest
 from pipelines.config import LabSettings, apply_overrides
 from pipelines.lakehouse import Lakehouse
 from pipelines.spark import build_local_session
-from tests.built_once import built_once
 from tests.helpers import SMALL_DATA_CONF, SMALL_DATA_PARTITIONS, TINY_WORKFLOW, on_ci, run_cli
 
 
@@ -81,20 +80,20 @@ def module_lakehouse(spark, tmp_path_factory, request) -> Lakehouse:
 def refreshed(spark, tmp_path_factory) -> dict:
     """A small lakehouse made by running `tests/workflows/tiny_refresh.yaml` (every kind of step),
     then the same command again at once (everything complete). Shared by the modules that need
-    stored designs and routing runs: building one costs about four minutes of one worker, so a
-    later pytest session of the same source tree (`.ci/run`'s CI pass after its default pass)
-    copies the first one's instead (`tests/built_once.py`)."""
+    stored designs and routing runs: building one costs about two minutes."""
     root = tmp_path_factory.mktemp("refreshed")
     lakehouse = root / "lakehouse"
     argv = ["--lakehouse", str(lakehouse), "workflow", str(TINY_WORKFLOW), "--param", f"report_dir={root / 'report'}"]
-
-    def build(folder) -> dict:
-        first = run_cli(*argv)
-        assert first[0] == 0, first[2][-3000:]
-        return {"argv": argv, "first": first, "rerun": run_cli(*argv)}
-
-    record = built_once("refreshed", root, build)
-    return {**record, "root": root, "lakehouse": Lakehouse(spark, lakehouse), "report": root / "report"}
+    first = run_cli(*argv)
+    assert first[0] == 0, first[2][-3000:]
+    return {
+        "root": root,
+        "argv": argv,
+        "first": first,
+        "rerun": run_cli(*argv),
+        "lakehouse": Lakehouse(spark, lakehouse),
+        "report": root / "report",
+    }
 
 
 # The CI pass's longest groups, started first so that neither worker is left with one at the end
