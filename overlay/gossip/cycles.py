@@ -94,7 +94,15 @@ class CycleState:
 
 
 SUM, MAX, MIN_NONNEGATIVE = "sum", "max", "min_nonnegative"
-FIGURE_OPS = (SUM, MAX, MIN_NONNEGATIVE)
+# Each op once, as its Spark aggregate and its pyarrow.compute reduction (both null over no values).
+_FIGURE_OPS = {
+    SUM: (F.sum, pc.sum),
+    MAX: (F.max, pc.max),
+    MIN_NONNEGATIVE: (
+        lambda column: F.min(F.when(column >= 0, column)),
+        lambda column: pc.min(pc.filter(column, pc.greater_equal(column, 0))),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -107,35 +115,18 @@ class Figure:
     column: str
 
     def __post_init__(self) -> None:
-        if self.op not in FIGURE_OPS:
-            raise ValueError(f"a figure's op is one of {', '.join(FIGURE_OPS)}, got {self.op!r}")
+        if self.op not in _FIGURE_OPS:
+            raise ValueError(f"a figure's op is one of {', '.join(_FIGURE_OPS)}, got {self.op!r}")
 
 
 def summarize(state: CycleState, figures: Iterable[Figure]) -> dict:
     """name -> value of each figure (None over no values): from the Arrow table when the cycle has
-    one (no Spark job), else one Spark aggregate of its DataFrame. One definition, two evaluators."""
+    one (no Spark job), else one Spark aggregate of its DataFrame."""
     figures = tuple(figures)
     if state.table is not None:
-        return {f.name: _arrow_figure(state.table.column(f.column), f.op) for f in figures}
-    row = state.frame.agg(*(_spark_figure(f).alias(f.name) for f in figures)).first()
+        return {f.name: _FIGURE_OPS[f.op][1](state.table.column(f.column)).as_py() for f in figures}
+    row = state.frame.agg(*(_FIGURE_OPS[f.op][0](F.col(f.column)).alias(f.name) for f in figures)).first()
     return {f.name: row[f.name] for f in figures}
-
-
-def _spark_figure(figure: Figure):
-    column = F.col(figure.column)
-    if figure.op == SUM:
-        return F.sum(column)
-    if figure.op == MAX:
-        return F.max(column)
-    return F.min(F.when(column >= 0, column))
-
-
-def _arrow_figure(column, op: str):
-    if op == SUM:
-        return pc.sum(column).as_py()
-    if op == MAX:
-        return pc.max(column).as_py()
-    return pc.min(pc.filter(column, pc.greater_equal(column, 0))).as_py()
 
 
 MEMORY, SPARK = "memory", "spark"
