@@ -36,7 +36,7 @@ INGEST = {
     "tw-10k": ["--source", "social", "--dataset", "twitter", "--sample-bfs", "10000", "--seed", "1"],
 }
 TABLES = {
-    "gossipsub": ("gossipsub_mesh", "gossipsub_heartbeats", "gossipsub_states", "overlay_edges"),
+    "gossipsub": ("gossipsub_mesh", "gossipsub_heartbeats", "gossipsub_batches", "overlay_edges"),
     "feverfew": ("gossip_cycles", "gossip_coverage", "gossip_diffusions", "gossip_states", "overlay_edges"),
 }
 PER_CYCLE = {"gossipsub": "gossipsub_heartbeats", "feverfew": "gossip_cycles"}

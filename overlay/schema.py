@@ -901,13 +901,6 @@ MESH_MAX = "mesh_max"
 BELOW_LOW = "below_low"
 ABOVE_HIGH = "above_high"
 BACKOFFS = "backoffs"
-GOSSIPSUB_STATE_ARRAYS = (
-    ("mesh_topic", LongType()),
-    ("mesh_peer", LongType()),
-    ("backoff_topic", LongType()),
-    ("backoff_peer", LongType()),
-    ("backoff_until", IntegerType()),
-)
 
 GOSSIPSUB_MESH = TableSpec(
     name="gossipsub_mesh",
@@ -919,8 +912,9 @@ GOSSIPSUB_MESH = TableSpec(
     ),
     partition_by=(),
     description=(
-        "The final meshes of a gossipsub simulation: one row per direction, (topic, node, peer) for every "
-        "peer in the node's mesh of the topic (the meshes are symmetric: each link has both rows)."
+        "The final meshes of a gossipsub simulation: (topic, node, peer) for every peer in the node's mesh of "
+        "the topic at the end of the last heartbeat interval (symmetric, each link with both rows, unless a "
+        "GRAFT or PRUNE is still in flight then)."
     ),
 )
 
@@ -947,24 +941,43 @@ GOSSIPSUB_HEARTBEATS = TableSpec(
         "One row per heartbeat of a gossipsub simulation (append-only): the GRAFTs and PRUNEs sent (PRUNEs "
         "include the refusals of GRAFTs), the GRAFTs refused; over the meshes of topics with more than D_low "
         "subscribers (one per such subscription): their number, mean, min and max size, how many are below "
-        "D_low and above D_high; the backoffs held; the heartbeat's seconds (its Spark job, or its work in "
-        "the driver in the memory regime)."
+        "D_low and above D_high; the backoffs held; seconds: the simulation's seconds per heartbeat (each "
+        "topic runs all its heartbeats at once). Measured at the end of each heartbeat interval."
     ),
 )
 
-GOSSIPSUB_STATES = TableSpec(
-    name="gossipsub_states",
+BATCH = "batch"
+FIRST_TOPIC = "first_topic"
+LAST_TOPIC = "last_topic"
+MESH_LINKS = "mesh_links"
+
+GOSSIPSUB_BATCHES = TableSpec(
+    name="gossipsub_batches",
     schema=_fields(
         (RUN_ID, StringType(), False),
+        (BATCH, IntegerType(), False),
+        (FIRST_TOPIC, LongType(), False),
+        (LAST_TOPIC, LongType(), False),
         (HEARTBEAT, IntegerType(), False),
-        (NODE_ID, LongType(), False),
-        *((name, ArrayType(kind), False) for name, kind in GOSSIPSUB_STATE_ARRAYS),
+        (GRAFTS, LongType(), False),
+        (PRUNES, LongType(), False),
+        (REFUSED, LongType(), False),
+        (MESHES, LongType(), False),
+        (MESH_LINKS, LongType(), False),
+        (MESH_MIN, IntegerType(), False),
+        (MESH_MAX, IntegerType(), False),
+        (BELOW_LOW, LongType(), False),
+        (ABOVE_HIGH, LongType(), False),
+        (BACKOFFS, LongType(), False),
+        (SECONDS, DoubleType(), False),
+        (COMPUTED_AT, TimestampType(), False),
     ),
     partition_by=(),
     description=(
-        "Every node's state after a heartbeat, every few heartbeats and at the end (a simulation resumes "
-        "from its last one): its meshes as (mesh_topic, mesh_peer) pairs and its backoffs as (backoff_topic, "
-        "backoff_peer, backoff_until): no GRAFT to that peer in that topic before heartbeat backoff_until."
+        "A gossipsub simulation's commits (append-only): topics first_topic..last_topic simulated whole, one "
+        "row per heartbeat with their measures summed (mesh_links: the meshes' sizes summed; mesh_min and "
+        "mesh_max -1 when none), and the batch's seconds. A simulation resumes after its last batch; "
+        "gossipsub_heartbeats combines the batches at the end."
     ),
 )
 
@@ -1005,7 +1018,7 @@ MESH_COMPARISON = TableSpec(
     ),
 )
 
-GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_STATES)
+GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_BATCHES)
 COMPARISON_TABLES = (MESH_COMPARISON,)
 
 ALIVE = "alive"

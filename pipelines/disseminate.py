@@ -61,7 +61,7 @@ class DisseminateRequest:
     live: bool = False
     kind: str = PROTOCOL  # push-pull in cycles, or a spread: flood, gossipsub-spread
     model_seed: int = 1  # a spread's latency model
-    flood_publish: bool = False  # gossipsub-spread: the publisher sends to every subscriber
+    flood_publish: bool | None = None  # gossipsub-spread: the publisher sends to every subscriber (None: as the run's profile)
 
     @property
     def protocol(self) -> str:
@@ -103,7 +103,7 @@ class DisseminateRequest:
                 f"--protocol {self.kind} spreads each publication in a few heartbeats' time: it takes "
                 "--mass-failure (members down from the start), not --live or --churn"
             )
-        if self.flood_publish and self.kind != GOSSIPSUB_SPREAD:
+        if self.flood_publish is not None and self.kind != GOSSIPSUB_SPREAD:
             raise InputError("--flood-publish is gossipsub's: use it with --protocol gossipsub-spread")
         try:
             self.failures().check()
@@ -115,7 +115,7 @@ class DisseminateRequest:
         sizes = f".n{'-'.join(map(str, self.topic_sizes))}" if self.topic_sizes else ""
         if self.spreads:
             mass = f".fail{self.mass_share:g}" if self.mass_share else ""
-            flood = ".flood-publish" if self.flood_publish else ""
+            flood = {None: "", True: ".flood-publish", False: ".no-flood-publish"}[self.flood_publish]
             return f"{self.run_id}.{self.kind}.p{self.publications}{sizes}{mass}{flood}.m{self.model_seed}.s{self.seed}"
         mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
         return f"{self.run_id}.{self.protocol}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
@@ -186,13 +186,13 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
             )
         mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
         push = mesh.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.U), F.col(S.PEER_ID).alias(S.V))
-        mesh_params = GossipsubParams(**json.loads(run[S.PARAMS])["protocol"])
+        mesh_params = GossipsubParams.stored(json.loads(run[S.PARAMS])["protocol"])
         params = SpreadParams(
             heartbeat_us=1000 * mesh_params.heartbeat_ms,
             d_lazy=mesh_params.d_lazy,
             gossip_factor=mesh_params.gossip_factor,
             mcache_gossip=mesh_params.mcache_gossip,
-            flood_publish=request.flood_publish,
+            flood_publish=mesh_params.flood_publish if request.flood_publish is None else request.flood_publish,
             seed=request.seed,
         )
     else:

@@ -1,23 +1,25 @@
-"""The gossipsub job: libp2p's gossipsub v1.1 meshes built by simulated heartbeats, as a run of
+"""The gossipsub job: libp2p's gossipsub meshes built by simulated heartbeats in time, as a run of
 `overlay_runs` whose links are the union of its meshes (`overlay.gossip.gossipsub`).
 
-Storage protocol, as Feverfew's (`pipelines.simulate`): the run row is claimed first; every
-`snapshot_every` heartbeats (and at the last) the heartbeats since the last snapshot are
-committed (`gossipsub_heartbeats`), then every node's state (`gossipsub_states`), the commit
-point. The same command resumes a stopped run from its last snapshot (rows of later heartbeats
-are debris and go first); the simulation is a function of the seed, so it ends as an
-uninterrupted run would. At the end the meshes go to `gossipsub_mesh` (one row per direction),
-their union to `overlay_edges`, and the run is evaluated like any design: `evaluate`, `export`,
-`resilience`, `route` and `disseminate` take it like any other overlay.
+Each topic's meshes are simulated whole, every heartbeat at once, in batches of consecutive
+topics (`overlay.gossip.mesh_batches`): in this process in the memory regime, one Spark job per
+batch in the spark regime. Storage protocol: the run row is claimed first; each batch appends its
+meshes (`gossipsub_mesh`), then its measures per heartbeat (`gossipsub_batches`), the commit
+point. The same command resumes a stopped run after its last committed batch (mesh rows of later
+topics are debris and go first); the simulation is a function of the seed, so it ends as an
+uninterrupted run would. At the end the batches are combined into `gossipsub_heartbeats`, the
+meshes' union goes to `overlay_edges`, and the run is evaluated like any design: `evaluate`,
+`export`, `resilience`, `route` and `disseminate` take it like any other overlay.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, replace
+import time
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+import numpy as np
 from pyspark.sql import functions as F
 
 from overlay import schema as S
@@ -25,19 +27,20 @@ from overlay.design.baselines import numbered_links
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
-from overlay.gossip.cycles import CycleState
-from overlay.gossip.gossipsub import PROFILES, STATE_COLUMNS, GossipsubParams, gossipsub_engine, heartbeat_summary
+from overlay.gossip import mesh_batches
+from overlay.gossip.cycles import MEMORY
+from overlay.gossip.gossipsub import DEFAULT_PROFILE, MEASURES, PROFILES, GossipsubParams, profile
+from overlay.rappel.coordinates import LatencyModel
 from overlay.rappel.presence import Presence
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import last_snapshot, simulation_job, snapshot, stored_state
-from pipelines.spark import task_slots
+from pipelines.simulate import simulation_job
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_EVERY = 20
+BATCH_SUBSCRIPTIONS = 20_000  # a commit's topics hold about this many subscriptions
 PRINT_EVERY = 10  # what `simulate gossipsub` prints of the heartbeats: every 10th and the last
 HEARTBEAT_COLUMNS = (
     S.HEARTBEAT,
@@ -49,20 +52,21 @@ HEARTBEAT_COLUMNS = (
     S.MESH_MAX,
     S.BELOW_LOW,
     S.ABOVE_HIGH,
-    S.SECONDS,
+    S.BACKOFFS,
 )
 
 
 @dataclass(frozen=True)
 class GossipsubRequest:
-    """One gossipsub simulation: `heartbeats` of the mesh maintenance with a profile's parameters."""
+    """One gossipsub simulation: `heartbeats` heartbeat intervals with a profile's parameters."""
 
     instance: str
     heartbeats: int = 120
     seed: int = 1
-    profile: str = "default"
+    profile: str = DEFAULT_PROFILE
     churn: tuple[float, float] | None = None  # mean minutes online, offline
     failure: tuple[float, int, int | None] | None = None  # share, from, to (heartbeats; None: for good)
+    model_seed: int = 1  # the latency model's: control messages' delays
 
     protocol = "gossipsub"
     algorithm = "gossipsub"
@@ -94,85 +98,146 @@ class GossipsubRequest:
         )
 
     def params(self) -> GossipsubParams:
-        return replace(PROFILES[self.profile], seed=self.seed)
+        return profile(self.profile, self.seed, self.model_seed)
 
     def default_run_id(self) -> str:
-        profile = "" if self.profile == "default" else f".{self.profile}"
         churn = f".churn{self.churn[0]:g}-{self.churn[1]:g}" if self.churn else ""
         fail = ""
         if self.failure:
             share, start, end = self.failure
             fail = f".fail{share:g}at{start}" + (f"-{end}" if end is not None else "")
-        return f"{self.instance}.gossipsub{profile}.h{self.heartbeats}{churn}{fail}.s{self.seed}"
+        model = f".m{self.model_seed}" if self.model_seed != 1 else ""
+        return f"{self.instance}.gossipsub.{self.profile}.h{self.heartbeats}{churn}{fail}{model}.s{self.seed}"
 
     def params_json(self) -> str:
         fields = {"heartbeats": self.heartbeats, "seed": self.seed, "profile": self.profile}
         if self.churn or self.failure:
             fields.update(churn=self.churn, failure=self.failure)
-        return json.dumps({"request": fields, "protocol": asdict(self.params())}, sort_keys=True)
-
-
-def _snapshot(lakehouse: Lakehouse, run_id: str, state: DataFrame, heartbeat: int) -> None:
-    snapshot(lakehouse, run_id, state, heartbeat, S.GOSSIPSUB_STATES, S.HEARTBEAT, STATE_COLUMNS)
+        return json.dumps({"request": fields, "protocol": self.params().as_dict()}, sort_keys=True)
 
 
 def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: str, attempt: str, instance, snapshot_every: int, progress: bool) -> str:  # fmt: skip
-    """The heartbeats (from the last snapshot on), then the meshes and their union stored; the
-    regime they ran in."""
+    """Every batch of topics not yet committed, then the heartbeats combined and the meshes'
+    union stored; the regime the topics ran in. `snapshot_every`: subscriptions per batch."""
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID])
+    subscriptions = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
     nodes = int(instance[S.NODES])
-    csr = Subscriptions.collect(subscriptions.select(S.NODE_ID, S.TOPIC_ID), nodes)
+    csr = Subscriptions.collect(subscriptions, nodes)
     regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
-    log.info("simulate %s: heartbeats in the %s regime", run_id, regime)
-    engine = gossipsub_engine(
-        spark, csr, request.params(), task_slots(spark), lakehouse.lineage, request.presence(), regime
-    )
-    resumed = last_snapshot(lakehouse, run_id, S.GOSSIPSUB_STATES, S.HEARTBEAT)
-    if resumed is None:
-        for table in (S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES):
-            lakehouse.delete_run_rows(table, run_id)
-        state = lakehouse.lineage.cut(engine.start(spark, nodes))
-        _snapshot(lakehouse, run_id, state, 0)
-        first = 1
-    else:
-        for table in (S.GOSSIPSUB_HEARTBEATS, S.GOSSIPSUB_STATES):
-            lakehouse.delete_run_rows(table, run_id, F.col(S.HEARTBEAT) > resumed)
-        state = stored_state(lakehouse, run_id, resumed, S.GOSSIPSUB_STATES, S.HEARTBEAT, STATE_COLUMNS)
-        first = resumed + 1
-        log.info("simulate %s: resuming after heartbeat %d", run_id, resumed)
-    last, pending = request.heartbeats, []
-
-    def on_heartbeat(heartbeat: int, state: CycleState, seconds: float) -> dict:
-        summary = heartbeat_summary(state)
-        pending.append({**summary, S.HEARTBEAT: heartbeat, S.SECONDS: seconds, S.COMPUTED_AT: _now()})
-        if heartbeat % snapshot_every == 0 or heartbeat == last:
+    log.info("simulate %s: topics in the %s regime", run_id, regime)
+    params, presence, heartbeats = request.params(), request.presence(), request.heartbeats
+    topic_ids, sizes, members_of = _topics(csr)
+    plan = mesh_batches.batches(topic_ids, sizes, snapshot_every)
+    done = _committed(lakehouse, run_id)
+    if len(done) < len(plan):
+        resume_from = plan[len(done)].first_topic
+        lakehouse.delete_run_rows(S.GOSSIPSUB_MESH, run_id, F.col(S.TOPIC_ID) >= resume_from)
+        lakehouse.delete_run_rows(S.GOSSIPSUB_BATCHES, run_id, F.col(S.BATCH) >= len(done))
+        if done:
+            log.info("simulate %s: resuming after batch %d of %d", run_id, len(done), len(plan))
+    positions = LatencyModel().coordinates(params.model_seed, np.arange(nodes)) if regime == MEMORY else None
+    with Progress(run_id, total=len(plan) - len(done) + 1, unit="batch", enabled=progress, logger=log) as bar:
+        for batch in plan[len(done) :]:
+            clock = time.monotonic()
+            if regime == MEMORY:
+                topics = topic_ids[(topic_ids >= batch.first_topic) & (topic_ids <= batch.last_topic)].tolist()
+                measures, mesh = mesh_batches.in_memory(members_of, topics, positions, params, heartbeats, presence)
+                mesh_frame = spark.createDataFrame(mesh)
+                measure_rows = measures.to_pylist()
+            else:
+                rows = lakehouse.lineage.cut(mesh_batches.on_spark(subscriptions, batch, params, heartbeats, presence))
+                mesh_frame = mesh_batches.spark_mesh(rows)
+                measure_rows = [r.asDict() for r in mesh_batches.spark_measures(rows).collect()]  # one per heartbeat
             ledger.check_owner(lakehouse, run_id, attempt)
-            rows = [tuple({**row, S.RUN_ID: run_id}.get(c) for c in S.GOSSIPSUB_HEARTBEATS.columns) for row in pending]
-            frame = local_frame(spark, rows, S.GOSSIPSUB_HEARTBEATS.schema)
-            lakehouse.append_run_rows(S.GOSSIPSUB_HEARTBEATS, run_id, frame)
-            pending.clear()
-            _snapshot(lakehouse, run_id, state.frame, heartbeat)
-        avg = summary[S.MESH_AVG]
-        return {"mesh": "-" if avg is None else round(avg, 2), "grafts": summary[S.GRAFTS], "prunes": summary[S.PRUNES]}
-
-    with Progress(run_id, total=max(0, last - first + 1), unit="heartbeat", enabled=progress, logger=log) as bar:
-        if first <= last:
-            state = engine.run(state, first, last, on_cycle=on_heartbeat, on_step=bar.on_step)
+            lakehouse.append_run_rows(S.GOSSIPSUB_MESH, run_id, mesh_frame)
+            seconds = time.monotonic() - clock
+            _commit(spark, lakehouse, run_id, batch, measure_rows, seconds)
+            bar.step(f"topics {batch.first_topic}-{batch.last_topic}", subscriptions=batch.subscriptions)
         ledger.check_owner(lakehouse, run_id, attempt)
-        mesh = lakehouse.lineage.cut(
-            state.select(S.NODE_ID, F.arrays_zip("mesh_topic", "mesh_peer").alias("_pairs"))
-            .select(S.NODE_ID, F.explode("_pairs").alias("_pair"))
-            .select(F.col("_pair.mesh_topic").alias(S.TOPIC_ID), S.NODE_ID, F.col("_pair.mesh_peer").alias(S.PEER_ID))
-        )
-        lakehouse.write_run_rows(S.GOSSIPSUB_MESH, run_id, mesh)
+        _combine(spark, lakehouse, run_id, heartbeats)
+        mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run_id)
         links = mesh.select(F.least(S.NODE_ID, S.PEER_ID).alias(S.U), F.greatest(S.NODE_ID, S.PEER_ID).alias(S.V))
-        edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(last)), [S.U, S.V])
+        edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(heartbeats)), [S.U, S.V])
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges.withColumn(S.GAIN, F.lit(None).cast("long")))
-        bar.step("stored the meshes and their union", stored=S.OVERLAY_EDGES.name)
+        bar.step("stored the heartbeats and the meshes' union", stored=S.OVERLAY_EDGES.name)
     return regime
 
 
-run_gossipsub = simulation_job(_heartbeats, SNAPSHOT_EVERY, "heartbeat", "no topic to keep a mesh of")
+def _topics(csr: Subscriptions):
+    """The topic ids with subscribers (ascending), their sizes, and each one's sorted subscribers."""
+    nodes = np.repeat(np.arange(csr.nodes, dtype=np.int64), np.diff(csr.offsets))
+    order = np.lexsort((nodes, csr.topics))
+    by_topic, topics = nodes[order], csr.topics[order]
+    topic_ids, starts, sizes = np.unique(topics, return_index=True, return_counts=True)
+    where = {int(t): int(i) for i, t in enumerate(topic_ids.tolist())}
+
+    def members_of(topic: int) -> np.ndarray:
+        i = where[topic]
+        return by_topic[starts[i] : starts[i] + sizes[i]]
+
+    return topic_ids, sizes, members_of
+
+
+def _committed(lakehouse: Lakehouse, run_id: str) -> list[int]:
+    """The batches committed, in order (a prefix of the plan: batches commit one after another)."""
+    if not lakehouse.exists(S.GOSSIPSUB_BATCHES):
+        return []
+    found = lakehouse.read(S.GOSSIPSUB_BATCHES).filter(F.col(S.RUN_ID) == run_id).select(S.BATCH).distinct()
+    numbers = sorted(r[S.BATCH] for r in found.collect())  # one per batch committed
+    return [b for i, b in enumerate(numbers) if b == i]
+
+
+def _commit(spark, lakehouse: Lakehouse, run_id: str, batch, measure_rows: list[dict], seconds: float) -> None:
+    """A batch's measures per heartbeat: its commit point."""
+    now = _now()
+    fixed = {
+        S.RUN_ID: run_id,
+        S.BATCH: batch.number,
+        S.FIRST_TOPIC: batch.first_topic,
+        S.LAST_TOPIC: batch.last_topic,
+        S.SECONDS: seconds,
+        S.COMPUTED_AT: now,
+    }
+    rows = [tuple({**row, **fixed}.get(c) for c in S.GOSSIPSUB_BATCHES.columns) for row in measure_rows]
+    lakehouse.append_run_rows(S.GOSSIPSUB_BATCHES, run_id, local_frame(spark, rows, S.GOSSIPSUB_BATCHES.schema))
+
+
+def _combine(spark, lakehouse: Lakehouse, run_id: str, heartbeats: int) -> None:
+    """`gossipsub_heartbeats` from the run's batches (one row per heartbeat and batch: bounded)."""
+    stored = lakehouse.read(S.GOSSIPSUB_BATCHES).filter(F.col(S.RUN_ID) == run_id)
+    rows = [r.asDict() for r in stored.collect()]
+    seconds = sum({r[S.BATCH]: r[S.SECONDS] for r in rows}.values()) / heartbeats
+    combined = np.zeros((heartbeats, len(MEASURES)), dtype=np.int64)
+    per_batch = {}
+    for r in rows:
+        per_batch.setdefault(r[S.BATCH], np.zeros((heartbeats, len(MEASURES)), np.int64))[r[S.HEARTBEAT] - 1] = [
+            r[name] for name in MEASURES
+        ]
+    if per_batch:
+        combined = mesh_batches.combine(np.stack(list(per_batch.values())))
+    now, out = _now(), []
+    for h, values in enumerate(combined.tolist(), start=1):
+        row = dict(zip(MEASURES, values))
+        meshes = row["meshes"]
+        out.append(
+            {
+                **row,
+                S.HEARTBEAT: h,
+                S.MESH_AVG: row["mesh_links"] / meshes if meshes else None,
+                S.MESH_MIN: row["mesh_min"] if row["mesh_min"] >= 0 else None,
+                S.MESH_MAX: row["mesh_max"] if meshes else None,
+                S.SECONDS: seconds,
+                S.COMPUTED_AT: now,
+            }
+        )
+    frame = local_frame(
+        spark, [tuple({**r, S.RUN_ID: run_id}.get(c) for c in S.GOSSIPSUB_HEARTBEATS.columns) for r in out],
+        S.GOSSIPSUB_HEARTBEATS.schema,
+    )
+    lakehouse.write_run_rows(S.GOSSIPSUB_HEARTBEATS, run_id, frame)
+
+
+run_gossipsub = simulation_job(_heartbeats, BATCH_SUBSCRIPTIONS, "subscription", "no topic to keep a mesh of")
 
 
 def heartbeat_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

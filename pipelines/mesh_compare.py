@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.errors import InputError
 from overlay.frames import local_frame
+from overlay.gossip.gossipsub import DEFAULT_PROFILE
 from pipelines.design import DesignRequest, run_design
 from pipelines.disseminate import FLOOD, GOSSIPSUB_SPREAD, DisseminateRequest, run_dissemination
 from pipelines.gossipsub import GossipsubRequest, run_gossipsub
@@ -48,7 +49,7 @@ class MeshComparisonRequest:
     seed: int = 1
     publications: int = 200
     heartbeats: int = 120
-    profile: str = "default"
+    profile: str = DEFAULT_PROFILE
 
     def check(self) -> None:
         if self.publications < 1:
@@ -57,8 +58,7 @@ class MeshComparisonRequest:
 
     @property
     def comparison_id(self) -> str:
-        profile = "" if self.profile == "default" else f".{self.profile}"
-        return f"{self.instance}.meshes{profile}.h{self.heartbeats}.p{self.publications}.s{self.seed}"
+        return f"{self.instance}.meshes.{self.profile}.h{self.heartbeats}.p{self.publications}.s{self.seed}"
 
 
 def run_mesh_comparison(

@@ -1,30 +1,35 @@
-"""An independent whole-network replay of gossipsub v1.1's mesh maintenance (the heartbeat's
-GRAFT / PRUNE with PRUNE backoff and outbound quotas), written from the lab's reading of the
-spec (docs/readings/gossipsub.md), sharing no code with the simulator: its own splitmix64 draws,
-dicts of sets for the meshes, one synchronous heartbeat in three phases.
+"""An independent whole-network replay of gossipsub's mesh maintenance in time (heartbeats at each
+node's phase, GRAFT / PRUNE arriving after their latency, PRUNE backoff, outbound quotas),
+written from the lab's reading of the spec and of go-libp2p-pubsub (docs/readings/gossipsub.md),
+sharing no code with the simulator: its own splitmix64 draws, dicts of sets for the meshes, one
+event queue for every node and topic at once (the simulator runs topic by topic).
 
 The reading, in short (the docs say why):
 
-* every node knows every other subscriber of its topics (complete discovery in a broker cluster)
-  and is connected to it; a connection is outbound at exactly one end, by a fair coin per pair;
-* peer scores are left out (the spec gives no default weights): every score is 0, so negative-score
-  pruning never fires, "the best D_score by score" is a random choice among equals and
-  opportunistic grafting (peers scoring above the median) never grafts;
-* heartbeat h: (1) every node, topic by topic: expired backoffs dropped; a mesh below D_low grafts
-  D - |mesh| peers (not in the mesh, not backed off), the smallest draws; a mesh above D_high keeps
-  D, the smallest draws, with at least D_out outbound peers where it has them (outbound peers
-  outside the kept ones replace its last non-outbound ones), and prunes the others, backing them
-  off; a mesh of at least D_low with fewer than D_out outbound peers grafts outbound ones;
-  (2) every node handles the PRUNEs sent to it (the pruner leaves its mesh, backed off), then the
-  GRAFTs in sender order: a sender already in the mesh is a no-op; a backed-off sender, or any
-  sender that is not outbound while the mesh holds D_high or more, gets a PRUNE back and a
-  (refreshed) backoff; any other joins the mesh; (3) every grafter handles the PRUNEs sent back:
-  the peer leaves its mesh, backed off.
-* a backoff set at heartbeat h lasts while the heartbeat is below h + prune_backoff.
+* every node knows every other subscriber of its topics and is connected to it; a connection is
+  outbound at exactly one end, by a fair coin per pair; peer scores are left out (every score 0);
+* node p's heartbeat number h falls at (h - 1) * interval + phase(p); a message sent at t arrives
+  at t + latency(p, q); one instant's events run PRUNE arrivals, GRAFT arrivals, heartbeats, each
+  by (node, sender, topic);
+* heartbeat of p, topic by topic: every `backoff_sweep`-th heartbeat, backoffs that ended more than
+  `slack` ago go; a mesh below D_low grafts D - |mesh| peers (up, not in it, not held), the
+  smallest draws; a mesh of `high` peers or more (D_high for go-libp2p, D_high + 1 for the spec's
+  text) keeps D, the smallest draws, with at least D_out outbound peers where it has them (outbound
+  peers outside the kept ones replace its last non-outbound ones), and prunes the others, backing
+  them off; a mesh of at least D_low with fewer than D_out outbound peers grafts outbound ones;
+* GRAFT from q at p: q in the mesh, nothing; a backoff of q not ended, or p's mesh at D_high or more
+  and q not outbound at p: PRUNE back, backoff (re)set; else q joins. PRUNE from q: q leaves,
+  backed off. Backoffs are never shortened;
+* presence at the start of each interval: a node going down forgets its meshes and backoffs, every
+  peer drops it without a backoff, messages in flight to or from it are lost;
+* measures at the end of interval h: GRAFTs, PRUNEs (refusals too) and refusals sent in it; the
+  meshes of up nodes in topics of more than D_low subscribers; the backoffs held.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 
 M64 = (1 << 64) - 1
@@ -48,13 +53,20 @@ def rnd(seed: int, purpose: int, *key: int) -> int:
 @dataclass(frozen=True)
 class Params:
     d: int = 6
-    d_low: int = 4
+    d_low: int = 5
     d_high: int = 12
     d_out: int = 2
-    prune_backoff: int = 60  # heartbeats (1 minute at the default 1 s heartbeat)
+    prune_backoff_us: int = 60_000_000
+    high: int = 12  # a mesh of this many peers prunes (go-libp2p: D_high; the spec's text: D_high + 1)
+    sweep: int = 15  # heartbeats between sweeps of ended backoffs
+    slack_us: int = 2_000_000
+    heartbeat_us: int = 1_000_000
 
 
 DEFAULTS = Params()
+SPEC = Params(d_low=4, high=13, sweep=1, slack_us=0)
+PHASE, IHAVE_PICK = 29, 30
+PRUNE, GRAFT, BEAT = 0, 1, 2
 
 
 def outbound(seed: int, node: int, peer: int) -> bool:
@@ -64,105 +76,171 @@ def outbound(seed: int, node: int, peer: int) -> bool:
     return opened_by_low == (node == low)
 
 
+def flat_latency(us: int = 1000):
+    return lambda _a, _b: us
+
+
+def plane_latency(positions: dict[int, tuple[float, float]]):
+    """Latency in whole us between two nodes at `positions` (ms)."""
+    return lambda a, b: round(1000.0 * math.hypot(positions[a][0] - positions[b][0], positions[a][1] - positions[b][1]))
+
+
 class GossipsubOracle:
-    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1, up=None):
-        """`up(node, heartbeat)`: who is up (churn, failures); None: everyone, always."""
-        self.params, self.seed = params, seed
-        self.up = up or (lambda _node, _heartbeat: True)
+    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1, latency=None, up=None, phases=None):
+        """`latency(a, b)`: us; `up(node, heartbeat)`: who is up (churn, failures), None: everyone;
+        `phases`: node -> its heartbeats' phase (us), None: the seeded draws."""
+        self.params, self.seed, self.phases = params, seed, phases
+        self.latency = latency or flat_latency()
+        self.up_at = up or (lambda _node, _heartbeat: True)
         self.members: dict[int, set[int]] = {}
         self.topics: dict[int, set[int]] = {}
         for node, topic in subscriptions:
             self.members.setdefault(topic, set()).add(node)
             self.topics.setdefault(node, set()).add(topic)
         self.mesh = {(p, t): set() for p, ts in self.topics.items() for t in ts}
-        self.backoff: dict[tuple[int, int], dict[int, int]] = {key: {} for key in self.mesh}  # peer -> until
+        self.backoff: dict[tuple[int, int], dict[int, int]] = {key: {} for key in self.mesh}  # peer -> end (us)
+        self.ticks = dict.fromkeys(self.topics, 0)
+        self.up = dict.fromkeys(self.topics, True)
+        self.epoch = dict.fromkeys(self.topics, 0)
+        self.queue: list[tuple] = []
         self.heartbeats = 0
-        self.grafts = self.prunes = 0  # the last heartbeat's GRAFTs sent and PRUNEs sent (refusals too)
+        self.grafts = self.prunes = self.refused = 0  # sent in the last interval
 
     def out(self, node: int, peer: int) -> bool:
         return outbound(self.seed, node, peer)
+
+    def phase(self, node: int) -> int:
+        if self.phases is not None:
+            return self.phases[node]
+        return rnd(self.seed, PHASE, node) % self.params.heartbeat_us
 
     def _smallest(self, candidates, k: int, purpose: int, h: int, node: int, topic: int) -> list[int]:
         ranked = sorted(candidates, key=lambda q: (rnd(self.seed, purpose, h, node, topic, q), q))
         return ranked[: max(0, k)]
 
-    def _back_off(self, node: int, topic: int, peer: int, h: int) -> None:
-        self.backoff[(node, topic)][peer] = h + self.params.prune_backoff
+    def _back_off(self, p: int, t: int, q: int, now: int) -> None:
+        held = self.backoff[(p, t)]
+        held[q] = max(held.get(q, -1), now + self.params.prune_backoff_us)
 
-    def _maintain(self, p: int, t: int, h: int, grafts: list, prunes: list) -> None:
-        P, mesh = self.params, self.mesh[(p, t)]
-        backoff = self.backoff[(p, t)]
-        for q in [q for q, until in backoff.items() if h >= until]:
-            del backoff[q]
-        mesh -= {q for q in mesh if not self.up(q, h)}  # gone peers leave at once, without backoff
-        if len(mesh) < P.d_low:
-            eligible = {q for q in self.members[t] if self.up(q, h)} - mesh - {p} - set(backoff)
-            for q in self._smallest(eligible, P.d - len(mesh), GRAFT_PICK, h, p, t):
-                mesh.add(q)
-                grafts.append((p, q, t))
-        if len(mesh) > P.d_high:
-            ranked = self._smallest(mesh, len(mesh), KEEP, h, p, t)
-            keep, rest = ranked[: P.d], ranked[P.d :]
-            short = P.d_out - sum(self.out(p, q) for q in keep)
-            if short > 0:
-                extra = [q for q in rest if self.out(p, q)][:short]
-                dropped = [q for q in reversed(keep) if not self.out(p, q)][: len(extra)]
-                keep = [q for q in keep if q not in dropped] + extra
-            for q in sorted(mesh - set(keep)):
-                mesh.discard(q)
-                self._back_off(p, t, q, h)
-                prunes.append((p, q, t))
-        if len(mesh) >= P.d_low:
-            short = P.d_out - sum(self.out(p, q) for q in mesh)
-            if short > 0:
-                eligible = {q for q in self.members[t] - mesh - {p} - set(backoff) if self.out(p, q) and self.up(q, h)}
-                for q in self._smallest(eligible, short, OUTBOUND_PICK, h, p, t):
+    def _send(self, kind: int, p: int, q: int, t: int, now: int) -> None:
+        if kind == GRAFT:
+            self.grafts += 1
+        else:
+            self.prunes += 1
+        at = now + self.latency(p, q)
+        heapq.heappush(self.queue, (at, kind, q, p, t, self.epoch[q], self.epoch[p]))
+
+    def _beat(self, p: int, h: int, now: int) -> None:
+        P = self.params
+        self.ticks[p] += 1
+        for t in sorted(self.topics[p]):
+            mesh, held = self.mesh[(p, t)], self.backoff[(p, t)]
+            if self.ticks[p] % P.sweep == 0:
+                for q in [q for q, end in held.items() if end + P.slack_us < now]:
+                    del held[q]
+            if len(mesh) < P.d_low:
+                eligible = {q for q in self.members[t] if self.up[q]} - mesh - {p} - set(held)
+                for q in self._smallest(eligible, P.d - len(mesh), GRAFT_PICK, h, p, t):
                     mesh.add(q)
-                    grafts.append((p, q, t))
+                    self._send(GRAFT, p, q, t, now)
+            if len(mesh) >= P.high:
+                ranked = self._smallest(mesh, len(mesh), KEEP, h, p, t)
+                keep, rest = ranked[: P.d], ranked[P.d :]
+                short = P.d_out - sum(self.out(p, q) for q in keep)
+                if short > 0:
+                    extra = [q for q in rest if self.out(p, q)][:short]
+                    dropped = [q for q in reversed(keep) if not self.out(p, q)][: len(extra)]
+                    keep = [q for q in keep if q not in dropped] + extra
+                for q in sorted(mesh - set(keep)):
+                    mesh.discard(q)
+                    self._back_off(p, t, q, now)
+                    self._send(PRUNE, p, q, t, now)
+            if len(mesh) >= P.d_low:
+                short = P.d_out - sum(self.out(p, q) for q in mesh)
+                if short > 0:
+                    eligible = {
+                        q for q in self.members[t] - mesh - {p} - set(held) if self.out(p, q) and self.up[q]
+                    }
+                    for q in self._smallest(eligible, short, OUTBOUND_PICK, h, p, t):
+                        mesh.add(q)
+                        self._send(GRAFT, p, q, t, now)
 
-    def heartbeat(self) -> None:
-        self.heartbeats += 1
-        h, P = self.heartbeats, self.params
-        grafts: list[tuple[int, int, int]] = []  # (from, to, topic)
-        prunes: list[tuple[int, int, int]] = []
+    def _receive(self, now: int, kind: int, p: int, q: int, t: int) -> None:
+        mesh = self.mesh[(p, t)]
+        if kind == PRUNE:
+            mesh.discard(q)
+            self._back_off(p, t, q, now)
+            return
+        if q in mesh:
+            return
+        end = self.backoff[(p, t)].get(q)
+        if (end is not None and now < end) or (len(mesh) >= self.params.d_high and not self.out(p, q)):
+            self._back_off(p, t, q, now)
+            self.refused += 1
+            self._send(PRUNE, p, q, t, now)
+        else:
+            mesh.add(q)
+
+    def _presence(self, h: int) -> None:
         for p in sorted(self.topics):
-            for t in sorted(self.topics[p]):
-                if self.up(p, h):
-                    self._maintain(p, t, h, grafts, prunes)
-                else:  # down: it forgets everything
+            now_up = self.up_at(p, h)
+            if now_up == self.up[p]:
+                continue
+            self.up[p] = now_up
+            self.epoch[p] += 1
+            self.ticks[p] = 0
+            if not now_up:
+                for t in self.topics[p]:
+                    for q in self.members[t]:
+                        self.mesh[(q, t)].discard(p)
                     self.mesh[(p, t)].clear()
                     self.backoff[(p, t)].clear()
-        for src, dst, t in sorted(prunes, key=lambda m: (m[1], m[2], m[0])):
-            self.mesh[(dst, t)].discard(src)
-            self._back_off(dst, t, src, h)
-        refused = []
-        for src, dst, t in sorted(grafts, key=lambda m: (m[1], m[2], m[0])):
-            mesh, backoff = self.mesh[(dst, t)], self.backoff[(dst, t)]
-            if src in mesh:
-                continue
-            if h < backoff.get(src, 0) or (len(mesh) >= P.d_high and not self.out(dst, src)):
-                self._back_off(dst, t, src, h)
-                refused.append((dst, src, t))
-                continue
-            mesh.add(src)
-        for src, dst, t in refused:
-            self.mesh[(dst, t)].discard(src)
-            self._back_off(dst, t, src, h)
-        self.grafts, self.prunes = len(grafts), len(prunes) + len(refused)
+
+    def heartbeat(self) -> None:
+        """One more heartbeat interval, every node's heartbeat in it and every message arriving in it."""
+        self.heartbeats += 1
+        h, beat = self.heartbeats, self.params.heartbeat_us
+        self.grafts = self.prunes = self.refused = 0
+        self._presence(h)
+        for p in self.topics:
+            heapq.heappush(self.queue, ((h - 1) * beat + self.phase(p), BEAT, p, -1, -1, self.epoch[p], 0))
+        while self.queue and self.queue[0][0] < h * beat:
+            now, kind, p, q, t, p_epoch, q_epoch = heapq.heappop(self.queue)
+            if kind == BEAT:
+                if self.up[p] and self.epoch[p] == p_epoch:
+                    self._beat(p, h, now)
+            elif self.epoch[p] == p_epoch and self.epoch[q] == q_epoch:
+                self._receive(now, kind, p, q, t)
 
     def links(self) -> set[tuple[int, int]]:
         """The union of the meshes, as undirected links (u < v)."""
         return {(min(p, q), max(p, q)) for (p, _), mesh in self.mesh.items() for q in mesh}
 
     def rows(self) -> set[tuple[int, int, int]]:
-        """(topic, node, peer): one row per direction, as `gossipsub_mesh` stores them."""
+        """(topic, node, peer): one row per direction as each node holds it (`gossipsub_mesh`)."""
         return {(t, p, q) for (p, t), mesh in self.mesh.items() for q in mesh}
+
+    def measures(self) -> dict:
+        """The interval's measures, as `gossipsub_heartbeats` holds them."""
+        P = self.params
+        sizes = [
+            len(mesh) for (p, t), mesh in self.mesh.items() if self.up[p] and len(self.members[t]) > P.d_low
+        ]
+        return {
+            "grafts": self.grafts,
+            "prunes": self.prunes,
+            "refused": self.refused,
+            "meshes": len(sizes),
+            "mesh_links": sum(sizes),
+            "mesh_min": min(sizes, default=-1),
+            "mesh_max": max(sizes, default=-1),
+            "below_low": sum(s < P.d_low for s in sizes),
+            "above_high": sum(s > P.d_high for s in sizes),
+            "backoffs": sum(len(held) for held in self.backoff.values()),
+        }
 
 
 # -- Dissemination: eager push along the meshes, lazy IHAVE / IWANT at the heartbeats -----------
-PHASE, IHAVE_PICK = 29, 30
-
-
 @dataclass(frozen=True)
 class Spread:
     heartbeat_us: int = 1_000_000

@@ -4,12 +4,15 @@ must do by the spec's rules, whatever the draws; then its invariants on random i
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from tests.gossipsub_oracle import GossipsubOracle, Params, Spread, outbound, rnd, spread_oracle
 
-SMALL = Params(d=2, d_low=1, d_high=3, d_out=1, prune_backoff=3)
+MS = 1000  # microseconds
+SECOND = 1000 * MS
+SMALL = Params(d=2, d_low=1, d_high=3, d_out=1, prune_backoff_us=3 * SECOND, high=3, sweep=1, slack_us=0)
 
 
 def test_a_connection_is_outbound_at_exactly_one_end():
@@ -21,25 +24,30 @@ def test_a_connection_is_outbound_at_exactly_one_end():
     assert 0.4 < share < 0.6  # a fair coin per pair
 
 
-def test_three_nodes_graft_each_other_at_the_first_heartbeat_and_stay():
-    """Empty meshes are below D_low = 1: each node grafts D = 2 peers, all there are; every GRAFT
-    meets a mesh below D_high and is accepted (or is a no-op: the peer grafted it too)."""
-    oracle = GossipsubOracle([(0, 7), (1, 7), (2, 7)], SMALL)
-    oracle.heartbeat()
-    assert oracle.rows() == {(7, p, q) for p in range(3) for q in range(3) if p != q}
-    assert oracle.grafts == 6 and oracle.prunes == 0
-    for _ in range(5):
-        oracle.heartbeat()
-        assert oracle.grafts == oracle.prunes == 0
-    assert oracle.links() == {(0, 1), (0, 2), (1, 2)}
+def test_a_node_that_beats_later_holds_the_peers_that_grafted_it():
+    """Three nodes of one topic, 1 ms apart. Heartbeats 100 ms apart: node 0 grafts D = 2 peers at
+    0 ms, both accept at 1 ms, and at 100 and 200 ms nodes 1 and 2 hold one peer, D_low: they graft
+    nobody (D_out = 0). Heartbeats at one instant: each grafts both others before any GRAFT arrives."""
+    subscriptions, params = [(0, 7), (1, 7), (2, 7)], replace(SMALL, d_out=0)
+    apart = GossipsubOracle(subscriptions, params, phases={0: 0, 1: 100 * MS, 2: 200 * MS})
+    apart.heartbeat()
+    assert apart.rows() == {(7, 0, 1), (7, 0, 2), (7, 1, 0), (7, 2, 0)} and apart.grafts == 2
+    together = GossipsubOracle(subscriptions, params, phases={0: 0, 1: 0, 2: 0})
+    together.heartbeat()
+    assert together.rows() == {(7, p, q) for p in range(3) for q in range(3) if p != q} and together.grafts == 6
+    for oracle in (apart, together):
+        for _ in range(5):
+            oracle.heartbeat()
+            assert oracle.grafts == oracle.prunes == 0
 
 
 def test_an_oversubscribed_mesh_keeps_d_peers_with_its_outbound_quota():
-    """Node 0's mesh of 5 is above D_high = 3: it keeps D = 2, at least D_out = 1 of them
-    outbound when it has one, and prunes the 3 others, which back node 0 off (and it them)."""
+    """Node 0's mesh of 5 is at D_high = 3 or above: at its heartbeat (0 ms) it keeps D = 2, at least
+    D_out = 1 of them outbound when it has one, prunes the 3 others and backs them off for 3 s; the
+    PRUNEs arrive 1 ms later and back node 0 off as long from then."""
     for seed in range(20):
-        oracle = GossipsubOracle([(p, 1) for p in range(6)], SMALL, seed=seed)
-        oracle.heartbeats = 10
+        phases = {0: 0, **{q: 500 * MS for q in range(1, 6)}}
+        oracle = GossipsubOracle([(p, 1) for p in range(6)], SMALL, seed=seed, phases=phases)
         for q in range(1, 6):  # a symmetric star around node 0; the leaves are at D_low
             oracle.mesh[(0, 1)].add(q)
             oracle.mesh[(q, 1)].add(0)
@@ -51,37 +59,50 @@ def test_an_oversubscribed_mesh_keeps_d_peers_with_its_outbound_quota():
             assert any(outbound(seed, 0, q) for q in kept)
         for q in pruned:
             assert 0 not in oracle.mesh[(q, 1)]  # the PRUNE reached it
-            assert oracle.backoff[(q, 1)][0] == oracle.backoff[(0, 1)][q] == 11 + SMALL.prune_backoff
+            assert oracle.backoff[(0, 1)][q] == 3 * SECOND and oracle.backoff[(q, 1)][0] == 3 * SECOND + 1 * MS
         for q in kept:
             assert 0 in oracle.mesh[(q, 1)]
 
 
 def test_a_graft_within_the_backoff_is_refused_and_the_backoff_refreshed():
-    """After heartbeat 1, node 1 backs node 0 off until heartbeat 4 and both meshes are empty. At
-    heartbeat 2 node 0 grafts node 1 (node 1 grafts nobody: its one peer is backed off); node 1
-    refuses with a PRUNE and backs node 0 off again, until 5, and node 0 backs node 1 off as
-    long; at heartbeat 5 both graft each other."""
-    params = Params(d=1, d_low=1, d_high=3, d_out=0, prune_backoff=3)
-    oracle = GossipsubOracle([(0, 5), (1, 5)], params)
-    oracle.heartbeats = 1
-    oracle.backoff[(1, 5)][0] = 4
+    """Node 1 holds a backoff of node 0 until 2.5 s. At 0 ms node 0 grafts node 1; at 1 ms node 1
+    refuses with a PRUNE and backs node 0 off until 3.001 s; at 2 ms node 0 backs node 1 off until
+    3.002 s. Nobody grafts until node 1's heartbeat at 3.5 s (node 0's at 3 s still holds node 1):
+    its GRAFT reaches node 0 at 3.501 s, after the backoff's end, and is accepted."""
+    params = Params(d=1, d_low=1, d_high=3, d_out=0, prune_backoff_us=3 * SECOND, high=4, sweep=1, slack_us=0)
+    oracle = GossipsubOracle([(0, 5), (1, 5)], params, phases={0: 0, 1: 500 * MS})
+    oracle.backoff[(1, 5)][0] = 2500 * MS
     oracle.heartbeat()
     assert oracle.mesh[(0, 5)] == set() and oracle.mesh[(1, 5)] == set()
-    assert oracle.backoff[(1, 5)][0] == oracle.backoff[(0, 5)][1] == 2 + params.prune_backoff
-    assert oracle.grafts == 1 and oracle.prunes == 1
-    for _ in (3, 4):
+    assert oracle.backoff[(1, 5)][0] == 3001 * MS and oracle.backoff[(0, 5)][1] == 3002 * MS
+    assert (oracle.grafts, oracle.prunes, oracle.refused) == (1, 1, 1)
+    for _ in (2, 3):
         oracle.heartbeat()
         assert oracle.grafts == 0 and oracle.rows() == set()
     oracle.heartbeat()
-    assert oracle.grafts == 2 and oracle.rows() == {(5, 0, 1), (5, 1, 0)}
+    assert oracle.grafts == 1 and oracle.rows() == {(5, 0, 1), (5, 1, 0)}
+
+
+def test_a_backoff_is_held_past_its_end_until_a_sweep_after_its_slack():
+    """go-libp2p's rule: ended backoffs go on every 15th heartbeat of the node, 2 s past their end.
+    A backoff ending at 1.5 s is swept at node 0's heartbeat 15 (14 s), not before: only then does
+    its empty mesh graft node 1."""
+    params = Params(d=1, d_low=1, d_high=3, d_out=0, high=3)
+    oracle = GossipsubOracle([(0, 5), (1, 5)], params, phases={0: 0, 1: 0})
+    oracle.backoff[(0, 5)][1] = 1500 * MS
+    oracle.backoff[(1, 5)][0] = 1500 * MS
+    for h in range(1, 16):
+        oracle.heartbeat()
+        assert oracle.rows() == (set() if h < 15 else {(5, 0, 1), (5, 1, 0)}), h
 
 
 def test_a_full_mesh_accepts_a_graft_only_over_an_outbound_connection():
-    """Nodes 1, 2, 3 mesh with each other, each at D_high = 2; node 0 grafts all three (D = 3):
-    each accepts only if its own connection to node 0 is outbound."""
-    params = Params(d=3, d_low=1, d_high=2, d_out=0, prune_backoff=5)
+    """Nodes 1, 2, 3 mesh with each other, each at D_high = 2; node 0 grafts all three (D = 3) at
+    0 ms: at 1 ms each accepts only if its own connection to node 0 is outbound, else PRUNEs back."""
+    params = Params(d=3, d_low=1, d_high=2, d_out=0, prune_backoff_us=5 * SECOND, high=3, sweep=1, slack_us=0)
     for seed in range(12):
-        oracle = GossipsubOracle([(p, 3) for p in range(4)], params, seed=seed)
+        phases = {0: 0, 1: 500 * MS, 2: 500 * MS, 3: 500 * MS}
+        oracle = GossipsubOracle([(p, 3) for p in range(4)], params, seed=seed, phases=phases)
         for a, b in ((1, 2), (1, 3), (2, 3)):
             oracle.mesh[(a, 3)].add(b)
             oracle.mesh[(b, 3)].add(a)
@@ -91,7 +112,7 @@ def test_a_full_mesh_accepts_a_graft_only_over_an_outbound_connection():
         assert {q for q in (1, 2, 3) if 0 in oracle.mesh[(q, 3)]} == accepted
         assert oracle.grafts == 3 and oracle.prunes == 3 - len(accepted)
         for q in set((1, 2, 3)) - accepted:
-            assert oracle.backoff[(0, 3)][q] == 1 + params.prune_backoff
+            assert oracle.backoff[(0, 3)][q] == 2 * MS + params.prune_backoff_us
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -104,14 +125,14 @@ def test_random_instances_keep_symmetric_meshes_within_the_bounds_after_warm_up(
         oracle.heartbeat()
         for (p, t), mesh in oracle.mesh.items():
             assert p not in mesh and mesh <= members[t]
-            assert all(p in oracle.mesh[(q, t)] for q in mesh)  # one row per direction, both there
+    assert oracle.grafts == oracle.prunes == 0  # settled: nothing in flight
     for (p, t), mesh in oracle.mesh.items():
+        assert all(p in oracle.mesh[(q, t)] for q in mesh)  # one row per direction, both there
         if len(members[t]) > oracle.params.d_low:
             assert oracle.params.d_low <= len(mesh) <= oracle.params.d_high, (p, t, len(mesh))
 
 
 # -- dissemination ------------------------------------------------------------------------------
-MS = 1000  # microseconds
 
 
 def flat(_a, _b):

@@ -23,8 +23,7 @@ process and the instance is small enough) the same three steps run in the driver
 process on the whole state, with the same sort between them and the same Arrow round trips of
 every row, so the protocol sees exactly the rows it would see on executors; each cycle's state is
 handed to the caller as that Arrow table (`CycleState`), with a DataFrame of it made only when the
-caller asks for one (a snapshot, a measure kept as rows): no shuffle or checkpoint per cycle, and
-a cycle's summary figures (`Figure`, `summarize`) come from the table without a Spark job.
+caller asks for one (a snapshot, a measure kept as rows): no shuffle or checkpoint per cycle.
 """
 
 from __future__ import annotations
@@ -37,9 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from overlay.lineage import LOCAL, Lineage
 from overlay.progress import OnStep, report
@@ -81,7 +78,7 @@ def arrow_schema(columns) -> pa.Schema:
 class CycleState:
     """One cycle's state as the caller of `CycleEngine.run` sees it: `frame`, its DataFrame, and
     in the memory regime `table`, the same rows as an Arrow table. The DataFrame of a memory
-    cycle is made on first use: a cycle whose caller reads only `summarize`'s figures makes none."""
+    cycle is made on first use: a cycle whose caller reads only the table makes none."""
 
     def __init__(self, frame: DataFrame | None = None, table: pa.Table | None = None, make=None) -> None:
         self._frame, self.table, self._make = frame, table, make
@@ -91,42 +88,6 @@ class CycleState:
         if self._frame is None:
             self._frame = self._make()
         return self._frame
-
-
-SUM, MAX, MIN_NONNEGATIVE = "sum", "max", "min_nonnegative"
-# Each op once, as its Spark aggregate and its pyarrow.compute reduction (both null over no values).
-_FIGURE_OPS = {
-    SUM: (F.sum, pc.sum),
-    MAX: (F.max, pc.max),
-    MIN_NONNEGATIVE: (
-        lambda column: F.min(F.when(column >= 0, column)),
-        lambda column: pc.min(pc.filter(column, pc.greater_equal(column, 0))),
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure of a cycle's summary: `op` over the integer state column `column` (sum, max,
-    or the min of the column's non-negative values: -1 says "none" in a measure column)."""
-
-    name: str
-    op: str
-    column: str
-
-    def __post_init__(self) -> None:
-        if self.op not in _FIGURE_OPS:
-            raise ValueError(f"a figure's op is one of {', '.join(_FIGURE_OPS)}, got {self.op!r}")
-
-
-def summarize(state: CycleState, figures: Iterable[Figure]) -> dict:
-    """name -> value of each figure (None over no values): from the Arrow table when the cycle has
-    one (no Spark job), else one Spark aggregate of its DataFrame."""
-    figures = tuple(figures)
-    if state.table is not None:
-        return {f.name: _FIGURE_OPS[f.op][1](state.table.column(f.column)).as_py() for f in figures}
-    row = state.frame.agg(*(_FIGURE_OPS[f.op][0](F.col(f.column)).alias(f.name) for f in figures)).first()
-    return {f.name: row[f.name] for f in figures}
 
 
 MEMORY, SPARK = "memory", "spark"

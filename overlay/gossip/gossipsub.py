@@ -1,124 +1,102 @@
-"""gossipsub v1.1's mesh maintenance as a cycle protocol: one heartbeat per cycle (our reading of
-libp2p's spec, docs/readings/gossipsub.md; the oracle
-`tests/gossipsub_oracle.py` replays it on its own).
+"""gossipsub's mesh maintenance in time, topic by topic: every node's heartbeats at its own phase,
+GRAFT and PRUNE arriving after their link's latency (our reading of libp2p's spec and of
+go-libp2p-pubsub: docs/readings/gossipsub.md; the oracle `tests/gossipsub_oracle.py` replays it
+on its own).
 
 Every node knows every other subscriber of its topics and is connected to it; a connection is
 outbound at one end, a fair coin per pair (`outbound`). Peer scores are left out: the spec gives
 no default weights, so every score is 0 (no negative-score pruning, D_score's "best by score" is a
 random choice among equals, opportunistic grafting never finds a peer above the median).
 
-One heartbeat, in the engine's three steps (`overlay.gossip.cycles`):
+A mesh's rules involve only the subscribers of its topic, and connections, draws and presence
+are functions of the seed, so each topic is simulated on its own (`simulate_topic`): the events
+of one topic in time order, node v's heartbeat number h at (h - 1) x interval + phase(v), a
+message sent at t arriving at t + latency. Events at one instant: PRUNEs, then GRAFTs, then
+heartbeats, each by (node, sender). A heartbeat of node v, topic by topic:
 
-1. `act`, each node, topic by topic: expired backoffs go; a mesh below D_low grafts D - |mesh|
-   peers (not in it, not backed off: the smallest draws); a mesh above D_high keeps D of its peers
-   (the smallest draws; outbound peers outside them replace its last non-outbound ones until it
-   keeps D_out outbound, where it has them) and prunes the rest, backing them off; a mesh of at
-   least D_low with fewer than D_out outbound peers grafts outbound ones. GRAFT and PRUNE messages
-   go to the peers.
-2. `serve`, each node: the PRUNEs sent to it (the pruner leaves its mesh, backed off), then the
-   GRAFTs in sender order: a peer already in the mesh is a no-op; a backed-off peer, or one whose
-   connection is not outbound here while the mesh holds D_high or more, gets a PRUNE back
-   (REFUSE) and a (refreshed) backoff; any other joins the mesh.
-3. `finish`, each grafter: a REFUSE takes the peer out of its mesh, backed off.
+1. backoffs swept: on every `backoff_sweep`-th heartbeat of the node, those that ended more than
+   `backoff_slack_ms` ago go (a peer still held is not grafted, even after its backoff ended);
+2. a mesh below D_low grafts D - |mesh| peers (up, not in it, not held: the smallest draws);
+3. a mesh at D_high or above (`prune_at_high`; else above D_high, the spec's text) keeps D of its
+   peers (the smallest draws; outbound peers outside them replace its last non-outbound ones until
+   it keeps D_out outbound, where it has them) and prunes the rest, backing each off;
+4. a mesh of at least D_low with fewer than D_out outbound peers grafts outbound ones.
 
-A backoff set at heartbeat h lasts while the heartbeat is below h + prune_backoff.
+A GRAFT from q reaching v: q in v's mesh already, nothing; q backed off and the backoff not ended,
+or v's mesh at D_high or above and q's connection not outbound at v: a PRUNE back, the backoff
+(re)set; else q joins. A PRUNE from q: q leaves v's mesh, backed off. A backoff is never
+shortened.
 
-Churn and failures (`presence`): a node down at a heartbeat sends and handles nothing and forgets
-its meshes and backoffs (it joins afresh when it returns); its connections are gone, so every peer
-drops it from its meshes at that heartbeat, without a backoff, and grafts no node that is down.
+Presence (churn, mass failure: `overlay.rappel.presence.Presence`, heartbeats as its rounds) is
+decided at the start of each heartbeat interval: a node going down forgets its meshes and
+backoffs and every peer drops it at once, without a backoff (go-libp2p's `RemovePeer`); messages
+to or from it in flight are lost; it sends and handles nothing while down, and when it returns
+its empty meshes graft at its next heartbeat.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import heapq
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from overlay import schema as S
-from overlay.draws import GOSSIPSUB_DIRECTION, GOSSIPSUB_GRAFT, GOSSIPSUB_KEEP, GOSSIPSUB_OUTBOUND, draw_int
+from overlay.draws import (
+    GOSSIPSUB_DIRECTION,
+    GOSSIPSUB_GRAFT,
+    GOSSIPSUB_KEEP,
+    GOSSIPSUB_OUTBOUND,
+    GOSSIPSUB_PHASE,
+    draw,
+    draw_int,
+)
 from overlay.errors import InputError
-from overlay.gossip.cycles import MAX, MIN_NONNEGATIVE, SPARK, SUM, CycleEngine, CycleState, Figure, summarize
-from overlay.lineage import LOCAL, Lineage
 
-SELF, PRUNE, GRAFT, REFUSE = 0, 1, 2, 3  # message kinds, in the order a node handles them
-OUTBOUND_CACHE = 1_000_000  # (node, peer) directions a protocol instance keeps drawn, then starts afresh
-
-STATE_COLUMNS = (
-    ("node_id", "bigint"),
-    ("mesh_topic", "array<bigint>"),  # (topic, peer) pairs of the node's meshes, sorted
-    ("mesh_peer", "array<bigint>"),
-    ("backoff_topic", "array<bigint>"),  # (topic, peer, until): peers the node will not graft yet
-    ("backoff_peer", "array<bigint>"),
-    ("backoff_until", "array<int>"),
+# What each topic's simulation measures per heartbeat, at the end of its interval: GRAFTs and
+# PRUNEs sent (refusals included), GRAFTs refused; over the meshes of nodes up in topics with more
+# than D_low subscribers: how many, their sizes summed, least and largest (-1: none), how many
+# below D_low and above D_high; the backoffs held.
+MEASURES = (
+    "grafts",
+    "prunes",
+    "refused",
+    "meshes",
+    "mesh_links",
+    "mesh_min",
+    "mesh_max",
+    "below_low",
+    "above_high",
+    "backoffs",
 )
-MEASURE_COLUMNS = (
-    ("grafts", "int"),  # GRAFTs the node sent this heartbeat
-    ("prunes", "int"),  # PRUNEs it sent: its own and its refusals of GRAFTs
-    ("refused", "int"),  # GRAFTs of its own that came back refused
-    # Over the node's meshes of topics with more than D_low subscribers (where the bounds can hold):
-    ("meshes", "int"),  # how many
-    ("mesh_links", "int"),  # their sizes summed
-    ("mesh_min", "int"),  # the smallest and largest (-1: none)
-    ("mesh_max", "int"),
-    ("below_low", "int"),  # how many are below D_low, and above D_high
-    ("above_high", "int"),
-    ("backoffs", "int"),  # backoffs the node holds, every topic
+(GRAFTS, PRUNES, REFUSED, MESHES, MESH_LINKS, MESH_MIN, MESH_MAX, BELOW_LOW, ABOVE_HIGH, BACKOFFS) = range(
+    len(MEASURES)
 )
-# One heartbeat's `gossipsub_heartbeats` figures from the nodes' measure columns: sums over the
-# nodes, the smallest mesh of the nodes that have one, the largest.
-HEARTBEAT_FIGURES = (
-    *(Figure(c, SUM, c) for c in (S.GRAFTS, S.PRUNES, S.REFUSED, S.MESHES, S.BELOW_LOW, S.ABOVE_HIGH, S.BACKOFFS)),
-    Figure("links", SUM, "mesh_links"),
-    Figure(S.MESH_MIN, MIN_NONNEGATIVE, "mesh_min"),
-    Figure(S.MESH_MAX, MAX, "mesh_max"),
-)
-
-
-def heartbeat_summary(state: CycleState) -> dict:
-    """One heartbeat's `gossipsub_heartbeats` measures (without run, heartbeat and timing): from
-    the heartbeat's Arrow table in the memory regime, else one Spark aggregate."""
-    row = summarize(state, HEARTBEAT_FIGURES)
-    meshes = int(row[S.MESHES] or 0)
-    return {
-        **{k: int(row[k] or 0) for k in (S.GRAFTS, S.PRUNES, S.REFUSED, S.BELOW_LOW, S.ABOVE_HIGH, S.BACKOFFS)},
-        S.MESHES: meshes,
-        S.MESH_AVG: row["links"] / meshes if meshes else None,
-        S.MESH_MIN: row[S.MESH_MIN],
-        S.MESH_MAX: row[S.MESH_MAX] if meshes else None,
-    }
-
-
-MESSAGE_COLUMNS = (
-    ("dst", "bigint"),
-    ("kind", "int"),
-    ("src", "bigint"),
-    ("seq", "int"),
-    ("topic", "bigint"),
-    *STATE_COLUMNS[1:],
-    ("grafts", "int"),
-    ("prunes", "int"),
-)
+_PRUNE, _GRAFT = 0, 1  # message kinds, in the order one instant's events run (then heartbeats)
 
 
 @dataclass(frozen=True)
 class GossipsubParams:
-    """The mesh parameters (the spec's names); `prune_backoff` in heartbeats (1 minute at the
-    default 1 s heartbeat)."""
+    """The mesh parameters (the spec's names), the rules where go-libp2p and the spec's text
+    differ, and what a spread of publications uses. Times in ms."""
 
     d: int = 6
-    d_low: int = 4
+    d_low: int = 5
     d_high: int = 12
     d_score: int = 4
     d_out: int = 2
-    prune_backoff: int = 60
-    seed: int = 1
-    # What the spread of publications uses (`overlay.gossip.spread`): the heartbeat interval, the
-    # gossip's D_lazy and factor, and the history windows it gossips about.
+    prune_backoff_ms: int = 60_000
+    prune_at_high: bool = True  # go-libp2p prunes a mesh of D_high peers; the text, one above
+    backoff_sweep: int = 15  # heartbeats between sweeps of ended backoffs (go-libp2p; the text: 1)
+    backoff_slack_ms: int = 2_000  # how long past its end a backoff is still held (go-libp2p; the text: 0)
     heartbeat_ms: int = 1000
+    seed: int = 1
+    model_seed: int = 1  # the latency model's (`overlay.rappel.coordinates`): control messages' delays
+    # What the spread of publications uses (`overlay.gossip.spread`): gossip's D_lazy and factor,
+    # the history windows it gossips about, and whether a publisher sends to every subscriber.
     d_lazy: int = 6
     gossip_factor: float = 0.25
     mcache_gossip: int = 3
+    flood_publish: bool = True
 
     def check(self) -> None:
         if not 1 <= self.d_low <= self.d <= self.d_high:
@@ -127,19 +105,44 @@ class GossipsubParams:
             raise InputError(f"gossipsub needs 0 <= D_out < D_low and D_out <= D/2, got D_out {self.d_out}")
         if not 0 <= self.d_score <= self.d:
             raise InputError(f"gossipsub needs 0 <= D_score <= D, got {self.d_score}")
-        if self.prune_backoff < 1:
-            raise InputError(f"the PRUNE backoff must be at least one heartbeat, got {self.prune_backoff}")
+        if self.prune_backoff_ms < 1 or self.backoff_sweep < 1 or self.backoff_slack_ms < 0:
+            raise InputError(
+                "the PRUNE backoff must be at least 1 ms, swept every heartbeat or more rarely, with a slack of 0 or more"
+            )
         if self.heartbeat_ms < 1 or self.d_lazy < 0 or not 0 <= self.gossip_factor <= 1 or self.mcache_gossip < 1:
             raise InputError(
                 "gossipsub needs a heartbeat of 1 ms or more, D_lazy >= 0, a gossip factor in [0, 1] "
                 "and at least one gossip window"
             )
 
+    @classmethod
+    def stored(cls, values: dict) -> GossipsubParams:
+        """The parameters a run stored (`overlay_runs.params`), its fields only; a run stored
+        without `flood_publish` published to its mesh."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{"flood_publish": False, **{k: v for k, v in values.items() if k in known}})
 
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+GO_LIBP2P = "go-libp2p"
 PROFILES = {
-    "default": GossipsubParams(),  # the spec's defaults (v1.0 D, D_low, D_high; v1.1 D_score, D_out)
-    "eth2": GossipsubParams(d=8, d_low=6, d_high=12, heartbeat_ms=700),  # Ethereum's consensus layer
+    # go-libp2p-pubsub v0.19.0's defaults (gossipsub.go, `DefaultGossipSubParams`): D_low 5, the prune
+    # at D_high, backoffs swept every 15 heartbeats with 2 s of slack, flood publishing on.
+    GO_LIBP2P: GossipsubParams(),
+    # The spec's text (v1.0's D, D_low, D_high; v1.1's D_score, D_out, backoff, flood publishing).
+    "spec": GossipsubParams(d_low=4, prune_at_high=False, backoff_sweep=1, backoff_slack_ms=0),
+    # Ethereum's consensus layer: D 8, D_low 6, D_high 12, a 0.7 s heartbeat, go-libp2p's rules.
+    "eth2": GossipsubParams(d=8, d_low=6, d_high=12, heartbeat_ms=700),
 }
+DEFAULT_PROFILE = GO_LIBP2P
+
+
+def profile(name: str, seed: int = 1, model_seed: int = 1) -> GossipsubParams:
+    if name not in PROFILES:
+        raise InputError(f"--profile must be one of {', '.join(PROFILES)}, got '{name}'")
+    return replace(PROFILES[name], seed=seed, model_seed=model_seed)
 
 
 def outbound(seed: int, node: int, peer: int) -> bool:
@@ -149,245 +152,210 @@ def outbound(seed: int, node: int, peer: int) -> bool:
     return opened_by_low == (node == low)
 
 
-class Members:
-    """Who subscribes to what, both ways, from the CSR of the subscriptions."""
-
-    def __init__(self, offsets: np.ndarray, topics: np.ndarray) -> None:
-        self.offsets, self.topics = offsets, topics
-        nodes = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-        order = np.lexsort((nodes, topics))
-        self.by_topic = nodes[order]
-        self.topic_offsets = np.searchsorted(topics[order], np.arange(int(topics.max(initial=-1)) + 2))
-
-    def of_node(self, node: int) -> np.ndarray:
-        return self.topics[self.offsets[node] : self.offsets[node + 1]]
-
-    def of_topic(self, topic: int) -> np.ndarray:
-        return self.by_topic[self.topic_offsets[topic] : self.topic_offsets[topic + 1]]
+def outbound_row(seed: int, node: int, peers: np.ndarray) -> np.ndarray:
+    """`outbound(seed, node, q)` for every q of `peers` at once (bool)."""
+    peers = np.asarray(peers, dtype=np.int64)
+    low, high = np.minimum(node, peers), np.maximum(node, peers)
+    opened_by_low = (draw(seed, GOSSIPSUB_DIRECTION, low, high) & np.uint64(1)) == 0
+    return opened_by_low == (low == node)
 
 
-class Gossipsub:
-    """The three steps of a heartbeat over rows (dicts), for `overlay.gossip.cycles.CycleEngine`."""
+def phases_us(seed: int, nodes: np.ndarray, heartbeat_us: int) -> np.ndarray:
+    """When in its heartbeat interval each node's heartbeats fall (us): the spread's timers too."""
+    return (draw(seed, GOSSIPSUB_PHASE, np.asarray(nodes, dtype=np.int64)) % np.uint64(heartbeat_us)).astype(np.int64)
 
-    state_columns = STATE_COLUMNS
-    message_columns = MESSAGE_COLUMNS
-    measure_columns = MEASURE_COLUMNS
 
-    def __init__(self, params: GossipsubParams, offsets: np.ndarray, topics: np.ndarray, presence=None) -> None:
-        """`presence` (`overlay.rappel.presence.Presence`, heartbeats as its rounds): who is up
-        when; None: everyone, always."""
+def latencies_us(positions: np.ndarray) -> np.ndarray:
+    """int64 [n, n]: the latency between two nodes (positions in ms), in whole microseconds."""
+    dx = positions[:, None, 0] - positions[None, :, 0]
+    dy = positions[:, None, 1] - positions[None, :, 1]
+    return np.rint(1000.0 * np.hypot(dx, dy)).astype(np.int64)
+
+
+@dataclass
+class TopicRun:
+    """One topic's simulation: `measures` int64 [heartbeats, len(MEASURES)]; the final meshes, one
+    row per direction as each node holds them (`mesh_node` holds `mesh_peer`)."""
+
+    measures: np.ndarray
+    mesh_node: np.ndarray
+    mesh_peer: np.ndarray
+
+
+def simulate_topic(
+    topic: int,
+    members: np.ndarray,
+    positions: np.ndarray,
+    params: GossipsubParams,
+    heartbeats: int,
+    presence=None,
+) -> TopicRun:
+    """`heartbeats` heartbeat intervals of topic `topic`'s meshes among `members` (sorted node
+    ids, `positions` their latency-model positions in ms); `presence`: who is up at each
+    heartbeat, None: everyone."""
+    return _TopicSimulation(topic, np.asarray(members, dtype=np.int64), positions, params, presence).run(heartbeats)
+
+
+class _TopicSimulation:
+    """The members' state by position in `members`: mesh sets, backoffs (peer -> end, us), the
+    outbound peers in each mesh, heartbeats counted since the node came up, presence epochs (a
+    message is lost when either end went down after it was sent)."""
+
+    def __init__(self, topic: int, members: np.ndarray, positions: np.ndarray, params: GossipsubParams, presence):
         params.check()
-        self.params = params
-        self.members = Members(offsets, topics)
-        self.presence = presence
-        self._outbound: dict[tuple[int, int], bool] = {}  # `outbound` per (node, peer), drawn once
-        self._topic_sizes = np.diff(self.members.topic_offsets).tolist()  # subscribers per topic
+        n = len(members)
+        self.topic, self.members, self.p, self.presence = topic, members, params, presence
+        self.beat_us = 1000 * params.heartbeat_ms
+        self.backoff_us = 1000 * params.prune_backoff_ms
+        self.slack_us = 1000 * params.backoff_slack_ms
+        self.high = params.d_high if params.prune_at_high else params.d_high + 1  # a mesh this large prunes
+        self.latency = latencies_us(positions) if n else np.zeros((0, 0), np.int64)
+        self.phase = phases_us(params.seed, members, self.beat_us)
+        self.by_phase = sorted(range(n), key=lambda v: (int(self.phase[v]), v))
+        self.mesh: list[set[int]] = [set() for _ in range(n)]
+        self.backoff: list[dict[int, int]] = [{} for _ in range(n)]
+        self.out_in_mesh = [0] * n
+        self.ticks = [0] * n
+        self.up = [True] * n
+        self.epoch = [0] * n
+        self._outbound: dict[int, np.ndarray] = {}
+        self.events: list[tuple] = []
+        self.counts = [0, 0, 0]  # GRAFTs, PRUNEs, refusals sent in the current interval
 
-    def up(self, node: int, heartbeat: int) -> bool:
-        return self.presence is None or self.presence.up(node, heartbeat)
+    # -- helpers ----------------------------------------------------------------------------------
+    def out(self, v: int) -> np.ndarray:
+        """Whether v's connection to each member is outbound at v."""
+        row = self._outbound.get(v)
+        if row is None:
+            row = self._outbound[v] = outbound_row(self.p.seed, int(self.members[v]), self.members)
+        return row
 
-    def start(self, node: int) -> dict:
-        return _row(node, {}, {})
+    def join(self, v: int, q: int) -> None:
+        if q not in self.mesh[v]:
+            self.mesh[v].add(q)
+            self.out_in_mesh[v] += bool(self.out(v)[q])
 
-    def _out(self, node: int, peer: int) -> bool:
-        found = self._outbound.get((node, peer))
-        if found is None:
-            if len(self._outbound) >= OUTBOUND_CACHE:  # a bound on the worker's memory
-                self._outbound.clear()
-            found = self._outbound[node, peer] = outbound(self.params.seed, node, peer)
-        return found
+    def leave(self, v: int, q: int) -> None:
+        if q in self.mesh[v]:
+            self.mesh[v].discard(q)
+            self.out_in_mesh[v] -= bool(self.out(v)[q])
 
-    def _outbound_short(self, node: int, peers: Iterable[int]) -> int:
-        """How many outbound peers `peers` lacks to reach D_out (0 when it has them)."""
-        short = self.params.d_out
-        for q in peers:
-            if short <= 0:
-                break
-            short -= self._out(node, q)
-        return max(short, 0)
+    def back_off(self, v: int, q: int, now: int) -> None:
+        end = now + self.backoff_us
+        if self.backoff[v].get(q, -1) < end:
+            self.backoff[v][q] = end
 
-    def _smallest(self, candidates: Iterable[int], k: int, purpose: int, h: int, node: int, topic: int) -> list[int]:
-        seed = self.params.seed
-        ranked = sorted(candidates, key=lambda q: (draw_int(seed, purpose, h, node, topic, q), q))
-        return ranked[: max(0, k)]
+    def send(self, kind: int, v: int, q: int, now: int) -> None:
+        self.counts[PRUNES if kind == _PRUNE else GRAFTS] += 1
+        at = now + int(self.latency[v, q])
+        heapq.heappush(self.events, (at, kind, q, v, self.epoch[q], self.epoch[v]))
 
-    def _maintain(self, node: int, topic: int, h: int, mesh: set, backoff: dict) -> Iterator[tuple[int, int]]:
-        """One topic's mesh maintenance: (kind, peer) of each GRAFT and PRUNE to send."""
-        p = self.params
-        for q in [q for q, until in backoff.items() if h >= until]:
-            del backoff[q]
-        for q in [q for q in mesh if not self.up(q, h)]:  # its connection is gone: out, without backoff
-            mesh.discard(q)
+    def smallest(self, candidates: list[int], k: int, purpose: int, h: int, v: int) -> list[int]:
+        """The k candidates of smallest draw (ties: the smaller node id)."""
+        if k <= 0 or not candidates:
+            return []
+        nodes = self.members[candidates]
+        keys = draw(self.p.seed, purpose, h, int(self.members[v]), self.topic, nodes)
+        return [candidates[i] for i in np.lexsort((nodes, keys))[:k]]
+
+    # -- events -----------------------------------------------------------------------------------
+    def heartbeat(self, v: int, h: int, now: int) -> None:
+        p, mesh, held = self.p, self.mesh[v], self.backoff[v]
+        self.ticks[v] += 1
+        if held and self.ticks[v] % p.backoff_sweep == 0:
+            for q in [q for q, end in held.items() if end + self.slack_us < now]:
+                del held[q]
         if len(mesh) < p.d_low:
-            eligible = (
-                {q for q in self.members.of_topic(topic).tolist() if self.up(q, h)} - mesh - {node} - set(backoff)
-            )
-            for q in self._smallest(eligible, p.d - len(mesh), GOSSIPSUB_GRAFT, h, node, topic):
-                mesh.add(q)
-                yield GRAFT, q
-        if len(mesh) > p.d_high:
-            ranked = self._smallest(mesh, len(mesh), GOSSIPSUB_KEEP, h, node, topic)
+            candidates = [q for q in range(len(self.members)) if q != v and self.up[q] and q not in mesh and q not in held]
+            for q in self.smallest(candidates, p.d - len(mesh), GOSSIPSUB_GRAFT, h, v):
+                self.join(v, q)
+                self.send(_GRAFT, v, q, now)
+        if len(mesh) >= self.high:
+            out = self.out(v)
+            ranked = self.smallest(sorted(mesh), len(mesh), GOSSIPSUB_KEEP, h, v)
             keep, rest = ranked[: p.d], ranked[p.d :]
-            short = self._outbound_short(node, keep)
+            short = p.d_out - sum(bool(out[q]) for q in keep)
             if short > 0:
-                extra = [q for q in rest if self._out(node, q)][:short]
-                dropped = [q for q in reversed(keep) if not self._out(node, q)][: len(extra)]
+                extra = [q for q in rest if out[q]][:short]
+                dropped = [q for q in reversed(keep) if not out[q]][: len(extra)]
                 keep = [q for q in keep if q not in dropped] + extra
             for q in sorted(mesh - set(keep)):
-                mesh.discard(q)
-                backoff[q] = h + p.prune_backoff
-                yield PRUNE, q
-        if len(mesh) >= p.d_low:
-            short = self._outbound_short(node, mesh)
-            if short > 0:
-                members = set(self.members.of_topic(topic).tolist())
-                eligible = {q for q in members - mesh - {node} - set(backoff) if self._out(node, q) and self.up(q, h)}
-                for q in self._smallest(eligible, short, GOSSIPSUB_OUTBOUND, h, node, topic):
-                    mesh.add(q)
-                    yield GRAFT, q
+                self.leave(v, q)
+                self.back_off(v, q, now)
+                self.send(_PRUNE, v, q, now)
+        if len(mesh) >= p.d_low and self.out_in_mesh[v] < p.d_out:
+            out = self.out(v)
+            candidates = [
+                q for q in range(len(self.members)) if out[q] and self.up[q] and q not in mesh and q not in held and q != v
+            ]
+            for q in self.smallest(candidates, p.d_out - self.out_in_mesh[v], GOSSIPSUB_OUTBOUND, h, v):
+                self.join(v, q)
+                self.send(_GRAFT, v, q, now)
 
-    # -- step 1 ---------------------------------------------------------------------------------
-    def act(self, rows: Iterable[dict], cycle: int) -> Iterator[dict]:
-        for row in rows:
-            node = row["node_id"]
-            if not self.up(node, cycle):  # down: it forgets its meshes (a returning node joins afresh)
-                yield {**_row(node, {}, {}, "dst"), "kind": SELF, "src": node, "seq": 0, "grafts": 0, "prunes": 0}
+    def message(self, now: int, kind: int, v: int, q: int) -> None:
+        if kind == _PRUNE:
+            self.leave(v, q)
+            self.back_off(v, q, now)
+            return
+        if q in self.mesh[v]:
+            return
+        end = self.backoff[v].get(q)
+        if (end is not None and now < end) or (len(self.mesh[v]) >= self.p.d_high and not self.out(v)[q]):
+            self.back_off(v, q, now)
+            self.counts[REFUSED] += 1
+            self.send(_PRUNE, v, q, now)
+        else:
+            self.join(v, q)
+
+    def deliver_until(self, until: int) -> None:
+        """Every message arriving at or before `until`, in event order."""
+        events = self.events
+        while events and events[0][0] <= until:
+            now, kind, v, q, v_epoch, q_epoch = heapq.heappop(events)
+            if self.epoch[v] == v_epoch and self.epoch[q] == q_epoch:
+                self.message(now, kind, v, q)
+
+    def presence_at(self, h: int) -> None:
+        """Nodes going down or coming back at the start of heartbeat interval h."""
+        for v, node in enumerate(self.members.tolist()):
+            now_up = self.presence.up(node, h)
+            if now_up == self.up[v]:
                 continue
-            meshes, backoffs = _meshes(row), _backoffs(row)
-            seq = grafts = prunes = 0
-            for topic in self.members.of_node(node).tolist():
-                mesh, backoff = meshes.setdefault(topic, set()), backoffs.setdefault(topic, {})
-                for kind, q in self._maintain(node, topic, cycle, mesh, backoff):
-                    yield {"dst": q, "kind": kind, "src": node, "seq": seq, "topic": topic}
-                    seq += 1
-                    grafts += kind == GRAFT
-                    prunes += kind == PRUNE
-            yield {
-                **_row(node, meshes, backoffs, "dst"),
-                "kind": SELF,
-                "src": node,
-                "seq": 0,
-                "grafts": grafts,
-                "prunes": prunes,
-            }
+            self.up[v] = now_up
+            self.epoch[v] += 1
+            if not now_up:
+                for q in range(len(self.members)):
+                    self.leave(q, v)
+                self.mesh[v].clear()
+                self.out_in_mesh[v] = 0
+                self.backoff[v].clear()
+            self.ticks[v] = 0
 
-    # -- step 2 ---------------------------------------------------------------------------------
-    def serve(self, node: int, rows: list[dict], cycle: int) -> Iterator[dict]:
-        """`rows`: the node's SELF row first, then the PRUNEs and GRAFTs sent to it, sorted."""
-        p = self.params
-        own = rows[0]
-        assert own["kind"] == SELF and own["dst"] == node
-        meshes, backoffs = _meshes(own), _backoffs(own)
-        refusals = 0
-        for m in rows[1:]:
-            topic, q = m["topic"], m["src"]
-            mesh, backoff = meshes.setdefault(topic, set()), backoffs.setdefault(topic, {})
-            if m["kind"] == PRUNE:
-                mesh.discard(q)
-                backoff[q] = cycle + p.prune_backoff
-            elif m["kind"] == GRAFT and q not in mesh:
-                if cycle < backoff.get(q, 0) or (len(mesh) >= p.d_high and not self._out(node, q)):
-                    backoff[q] = cycle + p.prune_backoff
-                    yield {"dst": q, "kind": REFUSE, "src": node, "seq": refusals, "topic": topic}
-                    refusals += 1
-                else:
-                    mesh.add(q)
-        yield {
-            **_row(node, meshes, backoffs, "dst"),
-            "kind": SELF,
-            "src": node,
-            "seq": 0,
-            "grafts": own["grafts"],
-            "prunes": own["prunes"] + refusals,
-        }
+    def measure(self, row: np.ndarray) -> None:
+        p = self.p
+        row[GRAFTS], row[PRUNES], row[REFUSED] = self.counts
+        row[BACKOFFS] = sum(len(held) for held in self.backoff)
+        sizes = [len(m) for v, m in enumerate(self.mesh) if self.up[v]] if len(self.members) > p.d_low else []
+        row[MESHES], row[MESH_LINKS] = len(sizes), sum(sizes)
+        row[MESH_MIN], row[MESH_MAX] = min(sizes, default=-1), max(sizes, default=-1)
+        row[BELOW_LOW] = sum(size < p.d_low for size in sizes)
+        row[ABOVE_HIGH] = sum(size > p.d_high for size in sizes)
 
-    # -- step 3 ---------------------------------------------------------------------------------
-    def finish(self, node: int, rows: list[dict], cycle: int) -> dict:
-        """`rows`: the node's SELF row first, then the refusals of its GRAFTs."""
-        own = rows[0]
-        assert own["kind"] == SELF and own["dst"] == node
-        meshes, backoffs = _meshes(own), _backoffs(own)
-        for m in rows[1:]:
-            meshes.setdefault(m["topic"], set()).discard(m["src"])
-            backoffs.setdefault(m["topic"], {})[m["src"]] = cycle + self.params.prune_backoff
-        return {
-            **_row(node, meshes, backoffs),
-            "grafts": own["grafts"],
-            "prunes": own["prunes"],
-            "refused": len(rows) - 1,
-            **self.mesh_measures(node, meshes, backoffs, cycle),
-        }
-
-    def mesh_measures(
-        self, node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]], heartbeat: int
-    ) -> dict:
-        """The node's measure columns of its meshes (those of topics with more than D_low
-        subscribers; none while it is down)."""
-        p = self.params
-        sizes = (
-            [len(meshes.get(t, ())) for t in self.members.of_node(node).tolist() if self._topic_sizes[t] > p.d_low]
-            if self.up(node, heartbeat)
-            else []
-        )
-        return {
-            "meshes": len(sizes),
-            "mesh_links": sum(sizes),
-            "mesh_min": min(sizes, default=-1),
-            "mesh_max": max(sizes, default=-1),
-            "below_low": sum(size < p.d_low for size in sizes),
-            "above_high": sum(size > p.d_high for size in sizes),
-            "backoffs": sum(len(held) for held in backoffs.values()),
-        }
-
-
-def _meshes(row: dict) -> dict[int, set[int]]:
-    """The row's meshes by topic: one set per run of equal topics (the row keeps them sorted)."""
-    topics, peers = row["mesh_topic"], row["mesh_peer"]
-    meshes: dict[int, set[int]] = {}
-    cuts = [0, *(i for i in range(1, len(topics)) if topics[i] != topics[i - 1]), len(topics)]
-    for start, end in zip(cuts, cuts[1:]):
-        if start < end:
-            meshes.setdefault(topics[start], set()).update(peers[start:end])
-    return meshes
-
-
-def _backoffs(row: dict) -> dict[int, dict[int, int]]:
-    backoffs: dict[int, dict[int, int]] = {}
-    for topic, peer, until in zip(row["backoff_topic"], row["backoff_peer"], row["backoff_until"]):
-        backoffs.setdefault(topic, {})[peer] = until
-    return backoffs
-
-
-def _row(node: int, meshes: dict[int, set[int]], backoffs: dict[int, dict[int, int]], key: str = "node_id") -> dict:
-    mesh_topic: list[int] = []
-    mesh_peer: list[int] = []
-    for t in sorted(meshes):  # (topic, peer) order
-        peers = sorted(meshes[t])
-        mesh_topic += [t] * len(peers)
-        mesh_peer += peers
-    held = sorted((t, q, until) for t, peers in backoffs.items() for q, until in peers.items())
-    return {
-        key: node,
-        "mesh_topic": mesh_topic,
-        "mesh_peer": mesh_peer,
-        "backoff_topic": [t for t, _, _ in held],
-        "backoff_peer": [q for _, q, _ in held],
-        "backoff_until": [u for _, _, u in held],
-    }
-
-
-def gossipsub_engine(
-    spark,
-    subscriptions,
-    params: GossipsubParams,
-    partitions: int,
-    lineage: Lineage = LOCAL,
-    presence=None,
-    regime: str = SPARK,
-) -> CycleEngine:
-    """The cycle engine running gossipsub's heartbeats on `subscriptions` (the driver copy
-    `overlay.design.classes.Subscriptions`: every executor needs the members of any topic);
-    `presence`: who is up at each heartbeat (churn, mass failure), None: everyone; `regime`:
-    `overlay.gossip.cycles.MEMORY` or `SPARK`."""
-    args = (params, subscriptions.offsets, subscriptions.topics, presence)
-    return CycleEngine(spark, Gossipsub, args, partitions, lineage, regime)
+    def run(self, heartbeats: int) -> TopicRun:
+        measures = np.zeros((heartbeats, len(MEASURES)), dtype=np.int64)
+        for h in range(1, heartbeats + 1):
+            start = (h - 1) * self.beat_us
+            self.counts = [0, 0, 0]
+            if self.presence is not None:
+                self.presence_at(h)
+            for v in self.by_phase:
+                now = start + int(self.phase[v])
+                self.deliver_until(now)
+                if self.up[v]:
+                    self.heartbeat(v, h, now)
+            self.deliver_until(h * self.beat_us - 1)
+            self.measure(measures[h - 1])
+        pairs = [(v, q) for v, mesh in enumerate(self.mesh) if self.up[v] for q in sorted(mesh)]
+        nodes = np.asarray([v for v, _ in pairs], dtype=np.int64)
+        peers = np.asarray([q for _, q in pairs], dtype=np.int64)
+        return TopicRun(measures, self.members[nodes], self.members[peers])

@@ -127,16 +127,17 @@ def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
-    _run_flags(parser, "INSTANCE.gossipsub[.PROFILE].hHEARTBEATS.sSEED")
+    _run_flags(parser, "INSTANCE.gossipsub.PROFILE.hHEARTBEATS.sSEED")
     parser.add_argument(
-        "--heartbeats", type=positive_int, default=120, help="heartbeats simulated, one per cycle (default 120)"
+        "--heartbeats", type=positive_int, default=120, help="heartbeat intervals simulated (default 120)"
     )
     parser.add_argument(
         "--profile",
         choices=tuple(gossipsub.PROFILES),
-        default="default",
-        help="the mesh parameters: the spec's defaults (D 6, D_low 4, D_high 12; default) or Ethereum's "
-        "consensus layer (eth2: D 8, D_low 6, D_high 12)",
+        default=gossipsub.DEFAULT_PROFILE,
+        help="the parameters and rules: go-libp2p-pubsub's defaults (go-libp2p, the default: D 6, D_low 5, "
+        "D_high 12, pruning at D_high, flood publishing), the spec's text (spec: D_low 4, pruning above D_high) "
+        "or Ethereum's consensus layer (eth2: D 8, D_low 6, D_high 12, a 0.7 s heartbeat)",
     )
     parser.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(GOSSIPSUB_CHURN))
     parser.add_argument(
@@ -144,8 +145,16 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SHARE@FROM[-TO]",
         help="a share of the nodes fails at heartbeat FROM and returns at TO (e.g. 0.2@60-90; no -TO: for good)",
     )
-    _snapshot_flag(
-        parser, gossipsub.SNAPSHOT_EVERY, "heartbeats", "every node's state (and commit the heartbeats' measures)"
+    parser.add_argument(
+        "--model-seed", type=integer, default=1, help="the latency model's seed: control messages' delays (default 1)"
+    )
+    parser.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=gossipsub.BATCH_SUBSCRIPTIONS,
+        metavar="SUBSCRIPTIONS",
+        help="commit whole topics in batches of about this many subscriptions (default "
+        f"{gossipsub.BATCH_SUBSCRIPTIONS}); a crash loses at most one batch: the same command resumes",
     )
 
 
@@ -157,7 +166,9 @@ def _prepare_gossipsub(args, _settings) -> gossipsub.GossipsubRequest:
     if args.mass_failure:
         mass = parse_mass_failure(args.mass_failure, "heartbeats", whole=True)
         failure = (mass.share, int(mass.start), None if mass.end is None else int(mass.end))
-    request = gossipsub.GossipsubRequest(args.instance, args.heartbeats, args.seed, args.profile, churn, failure)
+    request = gossipsub.GossipsubRequest(
+        args.instance, args.heartbeats, args.seed, args.profile, churn, failure, args.model_seed
+    )
     return checked(request, args.run_id)
 
 
@@ -227,7 +238,7 @@ def _simulation(job, round_rows, round_columns, snapshot_every: int):
 _feverfew = _simulation(simulate.run_simulation, simulate.cycle_rows, simulate.CYCLE_COLUMNS, simulate.SNAPSHOT_EVERY)
 _rappel = _simulation(rappel.run_rappel, rappel.round_rows, rappel.ROUND_COLUMNS, rappel.SNAPSHOT_EVERY)
 _gossipsub = _simulation(
-    gossipsub.run_gossipsub, gossipsub.heartbeat_rows, gossipsub.HEARTBEAT_COLUMNS, gossipsub.SNAPSHOT_EVERY
+    gossipsub.run_gossipsub, gossipsub.heartbeat_rows, gossipsub.HEARTBEAT_COLUMNS, gossipsub.BATCH_SUBSCRIPTIONS
 )
 
 
@@ -291,7 +302,7 @@ def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
         args.live,
         args.protocol,
         args.model_seed,
-        args.flood_publish,
+        None if args.flood_publish is None else args.flood_publish == "on",
     )
     return checked(request, args.routing_run_id)
 
@@ -362,8 +373,9 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     spreader.add_argument(
         "--flood-publish",
-        action="store_true",
-        help="gossipsub-spread: the publisher sends to every subscriber of the topic (v1.1's flood publishing)",
+        choices=("on", "off"),
+        help="gossipsub-spread: whether the publisher sends to every subscriber of the topic (v1.1's flood "
+        "publishing; default: the run's profile's, on in every profile)",
     )
     spreader.add_argument(
         "--seed", type=integer, default=1, help="publications', failures' and choices' seed (default 1)"
@@ -377,7 +389,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     spreader.add_argument(
         "--routing-run-id",
         help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED (push-pull), "
-        "RUN_ID.PROTOCOL.pN[.failS][.flood-publish].mMODEL.sSEED (a spread)",
+        "RUN_ID.PROTOCOL.pN[.failS][.flood-publish|.no-flood-publish].mMODEL.sSEED (a spread)",
     )
     bounder = add_command(
         commands,

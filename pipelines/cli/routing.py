@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
-from overlay.gossip.gossipsub import PROFILES
+from overlay.gossip.gossipsub import DEFAULT_PROFILE, PROFILES
 from pipelines import compare, mesh_compare, route
 from pipelines.cli.command import Command, add_command, checked
 from pipelines.cli.flags import integer, positive_int
@@ -173,5 +173,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     meshes.add_argument("--heartbeats", type=positive_int, default=120, help="gossipsub's heartbeats (default 120)")
     meshes.add_argument(
-        "--profile", choices=tuple(PROFILES), default="default", help="gossipsub's parameters (default: the spec's)"
+        "--profile",
+        choices=tuple(PROFILES),
+        default=DEFAULT_PROFILE,
+        help=f"gossipsub's parameters and rules (default: {DEFAULT_PROFILE})",
     )
