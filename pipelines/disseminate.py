@@ -61,7 +61,9 @@ class DisseminateRequest:
     live: bool = False
     kind: str = PROTOCOL  # push-pull in cycles, or a spread: flood, gossipsub-spread
     model_seed: int = 1  # a spread's latency model
-    flood_publish: bool | None = None  # gossipsub-spread: the publisher sends to every subscriber (None: as the run's profile)
+    flood_publish: bool | None = (
+        None  # gossipsub-spread: the publisher sends to every subscriber (None: as the run's profile)
+    )
 
     @property
     def protocol(self) -> str:

@@ -231,7 +231,8 @@ def _combine(spark, lakehouse: Lakehouse, run_id: str, heartbeats: int) -> None:
             }
         )
     frame = local_frame(
-        spark, [tuple({**r, S.RUN_ID: run_id}.get(c) for c in S.GOSSIPSUB_HEARTBEATS.columns) for r in out],
+        spark,
+        [tuple({**r, S.RUN_ID: run_id}.get(c) for c in S.GOSSIPSUB_HEARTBEATS.columns) for r in out],
         S.GOSSIPSUB_HEARTBEATS.schema,
     )
     lakehouse.write_run_rows(S.GOSSIPSUB_HEARTBEATS, run_id, frame)

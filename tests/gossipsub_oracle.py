@@ -158,9 +158,7 @@ class GossipsubOracle:
             if len(mesh) >= P.d_low:
                 short = P.d_out - sum(self.out(p, q) for q in mesh)
                 if short > 0:
-                    eligible = {
-                        q for q in self.members[t] - mesh - {p} - set(held) if self.out(p, q) and self.up[q]
-                    }
+                    eligible = {q for q in self.members[t] - mesh - {p} - set(held) if self.out(p, q) and self.up[q]}
                     for q in self._smallest(eligible, short, OUTBOUND_PICK, h, p, t):
                         mesh.add(q)
                         self._send(GRAFT, p, q, t, now)
@@ -223,9 +221,7 @@ class GossipsubOracle:
     def measures(self) -> dict:
         """The interval's measures, as `gossipsub_heartbeats` holds them."""
         P = self.params
-        sizes = [
-            len(mesh) for (p, t), mesh in self.mesh.items() if self.up[p] and len(self.members[t]) > P.d_low
-        ]
+        sizes = [len(mesh) for (p, t), mesh in self.mesh.items() if self.up[p] and len(self.members[t]) > P.d_low]
         return {
             "grafts": self.grafts,
             "prunes": self.prunes,

@@ -96,7 +96,7 @@ class GossipsubParams:
     d_lazy: int = 6
     gossip_factor: float = 0.25
     mcache_gossip: int = 3
-    flood_publish: bool = True
+    flood_publish: bool = False  # off in go-libp2p (`WithFloodPublish`) and optional in the spec
 
     def check(self) -> None:
         if not 1 <= self.d_low <= self.d <= self.d_high:
@@ -117,10 +117,9 @@ class GossipsubParams:
 
     @classmethod
     def stored(cls, values: dict) -> GossipsubParams:
-        """The parameters a run stored (`overlay_runs.params`), its fields only; a run stored
-        without `flood_publish` published to its mesh."""
+        """The parameters a run stored (`overlay_runs.params`), its fields only."""
         known = {f.name for f in fields(cls)}
-        return cls(**{"flood_publish": False, **{k: v for k, v in values.items() if k in known}})
+        return cls(**{k: v for k, v in values.items() if k in known})
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -129,9 +128,9 @@ class GossipsubParams:
 GO_LIBP2P = "go-libp2p"
 PROFILES = {
     # go-libp2p-pubsub v0.19.0's defaults (gossipsub.go, `DefaultGossipSubParams`): D_low 5, the prune
-    # at D_high, backoffs swept every 15 heartbeats with 2 s of slack, flood publishing on.
+    # at D_high, backoffs swept every 15 heartbeats with 2 s of slack.
     GO_LIBP2P: GossipsubParams(),
-    # The spec's text (v1.0's D, D_low, D_high; v1.1's D_score, D_out, backoff, flood publishing).
+    # The spec's text (v1.0's D, D_low, D_high; v1.1's D_score, D_out, backoff).
     "spec": GossipsubParams(d_low=4, prune_at_high=False, backoff_sweep=1, backoff_slack_ms=0),
     # Ethereum's consensus layer: D 8, D_low 6, D_high 12, a 0.7 s heartbeat, go-libp2p's rules.
     "eth2": GossipsubParams(d=8, d_low=6, d_high=12, heartbeat_ms=700),
@@ -266,7 +265,9 @@ class _TopicSimulation:
             for q in [q for q, end in held.items() if end + self.slack_us < now]:
                 del held[q]
         if len(mesh) < p.d_low:
-            candidates = [q for q in range(len(self.members)) if q != v and self.up[q] and q not in mesh and q not in held]
+            candidates = [
+                q for q in range(len(self.members)) if q != v and self.up[q] and q not in mesh and q not in held
+            ]
             for q in self.smallest(candidates, p.d - len(mesh), GOSSIPSUB_GRAFT, h, v):
                 self.join(v, q)
                 self.send(_GRAFT, v, q, now)
@@ -286,7 +287,9 @@ class _TopicSimulation:
         if len(mesh) >= p.d_low and self.out_in_mesh[v] < p.d_out:
             out = self.out(v)
             candidates = [
-                q for q in range(len(self.members)) if out[q] and self.up[q] and q not in mesh and q not in held and q != v
+                q
+                for q in range(len(self.members))
+                if out[q] and self.up[q] and q not in mesh and q not in held and q != v
             ]
             for q in self.smallest(candidates, p.d_out - self.out_in_mesh[v], GOSSIPSUB_OUTBOUND, h, v):
                 self.join(v, q)

@@ -110,7 +110,9 @@ def on_spark(
             for row in record.to_pylist():
                 members = np.asarray(row["_members"], dtype=np.int64)
                 topic = int(row[S.TOPIC_ID])
-                run = simulate_topic(topic, members, model.coordinates(model_seed, members), params, heartbeats, presence)
+                run = simulate_topic(
+                    topic, members, model.coordinates(model_seed, members), params, heartbeats, presence
+                )
                 yield _rows(topic, run)
 
     return grouped.mapInArrow(simulate, _ROWS)

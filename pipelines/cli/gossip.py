@@ -136,7 +136,7 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
         choices=tuple(gossipsub.PROFILES),
         default=gossipsub.DEFAULT_PROFILE,
         help="the parameters and rules: go-libp2p-pubsub's defaults (go-libp2p, the default: D 6, D_low 5, "
-        "D_high 12, pruning at D_high, flood publishing), the spec's text (spec: D_low 4, pruning above D_high) "
+        "D_high 12, pruning at D_high), the spec's text (spec: D_low 4, pruning above D_high) "
         "or Ethereum's consensus layer (eth2: D 8, D_low 6, D_high 12, a 0.7 s heartbeat)",
     )
     parser.add_argument("--churn", metavar="KIND:VALUE", help=churn_help(GOSSIPSUB_CHURN))
@@ -375,7 +375,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         "--flood-publish",
         choices=("on", "off"),
         help="gossipsub-spread: whether the publisher sends to every subscriber of the topic (v1.1's flood "
-        "publishing; default: the run's profile's, on in every profile)",
+        "publishing; default: the run's profile's, off in every profile)",
     )
     spreader.add_argument(
         "--seed", type=integer, default=1, help="publications', failures' and choices' seed (default 1)"

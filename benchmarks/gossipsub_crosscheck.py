@@ -1,0 +1,238 @@
+"""Benchmark (not a test): the lab's gossipsub beside the real go-libp2p-pubsub on one instance,
+seed by seed, and a table of both (docs/results/gossipsub.md, "Against go-libp2p-pubsub").
+
+Per seed:
+
+1. the lab (fresh `python -m pipelines` processes): `simulate gossipsub` with the profile, then
+   `disseminate --protocol gossipsub-spread` of the same publications with 0%, 5% and 20% of the
+   nodes down;
+2. the inputs of the Go program written from the lakehouse (no Spark): every node's latency-model
+   position and heartbeat phase, the subscriptions, every pair sharing a topic with the end that
+   dials it (the lab's `outbound`), the lab's publications and down nodes per stage;
+3. `benchmarks/gossipsub_go` (go-libp2p-pubsub on go-libp2p's mocknet, the same timers and
+   latencies, built with `go build` the first time): its meshes after the warm-up and its
+   deliveries;
+4. the same measures read off both: mean mesh size after the warm-up (heartbeats 6 to the last),
+   links per node (the meshes' union), max degree, the meshes' range, duplicates per delivery,
+   delivery ratio per stage, hops, median latency.
+
+Go is needed for step 3 only: without `go` on PATH the script says so and stops after the lab.
+
+Usage:
+  .venv/bin/python benchmarks/gossipsub_crosscheck.py --lakehouse DIR --instance fb-1k [--seeds 1 2 3]
+      [--profile go-libp2p] [--heartbeats 120] [--publications 200] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.design_greedy import current_subscriptions, print_markdown, table  # noqa: E402
+from overlay.gossip.dissemination import Failures  # noqa: E402
+from overlay.gossip.gossipsub import outbound_row, phases_us, profile  # noqa: E402
+from overlay.rappel.coordinates import LatencyModel  # noqa: E402
+
+GO_MODULE = ROOT / "benchmarks" / "gossipsub_go"
+SHARES = (0.0, 0.05, 0.2)
+WARM = 6  # the mean mesh is taken from this heartbeat on
+
+
+def cli(lakehouse: str, *argv: str) -> float:
+    clock = time.monotonic()
+    subprocess.run([sys.executable, "-m", "pipelines", "--lakehouse", lakehouse, "-q", *argv], check=True, cwd=ROOT)
+    return time.monotonic() - clock
+
+
+def run_lab(args, seed: int) -> tuple[str, list[str]]:
+    """The lab's run and its three spreads (reused when stored); their ids."""
+    run_id = f"{args.instance}.gossipsub.{args.profile}.h{args.heartbeats}.s{seed}"
+    cli(args.lakehouse, "simulate", "gossipsub", "--instance", args.instance, "--heartbeats", str(args.heartbeats),
+        "--profile", args.profile, "--seed", str(seed), "--skip-diameters")  # fmt: skip
+    spreads = []
+    for share in SHARES:
+        failure = ["--mass-failure", f"{share:g}"] if share else []
+        cli(args.lakehouse, "disseminate", "--run-id", run_id, "--protocol", "gossipsub-spread",
+            "--publications", str(args.publications), "--seed", str(seed), *failure)  # fmt: skip
+        fail = f".fail{share:g}" if share else ""
+        spreads.append(f"{run_id}.gossipsub-spread.p{args.publications}{fail}.m1.s{seed}")
+    return run_id, spreads
+
+
+def export(args, seed: int, spreads: list[str], folder: Path) -> None:
+    """The Go program's inputs (benchmarks/gossipsub_go/README.md) from the lakehouse."""
+    params = profile(args.profile, seed)
+    subs = np.asarray(current_subscriptions(args.lakehouse, args.instance), dtype=np.int64)
+    nodes = np.unique(subs[:, 0])
+    folder.mkdir(parents=True, exist_ok=True)
+    positions = LatencyModel().coordinates(params.model_seed, nodes)
+    phase = phases_us(seed, nodes, 1000 * params.heartbeat_ms)
+    pd.DataFrame({"node_id": nodes, "x_ms": positions[:, 0], "y_ms": positions[:, 1], "phase_us": phase}).to_csv(
+        folder / "nodes.csv", index=False
+    )
+    pd.DataFrame(subs, columns=["node_id", "topic_id"]).to_csv(folder / "subscriptions.csv", index=False)
+    frame = pd.DataFrame(subs, columns=["node_id", "topic_id"])
+    pairs = set()
+    for _, members in frame.groupby("topic_id").node_id:
+        m = np.sort(members.to_numpy())
+        for i, a in enumerate(m[:-1].tolist()):
+            pairs.update((a, b) for b in m[i + 1 :].tolist())
+    ordered = np.asarray(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    dialer = np.empty(len(ordered), dtype=np.int64)
+    for a in np.unique(ordered[:, 0]).tolist():  # the lab's `outbound`: the end that opened it dials
+        at = ordered[:, 0] == a
+        opened = outbound_row(seed, a, ordered[at, 1])
+        dialer[at] = np.where(opened, a, ordered[at, 1])
+    listener = np.where(dialer == ordered[:, 0], ordered[:, 1], ordered[:, 0])
+    pd.DataFrame({"dialer": dialer, "listener": listener}).to_csv(folder / "connections.csv", index=False)
+    publications = table(args.lakehouse, "routing_publications")
+    stages, down = [], []
+    for stage, (share, spread) in enumerate(zip(SHARES, spreads)):
+        pubs = publications[publications.routing_run_id == spread].sort_values("pub_id")
+        stages.append(pubs.assign(stage=stage)[["pub_id", "stage", "topic_id", "publisher"]])
+        spared = np.searchsorted(nodes, pubs.publisher.to_numpy())
+        alive = Failures(mass_share=share).alive(seed, nodes, 1, spared)[1]
+        down += [(stage, int(v)) for v in nodes[~alive].tolist()]
+    pd.concat(stages).to_csv(folder / "publications.csv", index=False)
+    pd.DataFrame(down, columns=["stage", "node_id"]).to_csv(folder / "down.csv", index=False)
+    settings = {
+        "d": params.d, "d_low": params.d_low, "d_high": params.d_high, "d_score": params.d_score,
+        "d_out": params.d_out, "d_lazy": params.d_lazy, "gossip_factor": params.gossip_factor,
+        "heartbeat_ms": params.heartbeat_ms, "prune_backoff_ms": params.prune_backoff_ms, "history_length": 5,
+        "history_gossip": params.mcache_gossip, "flood_publish": params.flood_publish,
+        "message_bytes": args.message_bytes, "warmup_heartbeats": args.heartbeats, "publish_per_heartbeat": 10,
+        "setup_seconds": args.setup_seconds or int(30 + len(ordered) / 2000), "seed": seed,
+    }  # fmt: skip
+    (folder / "params.json").write_text(json.dumps(settings, indent=1))
+
+
+def go_binary(work: Path) -> Path | None:
+    """The Go program, built once into WORK; None (and why) when Go is not installed."""
+    if shutil.which("go") is None:
+        print("go is not on PATH: the cross-check needs Go (1.26; https://go.dev/dl) for its Go side; lab side done.")
+        return None
+    binary = work / "gossipsub-bench"
+    if not binary.exists():
+        subprocess.run(["go", "build", "-o", str(binary), "."], check=True, cwd=GO_MODULE)
+    return binary
+
+
+def hops(deliveries: pd.DataFrame, publications: pd.DataFrame) -> pd.Series:
+    """Each delivery's hops, by the chain of first senders back to the publisher."""
+    out = []
+    for pub, rows in deliveries.groupby("pub_id"):
+        source = dict(zip(rows.node_id.tolist(), rows.from_id.tolist()))
+        root = int(publications.loc[publications.pub_id == pub, "publisher"].iloc[0])
+        depth = {root: 0}
+
+        def depth_of(v: int) -> int:
+            chain = []
+            while v not in depth:
+                chain.append(v)
+                v = source[v]
+            d = depth[v]
+            for w in reversed(chain):
+                d += 1
+                depth[w] = d
+            return depth[chain[0]] if chain else d
+
+        out += [depth_of(v) for v in rows.node_id.tolist()]
+    return pd.Series(out, dtype=float)
+
+
+def union_measures(mesh: pd.DataFrame, nodes: int) -> tuple[float, int]:
+    links = set(zip(np.minimum(mesh.node_id, mesh.peer_id).tolist(), np.maximum(mesh.node_id, mesh.peer_id).tolist()))
+    degree = pd.Series([u for u, _ in links] + [v for _, v in links]).value_counts()
+    return 2 * len(links) / nodes, int(degree.max())
+
+
+def go_measures(out: Path, nodes: int) -> dict:
+    beats = pd.read_csv(out / "heartbeats.csv")
+    warm = beats[beats.heartbeat >= WARM]
+    mesh = pd.read_csv(out / "mesh.csv")
+    per_node, most = union_measures(mesh, nodes)
+    pubs = pd.read_csv(out / "publications_out.csv")
+    deliveries = pd.read_csv(out / "deliveries.csv")
+    first = pubs[pubs.stage == 0]
+    up = deliveries[deliveries.pub_id.isin(first.pub_id)]
+    return {
+        "mesh": (warm.mesh_links / warm.meshes).mean(),
+        "links per node": per_node,
+        "max degree": most,
+        "mesh range": f"{warm.mesh_min.min()}-{warm.mesh_max.max()}",
+        "duplicates per delivery": first.duplicates.sum() / first.delivered.sum(),
+        **{
+            f"delivered {s:g}": g.delivered.sum() / g.expected.sum() for s, (_, g) in zip(SHARES, pubs.groupby("stage"))
+        },
+        "hops": hops(up, first).mean(),
+        "latency ms": up.latency_us.median() / 1000,
+    }
+
+
+def lab_measures(lakehouse: str, run_id: str, spreads: list[str], nodes: int) -> dict:
+    beats = table(lakehouse, "gossipsub_heartbeats")
+    beats = beats[(beats.run_id == run_id) & (beats.heartbeat >= WARM)]
+    mesh = table(lakehouse, "gossipsub_mesh")
+    per_node, most = union_measures(mesh[mesh.run_id == run_id], nodes)
+    metrics = table(lakehouse, "routing_metrics").set_index("routing_run_id")
+    up = metrics.loc[spreads[0]]
+    return {
+        "mesh": (beats.mesh_avg).mean(),
+        "links per node": per_node,
+        "max degree": most,
+        "mesh range": f"{beats.mesh_min.min()}-{beats.mesh_max.max()}",
+        "duplicates per delivery": up.duplicate_deliveries / up.deliveries,
+        **{f"delivered {s:g}": metrics.loc[r, "delivery_ratio"] for s, r in zip(SHARES, spreads)},
+        "hops": up.avg_path_length,
+        "latency ms": up.latency_median,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lakehouse", required=True)
+    parser.add_argument("--instance", default="fb-1k")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--profile", default="go-libp2p")
+    parser.add_argument("--heartbeats", type=int, default=120)
+    parser.add_argument("--publications", type=int, default=200)
+    parser.add_argument("--message-bytes", type=int, default=256)
+    parser.add_argument("--setup-seconds", type=int, default=0, help="Go's setup budget (default: from the pairs)")
+    parser.add_argument("--work", default="/tmp/gossipsub-crosscheck")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for seed in args.seeds:
+        run_id, spreads = run_lab(args, seed)
+        nodes = len(np.unique(np.asarray(current_subscriptions(args.lakehouse, args.instance))[:, 0]))
+        rows.append({"seed": seed, "side": "lab", **lab_measures(args.lakehouse, run_id, spreads, nodes)})
+        print(rows[-1], flush=True)
+        binary = go_binary(work)
+        if binary is None:
+            continue
+        folder = work / args.instance / f"s{seed}"
+        export(args, seed, spreads, folder / "in")
+        clock = time.monotonic()
+        subprocess.run([str(binary), "-in", str(folder / "in"), "-out", str(folder / "go-out")], check=True)
+        rows.append(
+            {"seed": seed, "side": "go-libp2p-pubsub", **go_measures(folder / "go-out", nodes),
+             "go s": round(time.monotonic() - clock)}
+        )  # fmt: skip
+        print(rows[-1], flush=True)
+    print_markdown([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in row.items()} for row in rows])
+
+
+if __name__ == "__main__":
+    main()
