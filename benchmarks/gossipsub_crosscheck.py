@@ -128,26 +128,28 @@ def go_binary(work: Path) -> Path | None:
     return binary
 
 
+def tree_depths(first_sender: dict[int, int], root: int) -> dict[int, int]:
+    """Each node's hops from `root` along the chain of the senders of its first copy."""
+    depth = {root: 0}
+    for v in first_sender:
+        chain = []
+        while v not in depth:
+            chain.append(v)
+            v = first_sender[v]
+        d = depth[v]
+        for w in reversed(chain):
+            d += 1
+            depth[w] = d
+    return depth
+
+
 def hops(deliveries: pd.DataFrame, publications: pd.DataFrame) -> pd.Series:
     """Each delivery's hops, by the chain of first senders back to the publisher."""
     out = []
     for pub, rows in deliveries.groupby("pub_id"):
-        source = dict(zip(rows.node_id.tolist(), rows.from_id.tolist()))
         root = int(publications.loc[publications.pub_id == pub, "publisher"].iloc[0])
-        depth = {root: 0}
-
-        def depth_of(v: int) -> int:
-            chain = []
-            while v not in depth:
-                chain.append(v)
-                v = source[v]
-            d = depth[v]
-            for w in reversed(chain):
-                d += 1
-                depth[w] = d
-            return depth[chain[0]] if chain else d
-
-        out += [depth_of(v) for v in rows.node_id.tolist()]
+        depth = tree_depths(dict(zip(rows.node_id.tolist(), rows.from_id.tolist())), root)
+        out += [depth[v] for v in rows.node_id.tolist()]
     return pd.Series(out, dtype=float)
 
 
