@@ -470,7 +470,8 @@ SUPERSTEPS = "supersteps"
 COUNTER_EXAMPLE = "counter_example"
 OVERLAY_TYPE = "overlay_type"
 LATENCY_MS, DIRECT_MS = "latency_ms", "direct_ms"
-IHAVE, IWANT = "ihave", "iwant"
+IHAVE, IWANT, IDONTWANT = "ihave", "iwant", "idontwant"
+BYTES_SENT = "bytes_sent"
 LATENCY_MEDIAN, LATENCY_P95, STRETCH_MEDIAN = "latency_median", "latency_p95", "stretch_median"
 
 ROUTING_RUNS = TableSpec(
@@ -520,13 +521,16 @@ ROUTING_PUBLICATIONS = TableSpec(
         (DUPLICATE_DELIVERIES, LongType(), True),
         (IHAVE, LongType(), True),
         (IWANT, LongType(), True),
+        (IDONTWANT, LongType(), True),
+        (BYTES_SENT, LongType(), True),
     ),
     partition_by=(),
     description=(
         "The workload of a routing run, one row per publication: its topic and publisher (a "
         "subscriber of it), and the messages it caused: received, pure forwards, deliveries. A spread "
         "(`disseminate --protocol flood | gossipsub-spread`) adds the deliveries expected (subscribers up "
-        "but the publisher), the duplicate copies and gossipsub's IHAVE and IWANT messages (null otherwise)."
+        "but the publisher), the duplicate copies, gossipsub's IHAVE, IWANT and IDONTWANT messages, and the "
+        "bytes of all of them (the copies' message size, 46 bytes per message id; null otherwise)."
     ),
 )
 
@@ -586,12 +590,14 @@ ROUTING_METRICS = TableSpec(
         (MESSAGES, LongType(), False),
         (SUPERSTEPS, LongType(), False),
         (COMPUTED_AT, TimestampType(), False),
+        (BYTES_SENT, LongType(), True),
     ),
     partition_by=(),
     description=(
         "Routing quality (BeaConvey section 4.2): routing overhead = messages received by nodes not "
         "subscribed to the topic; path lengths over deliveries; delivery ratio = distinct deliveries "
-        "over (publication, subscriber other than the publisher) pairs; duplicates and misses."
+        "over (publication, subscriber other than the publisher) pairs; duplicates and misses; a spread's "
+        "bytes sent (null for other runs)."
     ),
 )
 
@@ -985,6 +991,7 @@ DUPLICATES_PER_DELIVERY = "duplicates_per_delivery"
 IRRELEVANT_PER_DELIVERY = "irrelevant_per_delivery"
 DELIVERY_RATIO_5 = "delivery_ratio_5"
 DELIVERY_RATIO_20 = "delivery_ratio_20"
+BYTES_PER_DELIVERY = "bytes_per_delivery"
 
 MESH_COMPARISON = TableSpec(
     name="mesh_comparison",
@@ -1006,6 +1013,7 @@ MESH_COMPARISON = TableSpec(
         (DELIVERY_RATIO_5, DoubleType(), True),
         (DELIVERY_RATIO_20, DoubleType(), True),
         (COMPUTED_AT, TimestampType(), False),
+        (BYTES_PER_DELIVERY, DoubleType(), True),
     ),
     partition_by=(),
     description=(
@@ -1014,7 +1022,8 @@ MESH_COMPARISON = TableSpec(
         "BeaConvey's SL with Pie. Links per node (avg_degree) and max degree, TcoSuppR; of its publications with "
         "every node up (routing_run_id): duplicates and irrelevant copies (received by non-subscribers) per "
         "delivery, path length in hops and median latency; the delivery ratio with every node up, and with 5% "
-        "and 20% of the nodes down (null for Pie: routing does not simulate failures)."
+        "and 20% of the nodes down (null for Pie: routing does not simulate failures); bytes sent per delivery "
+        "with every node up (null for Pie)."
     ),
 )
 

@@ -61,9 +61,9 @@ class DisseminateRequest:
     live: bool = False
     kind: str = PROTOCOL  # push-pull in cycles, or a spread: flood, gossipsub-spread
     model_seed: int = 1  # a spread's latency model
-    flood_publish: bool | None = (
-        None  # gossipsub-spread: the publisher sends to every subscriber (None: as the run's profile)
-    )
+    flood_publish: bool | None = None  # gossipsub-spread: the publisher sends to everyone (None: the profile's)
+    message_bytes: int = 256  # a spread's message size
+    upload_mbps: float = 0.0  # a spread's uplink per node (0: no limit)
 
     @property
     def protocol(self) -> str:
@@ -81,7 +81,7 @@ class DisseminateRequest:
         request as it was stored before the spreads came."""
         fields = asdict(self)
         if not self.spreads:
-            for name in ("kind", "model_seed", "flood_publish"):
+            for name in ("kind", "model_seed", "flood_publish", "message_bytes", "upload_mbps"):
                 del fields[name]
         return json.dumps(fields, sort_keys=True)
 
@@ -105,6 +105,11 @@ class DisseminateRequest:
                 f"--protocol {self.kind} spreads each publication in a few heartbeats' time: it takes "
                 "--mass-failure (members down from the start), not --live or --churn"
             )
+        if self.message_bytes < 1 or self.upload_mbps < 0:
+            raise InputError(
+                f"--message-bytes must be positive and --upload-mbps 0 (no limit) or more, got {self.message_bytes} "
+                f"and {self.upload_mbps}"
+            )
         if self.flood_publish is not None and self.kind != GOSSIPSUB_SPREAD:
             raise InputError("--flood-publish is gossipsub's: use it with --protocol gossipsub-spread")
         try:
@@ -118,7 +123,12 @@ class DisseminateRequest:
         if self.spreads:
             mass = f".fail{self.mass_share:g}" if self.mass_share else ""
             flood = {None: "", True: ".flood-publish", False: ".no-flood-publish"}[self.flood_publish]
-            return f"{self.run_id}.{self.kind}.p{self.publications}{sizes}{mass}{flood}.m{self.model_seed}.s{self.seed}"
+            size = f".b{self.message_bytes}" if self.message_bytes != 256 else ""
+            uplink = f".up{self.upload_mbps:g}" if self.upload_mbps else ""
+            return (
+                f"{self.run_id}.{self.kind}.p{self.publications}{sizes}{mass}{flood}{size}{uplink}"
+                f".m{self.model_seed}.s{self.seed}"
+            )
         mass = f".fail{self.mass_share:g}at{self.mass_cycle}" if self.mass_share else ""
         return f"{self.run_id}.{self.protocol}.p{self.publications}{sizes}.c{self.cycles}{churn}{mass}.s{self.seed}"
 
@@ -196,12 +206,17 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
             mcache_gossip=mesh_params.mcache_gossip,
             flood_publish=mesh_params.flood_publish if request.flood_publish is None else request.flood_publish,
             seed=request.seed,
+            message_bytes=request.message_bytes,
+            idontwant_bytes=mesh_params.idontwant_bytes,
+            upload_mbps=request.upload_mbps,
         )
     else:
         both = links.select(S.U, S.V).union(links.select(F.col(S.V).alias(S.U), F.col(S.U).alias(S.V)))
         at = subscriptions.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
         push = both.join(at, S.U).join(at.withColumnRenamed(S.U, S.V), [S.V, S.TOPIC_ID])
-        params = SpreadParams(gossip=False, seed=request.seed)
+        params = SpreadParams(
+            gossip=False, seed=request.seed, message_bytes=request.message_bytes, upload_mbps=request.upload_mbps
+        )
     rows = lakehouse.lineage.cut(
         spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params)
     )
@@ -221,12 +236,15 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
         F.col("duplicates").alias(S.DUPLICATE_DELIVERIES),
         F.col("ihave").alias(S.IHAVE),
         F.col("iwant").alias(S.IWANT),
+        F.col("idontwant").alias(S.IDONTWANT),
+        F.col("bytes_sent").alias(S.BYTES_SENT),
     )
     summary, delivery = F.col("row_kind") == SUMMARY, F.col("row_kind") == DELIVERY
     counted = rows.agg(  # one pass over both kinds of rows
         F.count(F.when(summary, 1)).alias(S.PUBLICATIONS),
         F.sum(F.when(summary, F.col("messages"))).alias(S.MESSAGES),
         F.sum(F.when(summary, F.col("duplicates"))).alias(S.DUPLICATE_DELIVERIES),
+        F.sum(F.when(summary, F.col("bytes_sent"))).alias(S.BYTES_SENT),
         F.sum(F.when(summary, F.col("expected"))).alias(S.EXPECTED_DELIVERIES),
         F.count(F.when(delivery, 1)).alias(S.DELIVERIES),
         F.avg(F.when(delivery, F.col(S.HOPS))).alias(S.AVG_PATH_LENGTH),
@@ -255,6 +273,7 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
         S.MESSAGES: int(counted[S.MESSAGES] or 0),
         S.SUPERSTEPS: deepest,
         S.COMPUTED_AT: _now(),
+        S.BYTES_SENT: int(counted[S.BYTES_SENT] or 0),
     }
     columns = tuple(c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID)
     row = local_frame(spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, columns))

@@ -163,6 +163,7 @@ def _row(request: MeshComparisonRequest, system: str, run_id: str, metrics: Row,
         S.DELIVERY_RATIO_5: ratios[1],
         S.DELIVERY_RATIO_20: ratios[2],
         S.COMPUTED_AT: _now(),
+        S.BYTES_PER_DELIVERY: up[S.BYTES_SENT] / delivered if delivered and up[S.BYTES_SENT] is not None else None,
     }
 
 
@@ -177,4 +178,5 @@ COLUMNS = (
     S.DELIVERY_RATIO,
     S.DELIVERY_RATIO_5,
     S.DELIVERY_RATIO_20,
+    S.BYTES_PER_DELIVERY,
 )

@@ -245,6 +245,9 @@ class Spread:
     mcache_gossip: int = 3
     gossip: bool = True  # lazy gossip on (gossipsub) or off (eager push alone: a designed overlay's flood)
     flood_publish: bool = False
+    message_bytes: int = 256
+    idontwant_bytes: int = 0  # v1.2: a first copy of a message this large or larger is announced (0: never)
+    upload_mbps: float = 0.0  # a node's copies leave one after another, each 8 * bytes / mbps us (0: at once)
 
 
 SPREAD = Spread()
@@ -253,22 +256,37 @@ SPREAD = Spread()
 def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread: Spread = SPREAD):
     """One publication among `members` of its topic: `mesh[v]` the peers v pushes to, latency_us(a, b)
     an int, `alive` the nodes up. Returns (first, counts): first[v] = (time_us, hops) of v's first
-    copy; counts: messages (full copies sent), duplicates (copies received again), ihave, iwant.
+    copy; counts: messages (full copies sent), duplicates (copies received again), ihave, iwant,
+    idontwant, bytes (message_bytes a copy, 46 an IHAVE, IWANT or IDONTWANT).
 
-    Events in time order, ties by (time, kind, node, other): kind 0 a copy arrives at node from
-    other; 1 node's heartbeat number other; 2 an IHAVE arrives at node from other; 3 an IWANT
-    arrives at node from other."""
+    Events in time order, ties by (time, kind, node, other): kind -1 an IDONTWANT arrives at node
+    from other; 0 a copy arrives at node from other; 1 node's heartbeat number other; 2 an IHAVE
+    arrives at node from other; 3 an IWANT arrives at node from other. A node's first copy of a
+    large enough message sends IDONTWANT to its mesh peers but the sender, before it forwards; a
+    node told IDONTWANT by a peer sends that peer no copy."""
     import heapq
 
     first = {publisher: (0, 0)}
-    counts = {"messages": 0, "duplicates": 0, "ihave": 0, "iwant": 0}
+    counts = {"messages": 0, "duplicates": 0, "ihave": 0, "iwant": 0, "idontwant": 0}
     events = []
+    told = set()  # (v, w): w told v it does not want the message
+    free = {}  # when a node's uplink is free again
+    busy = round(8 * spread.message_bytes / spread.upload_mbps) if spread.upload_mbps else 0
 
     def copy(v, w, at, hops):
+        if (v, w) in told:
+            return
         counts["messages"] += 1
-        heapq.heappush(events, (at + latency_us(v, w), 0, w, v, hops))
+        free[v] = max(at, free.get(v, 0)) + busy
+        heapq.heappush(events, (free[v] + latency_us(v, w), 0, w, v, hops))
 
     def received(v, at, hops, came_from, targets):
+        large = 0 < spread.idontwant_bytes <= spread.message_bytes
+        if large and v != publisher:
+            for w in sorted(mesh.get(v, ())):
+                if w != came_from and w in alive:
+                    counts["idontwant"] += 1
+                    heapq.heappush(events, (at + latency_us(v, w), -1, w, v, 0))
         for w in sorted(targets):
             if w != came_from and w != publisher and w in alive:
                 copy(v, w, at, hops + 1)
@@ -282,7 +300,9 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
     received(publisher, 0, 0, None, everyone if spread.flood_publish else mesh.get(publisher, ()))
     while events:
         time, kind, node, other, hops = heapq.heappop(events)
-        if kind == 0:
+        if kind == -1:
+            told.add((node, other))
+        elif kind == 0:
             if node in first:
                 counts["duplicates"] += 1
             else:
@@ -300,4 +320,6 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
                 heapq.heappush(events, (time + latency_us(node, other), 3, other, node, 0))
         else:
             copy(node, other, time, first[node][1] + 1)
+    control = counts["ihave"] + counts["iwant"] + counts["idontwant"]
+    counts["bytes"] = counts["messages"] * spread.message_bytes + 46 * control
     return first, counts

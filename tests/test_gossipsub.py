@@ -238,14 +238,21 @@ def test_a_publications_spread_is_the_oracles(seed):
         (xa, ya), (xb, yb) = coordinates[at[a]], coordinates[at[b]]
         return round(1000.0 * math.hypot(xa - xb, ya - yb))
 
-    for gossip, flood in ((True, False), (False, False), (True, True)):
-        spec = Spread(heartbeat_us=700_000, gossip=gossip, flood_publish=flood)
+    for gossip, flood, idontwant, mbps in (
+        (True, False, 0, 0.0), (False, False, 0, 0.0), (True, True, 0, 0.0),
+        (True, False, 1024, 0.0), (True, False, 1024, 20.0), (True, False, 0, 20.0), (False, True, 1024, 20.0),
+    ):  # fmt: skip
+        knobs = {"message_bytes": 4096, "idontwant_bytes": idontwant, "upload_mbps": mbps}
+        spec = Spread(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, **knobs)
         first, counts = spread_oracle(nodes.tolist(), mesh, latency, up_ids, publisher, 11, seed, spec)
-        params = SpreadParams(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, seed=seed)
+        params = SpreadParams(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, seed=seed, **knobs)
         ours = spread(nodes, indptr, indices, coordinates, up, at[publisher], 11, params)
         got = {int(nodes[i]): (int(t), int(h)) for i, (t, h) in enumerate(zip(ours.first_us, ours.hops)) if t >= 0}
         assert got == first
-        assert (ours.messages, ours.duplicates, ours.ihave, ours.iwant) == tuple(counts[k] for k in ("messages", "duplicates", "ihave", "iwant"))  # fmt: skip
+        names = ("messages", "duplicates", "ihave", "iwant", "idontwant", "bytes")
+        assert (ours.messages, ours.duplicates, ours.ihave, ours.iwant, ours.idontwant, ours.bytes_sent) == tuple(
+            counts[k] for k in names
+        )
 
 
 def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, simulated):
@@ -304,6 +311,7 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
                 counts["ihave"],
                 counts["iwant"],
             )
+            assert (pub[S.IDONTWANT], pub[S.BYTES_SENT]) == (counts["idontwant"], counts["bytes"])
             assert pub[S.EXPECTED_DELIVERIES] == len(up) - 1 and pub[S.DELIVERIES] == len(got)
             expected_total += len(up) - 1
             delivered_total += len(got)

@@ -143,7 +143,7 @@ def test_a_copy_walks_a_line_of_meshes_hop_by_hop():
     mesh = {0: {1}, 1: {0, 2}, 2: {1, 3}, 3: {2}}
     first, counts = spread_oracle(range(4), mesh, flat, set(range(4)), 0, 0, 1, Spread(gossip=False))
     assert first == {0: (0, 0), 1: (10 * MS, 1), 2: (20 * MS, 2), 3: (30 * MS, 3)}
-    assert counts == {"messages": 3, "duplicates": 0, "ihave": 0, "iwant": 0}
+    assert counts == {"messages": 3, "duplicates": 0, "ihave": 0, "iwant": 0, "idontwant": 0, "bytes": 3 * 256}
 
 
 def test_a_triangle_sends_each_node_a_second_copy():
@@ -151,7 +151,7 @@ def test_a_triangle_sends_each_node_a_second_copy():
     mesh = {0: {1, 2}, 1: {0, 2}, 2: {0, 1}}
     first, counts = spread_oracle(range(3), mesh, flat, {0, 1, 2}, 0, 0, 1, Spread(gossip=False))
     assert first == {0: (0, 0), 1: (10 * MS, 1), 2: (10 * MS, 1)}
-    assert counts == {"messages": 4, "duplicates": 2, "ihave": 0, "iwant": 0}
+    assert counts == {"messages": 4, "duplicates": 2, "ihave": 0, "iwant": 0, "idontwant": 0, "bytes": 4 * 256}
 
 
 def test_a_dead_mesh_peer_is_skipped_and_flood_publish_reaches_every_live_member():
@@ -178,3 +178,19 @@ def test_gossip_brings_a_copy_to_a_node_outside_every_mesh():
     assert counts["ihave"] == 3 + 3 + 6  # 0 and 1: three heartbeats to node 2; 2: three to both
     assert counts["iwant"] >= 1 and counts["messages"] == 1 + counts["iwant"]
     assert counts["duplicates"] == counts["iwant"] - 1
+
+
+def test_idontwant_spares_a_copy_only_when_it_outruns_the_senders_uplink():
+    """Copies of 1,000 bytes take 1 ms each on an 8 Mbit/s uplink, links 10 ms. 0 publishes to 1
+    (arrives 11 ms) and 2 (12 ms); each forwards to the others but 0 and tells them IDONTWANT at
+    once. 1's IDONTWANT reaches 3 at 21 ms, before 3's first copy (from 1, 23 ms): 3 does not send
+    2 a copy, which it does without IDONTWANT. Each first copy's time is the same either way."""
+    mesh = {0: {1, 2}, 1: {0, 2, 3}, 2: {0, 1, 3}, 3: {1, 2}}
+    first_copies = {0: (0, 0), 1: (11 * MS, 1), 2: (12 * MS, 1), 3: (23 * MS, 2)}
+    v12 = Spread(gossip=False, message_bytes=1000, idontwant_bytes=1000, upload_mbps=8.0)
+    first, counts = spread_oracle(range(4), mesh, flat, set(range(4)), 0, 0, 1, v12)
+    assert first == first_copies
+    assert counts == {"messages": 6, "duplicates": 3, "ihave": 0, "iwant": 0, "idontwant": 5, "bytes": 6230}
+    v11 = replace(v12, idontwant_bytes=0)
+    first, counts = spread_oracle(range(4), mesh, flat, set(range(4)), 0, 0, 1, v11)
+    assert first == first_copies and (counts["messages"], counts["duplicates"], counts["idontwant"]) == (7, 4, 0)

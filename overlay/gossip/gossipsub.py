@@ -97,6 +97,7 @@ class GossipsubParams:
     gossip_factor: float = 0.25
     mcache_gossip: int = 3
     flood_publish: bool = False  # off in go-libp2p (`WithFloodPublish`) and optional in the spec
+    idontwant_bytes: int = 1024  # v1.2: IDONTWANT for messages this large or larger (0: v1.1, never)
 
     def check(self) -> None:
         if not 1 <= self.d_low <= self.d <= self.d_high:
@@ -109,6 +110,8 @@ class GossipsubParams:
             raise InputError(
                 "the PRUNE backoff must be at least 1 ms, swept every heartbeat or more rarely, with a slack of 0 or more"
             )
+        if self.idontwant_bytes < 0:
+            raise InputError(f"the IDONTWANT threshold must be 0 (none) or more bytes, got {self.idontwant_bytes}")
         if self.heartbeat_ms < 1 or self.d_lazy < 0 or not 0 <= self.gossip_factor <= 1 or self.mcache_gossip < 1:
             raise InputError(
                 "gossipsub needs a heartbeat of 1 ms or more, D_lazy >= 0, a gossip factor in [0, 1] "
@@ -128,10 +131,11 @@ class GossipsubParams:
 GO_LIBP2P = "go-libp2p"
 PROFILES = {
     # go-libp2p-pubsub v0.19.0's defaults (gossipsub.go, `DefaultGossipSubParams`): D_low 5, the prune
-    # at D_high, backoffs swept every 15 heartbeats with 2 s of slack.
+    # at D_high, backoffs swept every 15 heartbeats with 2 s of slack, IDONTWANT from 1 KiB.
     GO_LIBP2P: GossipsubParams(),
-    # The spec's text (v1.0's D, D_low, D_high; v1.1's D_score, D_out, backoff).
-    "spec": GossipsubParams(d_low=4, prune_at_high=False, backoff_sweep=1, backoff_slack_ms=0),
+    # The spec's text (v1.0's D, D_low, D_high; v1.1's D_score, D_out, backoff; v1.2's IDONTWANT leaves
+    # its use to implementations: none here).
+    "spec": GossipsubParams(d_low=4, prune_at_high=False, backoff_sweep=1, backoff_slack_ms=0, idontwant_bytes=0),
     # Ethereum's consensus layer: D 8, D_low 6, D_high 12, a 0.7 s heartbeat, go-libp2p's rules.
     "eth2": GossipsubParams(d=8, d_low=6, d_high=12, heartbeat_ms=700),
 }

@@ -7,15 +7,23 @@ Times are integer microseconds; a link's latency is round(1000 * hypot(dx, dy)) 
 nodes' positions in ms (Rappel's latency model, `overlay.rappel.coordinates`). A member that is
 down takes no part: nobody sends to it (its connections are gone) and it sends nothing.
 
-Events run in (time, kind, node, other) order: kind 0, a copy reaches `node` from `other`; 1,
-`node`'s heartbeat number `other`; 2, an IHAVE reaches `node` from `other`; 3, an IWANT reaches
-`node` from `other`. A member's first copy is its delivery (its time and hops); it forwards the
+Events run in (time, kind, node, other) order: kind -1, an IDONTWANT reaches `node` from `other`;
+0, a copy reaches `node` from `other`; 1, `node`'s heartbeat number `other`; 2, an IHAVE reaches
+`node` from `other`; 3, an IWANT reaches `node` from `other`. A member's first copy is its
+delivery (its time and hops); with IDONTWANT (v1.2: a message of at least `idontwant_bytes`) it
+first tells its push peers but the sender it has the message, and a peer so told never sends it
+a copy after that; it forwards the
 copy at once to its push peers but the one it came from and the publisher, and, with gossip,
 keeps it in its message cache: its next `mcache_gossip` heartbeats (heartbeat j at phase +
 j * heartbeat, the phase a seeded draw per node) send an IHAVE to max(D_lazy, gossip_factor *
 eligible) of the eligible peers (up, outside its push peers; the smallest draws), capped at all
 of them. A member without the copy answers an IHAVE with an IWANT, which the announcer answers
-with the copy; every copy after a member's first is a duplicate.
+with the copy; every copy after a member's first is a duplicate. With an uplink limit
+(`upload_mbps`) a member's copies leave one after another, each taking message_bytes x 8 /
+upload_mbps, in the order they were sent; control messages are small and go at once (go-libp2p
+queues IDONTWANT as urgent). Bytes sent: `message_bytes` per
+copy and `MESSAGE_ID_BYTES` per IHAVE, IWANT and IDONTWANT entry (go-libp2p's default message
+id, the author's 38-byte peer id and an 8-byte sequence number; RPC framing left out).
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
 from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.rappel.coordinates import LatencyModel
 
-COPY, HEARTBEAT, IHAVE, IWANT = 0, 1, 2, 3
+IDONTWANT, COPY, HEARTBEAT, IHAVE, IWANT = -1, 0, 1, 2, 3
+MESSAGE_ID_BYTES = 46
 
 
 @dataclass(frozen=True)
@@ -48,12 +57,25 @@ class SpreadParams:
     gossip: bool = True
     flood_publish: bool = False
     seed: int = 1
+    message_bytes: int = 256
+    idontwant_bytes: int = 0  # v1.2: IDONTWANT for messages of at least this size (0: never)
+    upload_mbps: float = 0.0  # each node's uplink: its copies leave one after another (0: no limit)
+
+    @property
+    def transmit_us(self) -> int:
+        """How long one copy occupies its sender's uplink (us)."""
+        return round(8 * self.message_bytes / self.upload_mbps) if self.upload_mbps > 0 else 0
+
+    @property
+    def idontwant(self) -> bool:
+        return 0 < self.idontwant_bytes <= self.message_bytes
 
 
 @dataclass
 class SpreadOutcome:
     """Per member (in the members' order): its first copy's time (us) and hops, -1 for none;
-    and the publication's counts of full copies sent, duplicates received, IHAVEs and IWANTs."""
+    and the publication's counts of full copies sent, duplicates received, IHAVEs, IWANTs and
+    IDONTWANTs sent, and the bytes of all of them."""
 
     first_us: np.ndarray
     hops: np.ndarray
@@ -61,6 +83,8 @@ class SpreadOutcome:
     duplicates: int = 0
     ihave: int = 0
     iwant: int = 0
+    idontwant: int = 0
+    bytes_sent: int = 0
 
 
 def latency_us(positions: np.ndarray, a: int, b: int) -> int:
@@ -86,12 +110,23 @@ def spread(
     out.first_us[publisher], out.hops[publisher] = 0, 0
     events: list[tuple[int, int, int, int, int]] = []
     seed, beat = params.seed, params.heartbeat_us
+    unwanted: list[set[int]] = [set() for _ in range(n)]  # unwanted[v]: the peers that told v IDONTWANT
+    uplink_free = [0] * n  # when each member's uplink is free again
+    transmit = params.transmit_us
 
     def send(v: int, w: int, at: int, hops: int) -> None:
+        if w in unwanted[v]:
+            return
         out.messages += 1
-        heapq.heappush(events, (at + latency_us(positions, v, w), COPY, w, v, hops))
+        uplink_free[v] = max(at, uplink_free[v]) + transmit
+        heapq.heappush(events, (uplink_free[v] + latency_us(positions, v, w), COPY, w, v, hops))
 
     def hold(v: int, at: int, hops: int, came_from: int, targets) -> None:
+        if params.idontwant and v != publisher:
+            for w in sorted(peers(v).tolist()):
+                if w != came_from and up[w]:
+                    out.idontwant += 1
+                    heapq.heappush(events, (at + latency_us(positions, v, w), IDONTWANT, w, v, 0))
         for w in targets:
             if w != came_from and w != publisher and up[w]:
                 send(v, w, at, hops + 1)
@@ -108,7 +143,9 @@ def spread(
     hold(publisher, 0, 0, -1, everyone if params.flood_publish else sorted(peers(publisher).tolist()))
     while events:
         time, kind, v, other, hops = heapq.heappop(events)
-        if kind == COPY:
+        if kind == IDONTWANT:
+            unwanted[v].add(other)
+        elif kind == COPY:
             if out.first_us[v] >= 0:
                 out.duplicates += 1
                 continue
@@ -130,6 +167,7 @@ def spread(
                 heapq.heappush(events, (time + latency_us(positions, v, other), IWANT, other, v, 0))
         else:
             send(v, other, time, int(out.hops[v]) + 1)
+    out.bytes_sent = out.messages * params.message_bytes + MESSAGE_ID_BYTES * (out.ihave + out.iwant + out.idontwant)
     return out
 
 
@@ -137,7 +175,8 @@ def spread(
 DELIVERY, SUMMARY = 0, 1  # the two kinds of rows `spread_publications` returns
 SPREAD_SCHEMA = (
     "pub_id long, topic_id long, publisher long, node_id long, row_kind int, hops int, latency_ms double, "
-    "direct_ms double, messages long, duplicates long, ihave long, iwant long, expected long"
+    "direct_ms double, messages long, duplicates long, ihave long, iwant long, idontwant long, bytes_sent long, "
+    "expected long"
 )
 _ARROW = pa.schema(
     [
@@ -153,6 +192,8 @@ _ARROW = pa.schema(
         ("duplicates", pa.int64()),
         ("ihave", pa.int64()),
         ("iwant", pa.int64()),
+        ("idontwant", pa.int64()),
+        ("bytes_sent", pa.int64()),
         ("expected", pa.int64()),
     ]
 )
@@ -226,6 +267,8 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
             "duplicates": out.duplicates,
             "ihave": out.ihave,
             "iwant": out.iwant,
+            "idontwant": out.idontwant,
+            "bytes_sent": out.bytes_sent,
             "expected": int(up.sum()) - 1,
         }
     )

@@ -303,6 +303,8 @@ def _prepare_disseminate(args, _settings) -> disseminate.DisseminateRequest:
         args.protocol,
         args.model_seed,
         None if args.flood_publish is None else args.flood_publish == "on",
+        args.message_bytes,
+        args.upload_mbps,
     )
     return checked(request, args.routing_run_id)
 
@@ -378,6 +380,19 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         "publishing; default: the run's profile's, off in every profile)",
     )
     spreader.add_argument(
+        "--message-bytes",
+        type=positive_int,
+        default=256,
+        help="a spread's message size (default 256): bytes sent, and gossipsub v1.2's IDONTWANT for messages at "
+        "or above the run's profile's threshold (1 KiB for go-libp2p and eth2)",
+    )
+    spreader.add_argument(
+        "--upload-mbps",
+        type=non_negative_float,
+        default=0.0,
+        help="a spread's uplink per node in Mbit/s: a node's copies leave one after another (default 0: no limit)",
+    )
+    spreader.add_argument(
         "--seed", type=integer, default=1, help="publications', failures' and choices' seed (default 1)"
     )
     spreader.add_argument(
@@ -389,7 +404,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     spreader.add_argument(
         "--routing-run-id",
         help="default: RUN_ID.PROTOCOL.pN.cC[.subR][.failSatC].sSEED (push-pull), "
-        "RUN_ID.PROTOCOL.pN[.failS][.flood-publish|.no-flood-publish].mMODEL.sSEED (a spread)",
+        "RUN_ID.PROTOCOL.pN[.failS][.flood-publish|.no-flood-publish][.bBYTES][.upMBPS].mMODEL.sSEED (a spread)",
     )
     bounder = add_command(
         commands,
