@@ -43,6 +43,8 @@ GOSSIPSUB_KEEP = 27  # gossipsub: which peers a mesh above D_high keeps
 GOSSIPSUB_OUTBOUND = 28  # gossipsub: which outbound peers a mesh short of D_out grafts
 GOSSIPSUB_PHASE = 29  # gossipsub's spread: when in its heartbeat interval a node's heartbeats fall
 GOSSIPSUB_IHAVE = 30  # gossipsub's spread: which peers a heartbeat sends an IHAVE to
+GOSSIPSUB_DIAL_ORDER = 31  # gossipsub, peers as deployed: the order nodes come up and dial in
+GOSSIPSUB_DIAL = 32  # gossipsub, peers as deployed: the order a node dials its candidates in
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

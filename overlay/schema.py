@@ -952,6 +952,21 @@ GOSSIPSUB_HEARTBEATS = TableSpec(
     ),
 )
 
+GOSSIPSUB_CONNECTIONS = TableSpec(
+    name="gossipsub_connections",
+    schema=_fields(
+        (RUN_ID, StringType(), False),
+        (NODE_ID, LongType(), False),
+        (PEER_ID, LongType(), False),
+    ),
+    partition_by=(),
+    description=(
+        "A gossipsub simulation's connections when its nodes hold a bounded number of peers (`--peers`): one "
+        "row per connection, node_id dialled peer_id (outbound at node_id). Runs where every subscriber of a "
+        "node's topics is connected to it have none."
+    ),
+)
+
 BATCH = "batch"
 FIRST_TOPIC = "first_topic"
 LAST_TOPIC = "last_topic"
@@ -1027,7 +1042,7 @@ MESH_COMPARISON = TableSpec(
     ),
 )
 
-GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_BATCHES)
+GOSSIPSUB_TABLES = (GOSSIPSUB_MESH, GOSSIPSUB_HEARTBEATS, GOSSIPSUB_BATCHES, GOSSIPSUB_CONNECTIONS)
 COMPARISON_TABLES = (MESH_COMPARISON,)
 
 ALIVE = "alive"

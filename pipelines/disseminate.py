@@ -217,8 +217,12 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
         params = SpreadParams(
             gossip=False, seed=request.seed, message_bytes=request.message_bytes, upload_mbps=request.upload_mbps
         )
+    connections = None
+    if request.kind == GOSSIPSUB_SPREAD and mesh_params.peers:
+        stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+        connections = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
     rows = lakehouse.lineage.cut(
-        spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params)
+        spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params, connections)
     )
     deliveries = rows.filter(F.col("row_kind") == DELIVERY).select(
         S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS

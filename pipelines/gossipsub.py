@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import functions as F
 
 from overlay import schema as S
@@ -28,6 +29,7 @@ from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from overlay.gossip import mesh_batches
+from overlay.gossip.connections import Connections, deployed
 from overlay.gossip.cycles import MEMORY
 from overlay.gossip.gossipsub import DEFAULT_PROFILE, MEASURES, PROFILES, GossipsubParams, profile
 from overlay.rappel.coordinates import LatencyModel
@@ -67,6 +69,7 @@ class GossipsubRequest:
     churn: tuple[float, float] | None = None  # mean minutes online, offline
     failure: tuple[float, int, int | None] | None = None  # share, from, to (heartbeats; None: for good)
     model_seed: int = 1  # the latency model's: control messages' delays
+    peers: int = 0  # connections per node (peers as deployed); 0: every subscriber of its topics
 
     protocol = "gossipsub"
     algorithm = "gossipsub"
@@ -74,8 +77,7 @@ class GossipsubRequest:
     def check(self) -> None:
         if self.heartbeats < 1:
             raise InputError(f"--heartbeats must be at least 1, got {self.heartbeats}")
-        if self.profile not in PROFILES:
-            raise InputError(f"--profile must be one of {', '.join(PROFILES)}, got '{self.profile}'")
+        self.params().check()
         try:
             self.presence()
         except ValueError as error:
@@ -98,7 +100,7 @@ class GossipsubRequest:
         )
 
     def params(self) -> GossipsubParams:
-        return profile(self.profile, self.seed, self.model_seed)
+        return profile(self.profile, self.seed, self.model_seed, self.peers)
 
     def default_run_id(self) -> str:
         churn = f".churn{self.churn[0]:g}-{self.churn[1]:g}" if self.churn else ""
@@ -107,7 +109,8 @@ class GossipsubRequest:
             share, start, end = self.failure
             fail = f".fail{share:g}at{start}" + (f"-{end}" if end is not None else "")
         model = f".m{self.model_seed}" if self.model_seed != 1 else ""
-        return f"{self.instance}.gossipsub.{self.profile}.h{self.heartbeats}{churn}{fail}{model}.s{self.seed}"
+        peers = f".peers{self.peers}" if self.peers else ""
+        return f"{self.instance}.gossipsub.{self.profile}.h{self.heartbeats}{peers}{churn}{fail}{model}.s{self.seed}"
 
     def params_json(self) -> str:
         fields = {"heartbeats": self.heartbeats, "seed": self.seed, "profile": self.profile}
@@ -136,16 +139,24 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         if done:
             log.info("simulate %s: resuming after batch %d of %d", run_id, len(done), len(plan))
     positions = LatencyModel().coordinates(params.model_seed, np.arange(nodes)) if regime == MEMORY else None
+    connections = _connections(spark, lakehouse, run_id, csr, params) if params.peers else None
     with Progress(run_id, total=len(plan) - len(done) + 1, unit="batch", enabled=progress, logger=log) as bar:
         for batch in plan[len(done) :]:
             clock = time.monotonic()
             if regime == MEMORY:
                 topics = topic_ids[(topic_ids >= batch.first_topic) & (topic_ids <= batch.last_topic)].tolist()
-                measures, mesh = mesh_batches.in_memory(members_of, topics, positions, params, heartbeats, presence)
+                measures, mesh = mesh_batches.in_memory(
+                    members_of, topics, positions, params, heartbeats, presence, connections
+                )
                 mesh_frame = spark.createDataFrame(mesh)
                 measure_rows = measures.to_pylist()
             else:
-                rows = lakehouse.lineage.cut(mesh_batches.on_spark(subscriptions, batch, params, heartbeats, presence))
+                linked = None
+                if connections is not None:
+                    stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id)
+                    linked = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
+                simulated = mesh_batches.on_spark(subscriptions, batch, params, heartbeats, presence, linked)
+                rows = lakehouse.lineage.cut(simulated)
                 mesh_frame = mesh_batches.spark_mesh(rows)
                 measure_rows = [r.asDict() for r in mesh_batches.spark_measures(rows).collect()]  # one per heartbeat
             ledger.check_owner(lakehouse, run_id, attempt)
@@ -161,6 +172,19 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges.withColumn(S.GAIN, F.lit(None).cast("long")))
         bar.step("stored the heartbeats and the meshes' union", stored=S.OVERLAY_EDGES.name)
     return regime
+
+
+def _connections(spark, lakehouse: Lakehouse, run_id: str, csr: Subscriptions, params: GossipsubParams) -> Connections:
+    """Peers as deployed (`overlay.gossip.connections.deployed`, in the driver: one pass over the
+    nodes, its memory about 16 bytes a connection), stored once per run."""
+    connections = deployed(csr.offsets, csr.topics, params.peers, params.seed)
+    stored = lakehouse.exists(S.GOSSIPSUB_CONNECTIONS) and (
+        lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
+    )
+    if not stored:
+        table = pa.table({S.NODE_ID: connections.dialer, S.PEER_ID: connections.listener})
+        lakehouse.write_run_rows(S.GOSSIPSUB_CONNECTIONS, run_id, spark.createDataFrame(table))
+    return connections
 
 
 def _topics(csr: Subscriptions):

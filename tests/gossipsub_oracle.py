@@ -65,7 +65,7 @@ class Params:
 
 DEFAULTS = Params()
 SPEC = Params(d_low=4, high=13, sweep=1, slack_us=0)
-PHASE, IHAVE_PICK = 29, 30
+PHASE, IHAVE_PICK, DIAL_ORDER, DIAL = 29, 30, 31, 32
 PRUNE, GRAFT, BEAT = 0, 1, 2
 
 
@@ -74,6 +74,32 @@ def outbound(seed: int, node: int, peer: int) -> bool:
     low, high = min(node, peer), max(node, peer)
     opened_by_low = rnd(seed, DIRECTION, low, high) & 1 == 0
     return opened_by_low == (node == low)
+
+
+def deployed_dials(subscriptions, peers: int, seed: int) -> list[tuple[int, int]]:
+    """Peers as deployed: nodes come up by draw(DIAL_ORDER, v); each dials the nodes sharing a topic
+    with it by draw(DIAL, v, q), skipping those connected to it or holding `peers` connections,
+    until it dialled ceil(peers / 2), holds `peers` or tried them all. (dialer, listener) pairs."""
+    topics: dict[int, set[int]] = {}
+    members: dict[int, set[int]] = {}
+    for node, topic in subscriptions:
+        topics.setdefault(node, set()).add(topic)
+        members.setdefault(topic, set()).add(node)
+    links: dict[int, set[int]] = {v: set() for v in topics}
+    dials = []
+    for v in sorted(topics, key=lambda v: (rnd(seed, DIAL_ORDER, v), v)):
+        candidates = set().union(*(members[t] for t in topics[v])) - {v}
+        made = 0
+        for q in sorted(candidates, key=lambda q: (rnd(seed, DIAL, v, q), q)):
+            if made >= -(-peers // 2) or len(links[v]) >= peers:
+                break
+            if q in links[v] or len(links[q]) >= peers:
+                continue
+            links[v].add(q)
+            links[q].add(v)
+            dials.append((v, q))
+            made += 1
+    return dials
 
 
 def flat_latency(us: int = 1000):
@@ -86,10 +112,16 @@ def plane_latency(positions: dict[int, tuple[float, float]]):
 
 
 class GossipsubOracle:
-    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1, latency=None, up=None, phases=None):
+    def __init__(self, subscriptions, params: Params = DEFAULTS, seed: int = 1, latency=None, up=None, phases=None, dials=None):  # fmt: skip
         """`latency(a, b)`: us; `up(node, heartbeat)`: who is up (churn, failures), None: everyone;
-        `phases`: node -> its heartbeats' phase (us), None: the seeded draws."""
+        `phases`: node -> its heartbeats' phase (us), None: the seeded draws; `dials`: the
+        connections as (dialer, listener) pairs, None: every pair sharing a topic, a coin's way."""
         self.params, self.seed, self.phases = params, seed, phases
+        self.dials = None if dials is None else set(dials)
+        self.linked: dict[int, set[int]] = {}
+        for a, b in self.dials or ():
+            self.linked.setdefault(a, set()).add(b)
+            self.linked.setdefault(b, set()).add(a)
         self.latency = latency or flat_latency()
         self.up_at = up or (lambda _node, _heartbeat: True)
         self.members: dict[int, set[int]] = {}
@@ -107,7 +139,15 @@ class GossipsubOracle:
         self.grafts = self.prunes = self.refused = 0  # sent in the last interval
 
     def out(self, node: int, peer: int) -> bool:
+        if self.dials is not None:
+            return (node, peer) in self.dials
         return outbound(self.seed, node, peer)
+
+    def peers(self, node: int, topic: int) -> set[int]:
+        """The subscribers of `topic` that `node` is connected to."""
+        if self.dials is None:
+            return self.members[topic] - {node}
+        return self.members[topic] & self.linked.get(node, set())
 
     def phase(self, node: int) -> int:
         if self.phases is not None:
@@ -139,7 +179,7 @@ class GossipsubOracle:
                 for q in [q for q, end in held.items() if end + P.slack_us < now]:
                     del held[q]
             if len(mesh) < P.d_low:
-                eligible = {q for q in self.members[t] if self.up[q]} - mesh - {p} - set(held)
+                eligible = {q for q in self.peers(p, t) if self.up[q]} - mesh - set(held)
                 for q in self._smallest(eligible, P.d - len(mesh), GRAFT_PICK, h, p, t):
                     mesh.add(q)
                     self._send(GRAFT, p, q, t, now)
@@ -253,7 +293,7 @@ class Spread:
 SPREAD = Spread()
 
 
-def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread: Spread = SPREAD):
+def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread: Spread = SPREAD, linked=None):
     """One publication among `members` of its topic: `mesh[v]` the peers v pushes to, latency_us(a, b)
     an int, `alive` the nodes up. Returns (first, counts): first[v] = (time_us, hops) of v's first
     copy; counts: messages (full copies sent), duplicates (copies received again), ihave, iwant,
@@ -263,7 +303,8 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
     from other; 0 a copy arrives at node from other; 1 node's heartbeat number other; 2 an IHAVE
     arrives at node from other; 3 an IWANT arrives at node from other. A node's first copy of a
     large enough message sends IDONTWANT to its mesh peers but the sender, before it forwards; a
-    node told IDONTWANT by a peer sends that peer no copy."""
+    node told IDONTWANT by a peer sends that peer no copy. `linked[v]`: the members v is connected
+    to (whom it gossips and flood-publishes to), None: all of them."""
     import heapq
 
     first = {publisher: (0, 0)}
@@ -296,7 +337,10 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
             for j in range(k, k + spread.mcache_gossip):
                 heapq.heappush(events, (phase + j * spread.heartbeat_us, 1, v, j, 0))
 
-    everyone = {w for w in members if w != publisher}
+    def reach(v):
+        return set(members) if linked is None else linked.get(v, set())
+
+    everyone = {w for w in reach(publisher) if w != publisher}
     received(publisher, 0, 0, None, everyone if spread.flood_publish else mesh.get(publisher, ()))
     while events:
         time, kind, node, other, hops = heapq.heappop(events)
@@ -309,7 +353,7 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
                 first[node] = (time, hops)
                 received(node, time, hops, other, mesh.get(node, ()))
         elif kind == 1:
-            eligible = sorted(w for w in members if w != node and w in alive and w not in mesh.get(node, ()))
+            eligible = sorted(w for w in reach(node) if w != node and w in alive and w not in mesh.get(node, ()))
             want = min(len(eligible), max(spread.d_lazy, int(spread.gossip_factor * len(eligible))))
             for w in sorted(eligible, key=lambda w: (rnd(seed, IHAVE_PICK, pub, node, other, w), w))[:want]:
                 counts["ihave"] += 1

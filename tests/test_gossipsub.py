@@ -40,8 +40,9 @@ def oracle_of(subs, params: Params, seed: int, model_seed: int = 1, up=None) -> 
     return GossipsubOracle(subs, params, seed=seed, latency=latency, up=up)
 
 
-def per_topic(subs, params: GossipsubParams, heartbeats: int, presence=None):
-    """Every topic simulated on its own: the measures combined per heartbeat, and the mesh rows."""
+def per_topic(subs, params: GossipsubParams, heartbeats: int, presence=None, connections=None):
+    """Every topic simulated on its own: the measures combined per heartbeat, and the mesh rows;
+    `connections` (`overlay.gossip.connections.Connections`): peers as deployed."""
     members: dict[int, list[int]] = {}
     for p, t in subs:
         members.setdefault(t, []).append(p)
@@ -49,7 +50,8 @@ def per_topic(subs, params: GossipsubParams, heartbeats: int, presence=None):
     runs = {}
     for t, nodes in members.items():
         nodes = np.asarray(sorted(nodes), dtype=np.int64)
-        runs[t] = simulate_topic(t, nodes, positions[nodes], params, heartbeats, presence)
+        links = None if connections is None else connections.within(nodes)
+        runs[t] = simulate_topic(t, nodes, positions[nodes], params, heartbeats, presence, links)
     measures = combine(np.stack([r.measures for r in runs.values()]))
     rows = {(t, int(a), int(b)) for t, r in runs.items() for a, b in zip(r.mesh_node, r.mesh_peer)}
     return [dict(zip(MEASURES, row)) for row in measures.tolist()], rows
@@ -80,6 +82,33 @@ def test_each_topic_on_its_own_keeps_the_oracles_meshes_heartbeat_by_heartbeat(s
     assert rows == oracle.rows()
     assert prunes > 0  # the runs reach the pruning paths
     assert refusals > 0 or params.d_high >= 12  # and, with small meshes, the refusals
+
+
+@pytest.mark.parametrize("seed,peers", [(1, 4), (2, 6), (3, 12)])
+def test_peers_as_deployed_connect_and_mesh_as_the_oracle(seed, peers):
+    """A bounded number of peers: the dials are the oracle's, no node holds more than `peers`
+    connections, every mesh peer is a connected one, and the meshes are the oracle's."""
+    from overlay.design.classes import Subscriptions
+    from overlay.gossip.connections import deployed
+    from tests.gossipsub_oracle import deployed_dials
+
+    subs = random_subscriptions(seed, 60, 5, 3)
+    csr = Subscriptions.from_pairs(60, np.asarray(subs, dtype=np.int64))
+    connections = deployed(csr.offsets, csr.topics, peers, seed)
+    dials = list(zip(connections.dialer.tolist(), connections.listener.tolist()))
+    assert sorted(dials) == sorted(deployed_dials(subs, peers, seed))
+    held = np.bincount(np.concatenate([connections.dialer, connections.listener]), minlength=60)
+    assert held.max() <= peers and len({frozenset(d) for d in dials}) == len(dials)
+    oracle = oracle_of(subs, SMALL, seed)
+    oracle.dials, oracle.linked = set(dials), {}
+    for a, b in dials:
+        oracle.linked.setdefault(a, set()).add(b)
+        oracle.linked.setdefault(b, set()).add(a)
+    measures, rows = per_topic(subs, ours(SMALL, seed), 15, connections=connections)
+    for h, expected in enumerate(measures, 1):
+        oracle.heartbeat()
+        assert oracle.measures() == expected, f"heartbeat {h}"
+    assert rows == oracle.rows() and all(frozenset((p, q)) in {frozenset(d) for d in dials} for _, p, q in rows)
 
 
 @pytest.mark.parametrize(
@@ -169,6 +198,47 @@ def test_the_spark_regime_gives_the_memory_regimes_rows(spark, simulated):
     assert isinstance(memory_mesh, pa.Table) and len(spark_mesh) > 0
 
 
+def test_a_run_with_peers_as_deployed_stores_its_connections_and_the_oracles_meshes(spark, simulated):
+    """`--peers 6`: the connections stored are the oracle's dials, the meshes the oracle's on
+    them, in the memory regime and in a Spark batch; a spread on the run gossips among them."""
+    from pyspark.sql import functions as F
+
+    from overlay import schema as S
+    from overlay.gossip import mesh_batches
+    from pipelines.disseminate import DisseminateRequest, run_dissemination
+    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
+    from tests.gossipsub_oracle import deployed_dials
+
+    lakehouse, _, subs, _, _ = simulated
+    request = GossipsubRequest("g", 8, seed=3, peers=6)
+    run = run_gossipsub(spark, lakehouse, request, progress=False, diameters=False)
+    assert run[S.RUN_ID] == "g.gossipsub.go-libp2p.h8.peers6.s3"
+    mine = lambda table: lakehouse.read(table).filter(F.col(S.RUN_ID) == run[S.RUN_ID])  # noqa: E731
+    dials = {(r[S.NODE_ID], r[S.PEER_ID]) for r in mine(S.GOSSIPSUB_CONNECTIONS).collect()}
+    assert dials == set(deployed_dials(subs, 6, 3))
+    oracle = oracle_of(subs, DEFAULTS, 3)
+    oracle.dials, oracle.linked = dials, {}
+    for a, b in dials:
+        oracle.linked.setdefault(a, set()).add(b)
+        oracle.linked.setdefault(b, set()).add(a)
+    for _ in range(8):
+        oracle.heartbeat()
+    assert {(r[S.TOPIC_ID], r[S.NODE_ID], r[S.PEER_ID]) for r in mine(S.GOSSIPSUB_MESH).collect()} == oracle.rows()
+    frame = spark.createDataFrame(subs, "node_id long, topic_id long")
+    topics = sorted({t for _, t in subs})
+    batch = mesh_batches.Batch(0, topics[0], topics[-1], len(subs))
+    linked = spark.createDataFrame(sorted(dials), "dialer long, listener long")
+    rows = mesh_batches.on_spark(frame, batch, request.params(), 8, None, linked).localCheckpoint()
+    assert {tuple(r) for r in mesh_batches.spark_mesh(rows).collect()} == oracle.rows()
+    spread = DisseminateRequest(run[S.RUN_ID], 2, seed=9, kind="gossipsub-spread", flood_publish=True)
+    done = run_dissemination(spark, lakehouse, spread, progress=False)
+    publications = lakehouse.read(S.ROUTING_PUBLICATIONS).filter(F.col(S.ROUTING_RUN_ID) == done[S.ROUTING_RUN_ID])
+    for pub in publications.collect():  # flood publishing reaches the publisher's connected subscribers
+        connected = {b for a, b in dials if a == pub[S.PUBLISHER]} | {a for a, b in dials if b == pub[S.PUBLISHER]}
+        members = {p for p, t in subs if t == pub[S.TOPIC_ID]}
+        assert pub[S.RECEIVED] >= len(connected & members)
+
+
 @pytest.mark.slow  # two more simulations with commits, about 60 s
 def test_a_gossipsub_run_stopped_mid_way_resumes_after_its_last_batch(spark, lakehouse, monkeypatch):
     from pyspark.sql import functions as F
@@ -238,15 +308,25 @@ def test_a_publications_spread_is_the_oracles(seed):
         (xa, ya), (xb, yb) = coordinates[at[a]], coordinates[at[b]]
         return round(1000.0 * math.hypot(xa - xb, ya - yb))
 
-    for gossip, flood, idontwant, mbps in (
-        (True, False, 0, 0.0), (False, False, 0, 0.0), (True, True, 0, 0.0),
-        (True, False, 1024, 0.0), (True, False, 1024, 20.0), (True, False, 0, 20.0), (False, True, 1024, 20.0),
+    pairs = [(int(a), int(b)) for a in nodes for b in nodes if a < b and draw.random() < 0.3]
+    linked = {int(v): set() for v in nodes}
+    for a, b in pairs:
+        linked[a].add(b)
+        linked[b].add(a)
+    neighbours = [sorted(at[q] for q in linked[int(v)]) for v in nodes]
+    for gossip, flood, idontwant, mbps, connected in (
+        (True, False, 0, 0.0, False), (False, False, 0, 0.0, False), (True, True, 0, 0.0, False),
+        (True, False, 1024, 0.0, False), (True, False, 1024, 20.0, False), (True, False, 0, 20.0, False),
+        (False, True, 1024, 20.0, False), (True, True, 0, 0.0, True),
     ):  # fmt: skip
         knobs = {"message_bytes": 4096, "idontwant_bytes": idontwant, "upload_mbps": mbps}
         spec = Spread(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, **knobs)
-        first, counts = spread_oracle(nodes.tolist(), mesh, latency, up_ids, publisher, 11, seed, spec)
+        reach = linked if connected else None
+        first, counts = spread_oracle(nodes.tolist(), mesh, latency, up_ids, publisher, 11, seed, spec, reach)
         params = SpreadParams(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, seed=seed, **knobs)
-        ours = spread(nodes, indptr, indices, coordinates, up, at[publisher], 11, params)
+        ours = spread(
+            nodes, indptr, indices, coordinates, up, at[publisher], 11, params, neighbours if connected else None
+        )
         got = {int(nodes[i]): (int(t), int(h)) for i, (t, h) in enumerate(zip(ours.first_us, ours.hops)) if t >= 0}
         assert got == first
         names = ("messages", "duplicates", "ihave", "iwant", "idontwant", "bytes")

@@ -51,6 +51,7 @@ from overlay.draws import (
     draw_int,
 )
 from overlay.errors import InputError
+from overlay.gossip.connections import TopicLinks
 
 # What each topic's simulation measures per heartbeat, at the end of its interval: GRAFTs and
 # PRUNEs sent (refusals included), GRAFTs refused; over the meshes of nodes up in topics with more
@@ -89,6 +90,7 @@ class GossipsubParams:
     backoff_sweep: int = 15  # heartbeats between sweeps of ended backoffs (go-libp2p; the text: 1)
     backoff_slack_ms: int = 2_000  # how long past its end a backoff is still held (go-libp2p; the text: 0)
     heartbeat_ms: int = 1000
+    peers: int = 0  # connections per node, peers as deployed (`overlay.gossip.connections`); 0: every subscriber
     seed: int = 1
     model_seed: int = 1  # the latency model's (`overlay.rappel.coordinates`): control messages' delays
     # What the spread of publications uses (`overlay.gossip.spread`): gossip's D_lazy and factor,
@@ -110,6 +112,8 @@ class GossipsubParams:
             raise InputError(
                 "the PRUNE backoff must be at least 1 ms, swept every heartbeat or more rarely, with a slack of 0 or more"
             )
+        if self.peers < 0:
+            raise InputError(f"--peers must be 0 (every subscriber of a node's topics) or more, got {self.peers}")
         if self.idontwant_bytes < 0:
             raise InputError(f"the IDONTWANT threshold must be 0 (none) or more bytes, got {self.idontwant_bytes}")
         if self.heartbeat_ms < 1 or self.d_lazy < 0 or not 0 <= self.gossip_factor <= 1 or self.mcache_gossip < 1:
@@ -142,10 +146,10 @@ PROFILES = {
 DEFAULT_PROFILE = GO_LIBP2P
 
 
-def profile(name: str, seed: int = 1, model_seed: int = 1) -> GossipsubParams:
+def profile(name: str, seed: int = 1, model_seed: int = 1, peers: int = 0) -> GossipsubParams:
     if name not in PROFILES:
         raise InputError(f"--profile must be one of {', '.join(PROFILES)}, got '{name}'")
-    return replace(PROFILES[name], seed=seed, model_seed=model_seed)
+    return replace(PROFILES[name], seed=seed, model_seed=model_seed, peers=peers)
 
 
 def outbound(seed: int, node: int, peer: int) -> bool:
@@ -192,11 +196,14 @@ def simulate_topic(
     params: GossipsubParams,
     heartbeats: int,
     presence=None,
+    links: TopicLinks | None = None,
 ) -> TopicRun:
     """`heartbeats` heartbeat intervals of topic `topic`'s meshes among `members` (sorted node
     ids, `positions` their latency-model positions in ms); `presence`: who is up at each
-    heartbeat, None: everyone."""
-    return _TopicSimulation(topic, np.asarray(members, dtype=np.int64), positions, params, presence).run(heartbeats)
+    heartbeat, None: everyone; `links`: the members' connections among themselves
+    (`overlay.gossip.connections`), None: every pair, its direction a coin."""
+    members = np.asarray(members, dtype=np.int64)
+    return _TopicSimulation(topic, members, positions, params, presence, links).run(heartbeats)
 
 
 class _TopicSimulation:
@@ -204,10 +211,11 @@ class _TopicSimulation:
     outbound peers in each mesh, heartbeats counted since the node came up, presence epochs (a
     message is lost when either end went down after it was sent)."""
 
-    def __init__(self, topic: int, members: np.ndarray, positions: np.ndarray, params: GossipsubParams, presence):
+    def __init__(self, topic: int, members: np.ndarray, positions: np.ndarray, params: GossipsubParams, presence, links):  # fmt: skip
         params.check()
         n = len(members)
-        self.topic, self.members, self.p, self.presence = topic, members, params, presence
+        self.topic, self.members, self.p, self.presence, self.links = topic, members, params, presence, links
+        self.everyone = list(range(n))
         self.beat_us = 1000 * params.heartbeat_ms
         self.backoff_us = 1000 * params.prune_backoff_ms
         self.slack_us = 1000 * params.backoff_slack_ms
@@ -227,11 +235,20 @@ class _TopicSimulation:
 
     # -- helpers ----------------------------------------------------------------------------------
     def out(self, v: int) -> np.ndarray:
-        """Whether v's connection to each member is outbound at v."""
+        """Whether v's connection to each member is outbound at v (False where there is none)."""
         row = self._outbound.get(v)
         if row is None:
-            row = self._outbound[v] = outbound_row(self.p.seed, int(self.members[v]), self.members)
+            if self.links is None:
+                row = outbound_row(self.p.seed, int(self.members[v]), self.members)
+            else:
+                row = np.zeros(len(self.members), dtype=bool)
+                row[sorted(self.links.dialed[v])] = True
+            self._outbound[v] = row
         return row
+
+    def connected(self, v: int) -> list[int]:
+        """The members v is connected to (v itself too when every pair is)."""
+        return self.everyone if self.links is None else self.links.neighbours[v]
 
     def join(self, v: int, q: int) -> None:
         if q not in self.mesh[v]:
@@ -269,9 +286,7 @@ class _TopicSimulation:
             for q in [q for q, end in held.items() if end + self.slack_us < now]:
                 del held[q]
         if len(mesh) < p.d_low:
-            candidates = [
-                q for q in range(len(self.members)) if q != v and self.up[q] and q not in mesh and q not in held
-            ]
+            candidates = [q for q in self.connected(v) if q != v and self.up[q] and q not in mesh and q not in held]
             for q in self.smallest(candidates, p.d - len(mesh), GOSSIPSUB_GRAFT, h, v):
                 self.join(v, q)
                 self.send(_GRAFT, v, q, now)
@@ -291,9 +306,7 @@ class _TopicSimulation:
         if len(mesh) >= p.d_low and self.out_in_mesh[v] < p.d_out:
             out = self.out(v)
             candidates = [
-                q
-                for q in range(len(self.members))
-                if out[q] and self.up[q] and q not in mesh and q not in held and q != v
+                q for q in self.connected(v) if out[q] and self.up[q] and q not in mesh and q not in held and q != v
             ]
             for q in self.smallest(candidates, p.d_out - self.out_in_mesh[v], GOSSIPSUB_OUTBOUND, h, v):
                 self.join(v, q)
@@ -331,7 +344,7 @@ class _TopicSimulation:
             self.up[v] = now_up
             self.epoch[v] += 1
             if not now_up:
-                for q in range(len(self.members)):
+                for q in self.connected(v):
                     self.leave(q, v)
                 self.mesh[v].clear()
                 self.out_in_mesh[v] = 0

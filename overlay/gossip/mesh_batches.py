@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.gossip.connections import Connections, TopicLinks
 from overlay.gossip.gossipsub import MEASURES, MESH_MAX, MESH_MIN, GossipsubParams, simulate_topic
 from overlay.rappel.coordinates import LatencyModel
 
@@ -75,15 +76,23 @@ def measure_table(combined: np.ndarray) -> pa.Table:
 
 
 def in_memory(
-    members_of, topics: list[int], positions: np.ndarray, params: GossipsubParams, heartbeats: int, presence=None
+    members_of,
+    topics: list[int],
+    positions: np.ndarray,
+    params: GossipsubParams,
+    heartbeats: int,
+    presence=None,
+    connections: Connections | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The batch `topics` in this process; `members_of(topic)` its sorted subscribers, `positions`
-    every node's latency-model position (by node id)."""
+    every node's latency-model position (by node id); `connections`: peers as deployed, None:
+    every pair sharing a topic."""
     runs = []
     mesh: list[np.ndarray] = []
     for topic in topics:
         members = members_of(topic)
-        run = simulate_topic(topic, members, positions[members], params, heartbeats, presence)
+        links = None if connections is None else connections.within(members)
+        run = simulate_topic(topic, members, positions[members], params, heartbeats, presence, links)
         runs.append(run.measures)
         mesh.append(np.stack([np.full(len(run.mesh_node), topic, np.int64), run.mesh_node, run.mesh_peer]))
     stacked = np.stack(runs) if runs else np.zeros((0, heartbeats, len(MEASURES)), np.int64)
@@ -92,17 +101,29 @@ def in_memory(
 
 
 def on_spark(
-    subscriptions: DataFrame, batch: Batch, params: GossipsubParams, heartbeats: int, presence=None
+    subscriptions: DataFrame,
+    batch: Batch,
+    params: GossipsubParams,
+    heartbeats: int,
+    presence=None,
+    connections: DataFrame | None = None,
 ) -> DataFrame:
-    """The batch's rows, per topic, computed by the tasks (`subscriptions`: node_id, topic_id):
-    measure rows and mesh rows. The caller cuts their lineage once, so the topics are simulated
-    once, then reads `spark_measures` and `spark_mesh` of them."""
-    grouped = (
-        subscriptions.filter(F.col(S.TOPIC_ID).between(batch.first_topic, batch.last_topic))
-        .groupBy(S.TOPIC_ID)
-        .agg(F.sort_array(F.collect_list(S.NODE_ID)).alias("_members"))
-    )
-    model_seed = params.model_seed
+    """The batch's rows, per topic, computed by the tasks (`subscriptions`: node_id, topic_id;
+    `connections`: dialer, listener, peers as deployed, None: every pair sharing a topic): measure
+    rows and mesh rows. The caller cuts their lineage once, so the topics are simulated once, then
+    reads `spark_measures` and `spark_mesh` of them."""
+    inside = subscriptions.filter(F.col(S.TOPIC_ID).between(batch.first_topic, batch.last_topic))
+    grouped = inside.groupBy(S.TOPIC_ID).agg(F.sort_array(F.collect_list(S.NODE_ID)).alias("_members"))
+    if connections is not None:
+        ends = inside.select(S.NODE_ID, S.TOPIC_ID)
+        pairs = (
+            connections.join(ends.withColumnRenamed(S.NODE_ID, "dialer"), "dialer")
+            .join(ends.withColumnRenamed(S.NODE_ID, "listener"), ["listener", S.TOPIC_ID])
+            .groupBy(S.TOPIC_ID)
+            .agg(F.collect_list("dialer").alias("_dialers"), F.collect_list("listener").alias("_listeners"))
+        )
+        grouped = grouped.join(pairs, S.TOPIC_ID, "left")
+    model_seed, linked = params.model_seed, connections is not None
 
     def simulate(batches_in: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         model = LatencyModel()
@@ -110,9 +131,12 @@ def on_spark(
             for row in record.to_pylist():
                 members = np.asarray(row["_members"], dtype=np.int64)
                 topic = int(row[S.TOPIC_ID])
-                run = simulate_topic(
-                    topic, members, model.coordinates(model_seed, members), params, heartbeats, presence
-                )
+                links = None
+                if linked:
+                    ends = (np.asarray(row[k] or [], dtype=np.int64) for k in ("_dialers", "_listeners"))
+                    links = TopicLinks.among(members, *ends)
+                positions = model.coordinates(model_seed, members)
+                run = simulate_topic(topic, members, positions, params, heartbeats, presence, links)
                 yield _rows(topic, run)
 
     return grouped.mapInArrow(simulate, _ROWS)

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
+from overlay.gossip.connections import TopicLinks
 from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.rappel.coordinates import LatencyModel
 
@@ -101,10 +102,13 @@ def spread(
     publisher: int,
     pub: int,
     params: SpreadParams,
+    neighbours: list[list[int]] | None = None,
 ) -> SpreadOutcome:
     """One publication among `nodes` (its topic's members, sorted ids): member i pushes to
     `indices[indptr[i]:indptr[i + 1]]` (member positions), `up[i]` says it is up, `publisher`
-    is a member position, `pub` the publication's id (a key of its draws)."""
+    is a member position, `pub` the publication's id (a key of its draws); `neighbours[i]`: the
+    members i is connected to (ascending), None: all of them (whom it gossips and flood-publishes
+    to)."""
     n = len(nodes)
     out = SpreadOutcome(np.full(n, -1, np.int64), np.full(n, -1, np.int32))
     out.first_us[publisher], out.hops[publisher] = 0, 0
@@ -139,8 +143,13 @@ def spread(
     def peers(v: int) -> np.ndarray:
         return indices[indptr[v] : indptr[v + 1]]
 
-    everyone = [w for w in range(n) if w != publisher]
-    hold(publisher, 0, 0, -1, everyone if params.flood_publish else sorted(peers(publisher).tolist()))
+    everyone = list(range(n))
+
+    def connected(v: int) -> list[int]:
+        return everyone if neighbours is None else neighbours[v]
+
+    flooded = [w for w in connected(publisher) if w != publisher]
+    hold(publisher, 0, 0, -1, flooded if params.flood_publish else sorted(peers(publisher).tolist()))
     while events:
         time, kind, v, other, hops = heapq.heappop(events)
         if kind == IDONTWANT:
@@ -153,7 +162,7 @@ def spread(
             hold(v, time, hops, other, sorted(peers(v).tolist()))
         elif kind == HEARTBEAT:
             pushed = set(peers(v).tolist())
-            eligible = [w for w in range(n) if w != v and up[w] and w not in pushed]
+            eligible = [w for w in connected(v) if w != v and up[w] and w not in pushed]
             want = min(len(eligible), max(params.d_lazy, int(params.gossip_factor * len(eligible))))
             ranked = sorted(
                 eligible, key=lambda w: (draw_int(seed, GOSSIPSUB_IHAVE, pub, int(nodes[v]), other, int(nodes[w])), w)
@@ -206,8 +215,10 @@ def spread_publications(
     mass_share: float,
     model_seed: int,
     params: SpreadParams,
+    connections: DataFrame | None = None,
 ) -> DataFrame:
-    """Every publication of `topics` (pub_id, topic_id) spread among its topic's subscribers.
+    """Every publication of `topics` (pub_id, topic_id) spread among its topic's subscribers;
+    `connections` (dialer, listener): who is connected to whom, None: every pair of subscribers.
     `push`: (topic_id, u, v), u pushes copies of the topic's publications to v. The publisher of
     topic t and the members down are those push-pull's would be (`dissemination.publisher_of`,
     a `Failures` mass failure of `mass_share` from the start; the publisher stays up). Rows
@@ -224,6 +235,16 @@ def spread_publications(
     )
     failures = Failures(mass_share=mass_share)  # down from cycle 1 on: from the start of a spread
     failures.check()
+    grouped = grouped.join(pushed, S.PUB_ID, "left")
+    if connections is not None:
+        ends = members.select(S.PUB_ID, S.NODE_ID)
+        linked = (
+            connections.join(ends.withColumnRenamed(S.NODE_ID, "dialer"), "dialer")
+            .join(ends.withColumnRenamed(S.NODE_ID, "listener"), [S.PUB_ID, "listener"])
+            .groupBy(S.PUB_ID)
+            .agg(F.collect_list("dialer").alias("_dialers"), F.collect_list("listener").alias("_listeners"))
+        )
+        grouped = grouped.join(linked, S.PUB_ID, "left")
 
     def run(batches):
         for batch in batches:
@@ -231,7 +252,7 @@ def spread_publications(
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=_ARROW)
 
-    return grouped.join(pushed, S.PUB_ID, "left").mapInArrow(run, SPREAD_SCHEMA)
+    return grouped.mapInArrow(run, SPREAD_SCHEMA)
 
 
 def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -> list[dict]:
@@ -244,7 +265,11 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
     publisher = publisher_of(params.seed, topic, nodes)
     up = failures.alive(params.seed, nodes, 1, publisher)[1]
     positions = LatencyModel().coordinates(model_seed, nodes)
-    out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params)
+    neighbours = None
+    if "_dialers" in row:
+        ends = (np.asarray(row[k] or [], dtype=np.int64) for k in ("_dialers", "_listeners"))
+        neighbours = TopicLinks.among(nodes, *ends).neighbours
+    out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params, neighbours)
     base = {S.PUB_ID: pub, S.TOPIC_ID: topic, "publisher": int(nodes[publisher])}
     rows = [
         {

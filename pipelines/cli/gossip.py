@@ -127,7 +127,7 @@ def _rappel_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
-    _run_flags(parser, "INSTANCE.gossipsub.PROFILE.hHEARTBEATS.sSEED")
+    _run_flags(parser, "INSTANCE.gossipsub.PROFILE.hHEARTBEATS[.peersN].sSEED")
     parser.add_argument(
         "--heartbeats", type=positive_int, default=120, help="heartbeat intervals simulated (default 120)"
     )
@@ -149,6 +149,13 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-seed", type=integer, default=1, help="the latency model's seed: control messages' delays (default 1)"
     )
     parser.add_argument(
+        "--peers",
+        type=int,
+        default=0,
+        help="connections per node, drawn as a libp2p host with topic discovery and a peer limit would make them "
+        "(e.g. 50); meshes form among connected peers (default 0: every subscriber of a node's topics)",
+    )
+    parser.add_argument(
         "--snapshot-every",
         type=positive_int,
         default=gossipsub.BATCH_SUBSCRIPTIONS,
@@ -167,7 +174,7 @@ def _prepare_gossipsub(args, _settings) -> gossipsub.GossipsubRequest:
         mass = parse_mass_failure(args.mass_failure, "heartbeats", whole=True)
         failure = (mass.share, int(mass.start), None if mass.end is None else int(mass.end))
     request = gossipsub.GossipsubRequest(
-        args.instance, args.heartbeats, args.seed, args.profile, churn, failure, args.model_seed
+        args.instance, args.heartbeats, args.seed, args.profile, churn, failure, args.model_seed, args.peers
     )
     return checked(request, args.run_id)
 

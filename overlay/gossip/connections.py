@@ -1,0 +1,92 @@
+"""Who is connected to whom in a simulated gossipsub network (our reading:
+docs/readings/gossipsub.md#connections).
+
+With `peers` 0 every node is connected to every other subscriber of its topics (a broker
+cluster's full knowledge), each pair's direction a fair coin (`gossipsub.outbound`). With `peers`
+> 0, peers as deployed: nodes come up in a seeded order (smallest draw(DIAL_ORDER, v) first), and
+each dials the nodes that share a topic with it, smallest draw(DIAL, v, q) first, skipping those it
+is connected to already and those holding `peers` connections, until it has dialled
+ceil(peers / 2), holds `peers` connections or has tried them all. A connection is outbound at the
+node that dialled it. That is a libp2p host with a discovery that finds peers of its topics (a
+rendezvous per topic, discv5's subnet predicates) and a connection manager that takes no
+connection past its limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from overlay.draws import GOSSIPSUB_DIAL, GOSSIPSUB_DIAL_ORDER, draw
+
+
+@dataclass(frozen=True)
+class TopicLinks:
+    """A topic's members' connections among themselves, by member position: each one's connected
+    members (ascending) and those it dialled."""
+
+    neighbours: list[list[int]]
+    dialed: list[set[int]]
+
+    @classmethod
+    def among(cls, members: np.ndarray, dialer: np.ndarray, listener: np.ndarray) -> TopicLinks:
+        """From the connections (dialer, listener) between `members` (sorted node ids)."""
+        i, j = np.searchsorted(members, dialer), np.searchsorted(members, listener)
+        neighbours: list[list[int]] = [[] for _ in members]
+        dialed: list[set[int]] = [set() for _ in members]
+        for a, b in zip(i.tolist(), j.tolist()):
+            neighbours[a].append(b)
+            neighbours[b].append(a)
+            dialed[a].add(b)
+        return cls([sorted(n) for n in neighbours], dialed)
+
+
+@dataclass(frozen=True)
+class Connections:
+    """One row per connection: `dialer` opened it to `listener` (outbound at the dialer)."""
+
+    dialer: np.ndarray
+    listener: np.ndarray
+
+    def within(self, members: np.ndarray) -> TopicLinks:
+        """The connections between `members` (sorted node ids)."""
+        inside = np.isin(self.dialer, members) & np.isin(self.listener, members)
+        return TopicLinks.among(members, self.dialer[inside], self.listener[inside])
+
+
+def deployed(offsets: np.ndarray, topics: np.ndarray, peers: int, seed: int) -> Connections:
+    """Peers as deployed (see the module doc) for the subscriptions in CSR form (node x subscribes
+    to `topics[offsets[x]:offsets[x + 1]]`)."""
+    nodes = len(offsets) - 1
+    owner = np.repeat(np.arange(nodes, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((owner, topics))
+    by_topic, sorted_topics = owner[order], topics[order]
+    starts = np.searchsorted(sorted_topics, np.arange(int(topics.max(initial=-1)) + 2))
+    want = -(-peers // 2)
+    held = np.zeros(nodes, dtype=np.int64)
+    connected: list[set[int]] = [set() for _ in range(nodes)]
+    dialer: list[int] = []
+    listener: list[int] = []
+    arrival = np.lexsort((np.arange(nodes), draw(seed, GOSSIPSUB_DIAL_ORDER, np.arange(nodes, dtype=np.int64))))
+    for v in arrival.tolist():
+        mine = topics[offsets[v] : offsets[v + 1]]
+        if len(mine) == 0:
+            continue
+        candidates = np.unique(np.concatenate([by_topic[starts[t] : starts[t + 1]] for t in mine.tolist()]))
+        candidates = candidates[candidates != v]
+        ranked = candidates[np.lexsort((candidates, draw(seed, GOSSIPSUB_DIAL, v, candidates)))]
+        dialled = 0
+        for q in ranked.tolist():
+            if dialled >= want or held[v] >= peers:
+                break
+            if q in connected[v] or held[q] >= peers:
+                continue
+            connected[v].add(q)
+            connected[q].add(v)
+            held[v] += 1
+            held[q] += 1
+            dialer.append(v)
+            listener.append(q)
+            dialled += 1
+    return Connections(np.asarray(dialer, dtype=np.int64), np.asarray(listener, dtype=np.int64))
