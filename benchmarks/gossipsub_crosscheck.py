@@ -111,7 +111,7 @@ def export(args, seed: int, spreads: list[str], folder: Path) -> None:
         "d": params.d, "d_low": params.d_low, "d_high": params.d_high, "d_score": params.d_score,
         "d_out": params.d_out, "d_lazy": params.d_lazy, "gossip_factor": params.gossip_factor,
         "heartbeat_ms": slow * params.heartbeat_ms, "prune_backoff_ms": slow * params.prune_backoff_ms,
-        "history_length": 5, "slow_down": slow,
+        "history_length": 5,
         "history_gossip": params.mcache_gossip, "flood_publish": params.flood_publish,
         "message_bytes": args.message_bytes, "warmup_heartbeats": args.heartbeats,
         "publish_per_heartbeat": args.publish_per_heartbeat,
@@ -170,7 +170,7 @@ def go_measures(out: Path, nodes: int, slow: int) -> dict:
     pubs = pd.read_csv(out / "publications_out.csv")
     deliveries = pd.read_csv(out / "deliveries.csv")
     first = pubs[pubs.stage == 0]
-    up = deliveries[deliveries.pub_id.isin(first.pub_id)]
+    up = deliveries[deliveries.stage == 0]
     return {
         "mesh": (warm.mesh_links / warm.meshes).mean(),
         "links per node": per_node,
