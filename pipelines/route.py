@@ -173,7 +173,7 @@ def run_route(
             columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
             row = local_frame(
                 spark,
-                [tuple(metrics[c] for c in columns)],
+                [tuple(metrics.get(c) for c in columns)],  # a spread's bytes: none here
                 S.frame_schema(S.ROUTING_METRICS, tuple(columns)),
             )
             lakehouse.write_run_tables(
