@@ -20,7 +20,10 @@ Go is needed for step 3 only: without `go` on PATH the script says so and stops 
 
 Usage:
   .venv/bin/python benchmarks/gossipsub_crosscheck.py --lakehouse DIR --instance fb-1k [--seeds 1 2 3]
-      [--profile go-libp2p] [--heartbeats 120] [--publications 200] [--work DIR]
+      [--profile go-libp2p] [--heartbeats 120] [--publications 200] [--message-bytes 256] [--peers N]
+      [--slow-down 10] [--work DIR] [--reuse-go]
+
+With `--peers N` both sides use the lab run's own connections (`gossipsub_connections`).
 """
 
 from __future__ import annotations
@@ -57,20 +60,23 @@ def cli(lakehouse: str, *argv: str) -> float:
 
 def run_lab(args, seed: int) -> tuple[str, list[str]]:
     """The lab's run and its three spreads (reused when stored); their ids."""
-    run_id = f"{args.instance}.gossipsub.{args.profile}.h{args.heartbeats}.s{seed}"
+    peers = f".peers{args.peers}" if args.peers else ""
+    run_id = f"{args.instance}.gossipsub.{args.profile}.h{args.heartbeats}{peers}.s{seed}"
     cli(args.lakehouse, "simulate", "gossipsub", "--instance", args.instance, "--heartbeats", str(args.heartbeats),
-        "--profile", args.profile, "--seed", str(seed), "--skip-diameters")  # fmt: skip
+        "--profile", args.profile, "--seed", str(seed), "--peers", str(args.peers), "--skip-diameters")  # fmt: skip
     spreads = []
+    size = f".b{args.message_bytes}" if args.message_bytes != 256 else ""
     for share in SHARES:
         failure = ["--mass-failure", f"{share:g}"] if share else []
         cli(args.lakehouse, "disseminate", "--run-id", run_id, "--protocol", "gossipsub-spread",
-            "--publications", str(args.publications), "--seed", str(seed), *failure)  # fmt: skip
+            "--publications", str(args.publications), "--seed", str(seed), "--message-bytes",
+            str(args.message_bytes), *failure)  # fmt: skip
         fail = f".fail{share:g}" if share else ""
-        spreads.append(f"{run_id}.gossipsub-spread.p{args.publications}{fail}.m1.s{seed}")
+        spreads.append(f"{run_id}.gossipsub-spread.p{args.publications}{fail}{size}.m1.s{seed}")
     return run_id, spreads
 
 
-def export(args, seed: int, spreads: list[str], folder: Path) -> None:
+def export(args, seed: int, run_id: str, spreads: list[str], folder: Path) -> None:
     """The Go program's inputs (benchmarks/gossipsub_go/README.md) from the lakehouse."""
     params = profile(args.profile, seed)
     subs = np.asarray(current_subscriptions(args.lakehouse, args.instance), dtype=np.int64)
@@ -83,20 +89,14 @@ def export(args, seed: int, spreads: list[str], folder: Path) -> None:
         folder / "nodes.csv", index=False
     )
     pd.DataFrame(subs, columns=["node_id", "topic_id"]).to_csv(folder / "subscriptions.csv", index=False)
-    frame = pd.DataFrame(subs, columns=["node_id", "topic_id"])
-    pairs = set()
-    for _, members in frame.groupby("topic_id").node_id:
-        m = np.sort(members.to_numpy())
-        for i, a in enumerate(m[:-1].tolist()):
-            pairs.update((a, b) for b in m[i + 1 :].tolist())
-    ordered = np.asarray(sorted(pairs), dtype=np.int64).reshape(-1, 2)
-    dialer = np.empty(len(ordered), dtype=np.int64)
-    for a in np.unique(ordered[:, 0]).tolist():  # the lab's `outbound`: the end that opened it dials
-        at = ordered[:, 0] == a
-        opened = outbound_row(seed, a, ordered[at, 1])
-        dialer[at] = np.where(opened, a, ordered[at, 1])
-    listener = np.where(dialer == ordered[:, 0], ordered[:, 1], ordered[:, 0])
-    pd.DataFrame({"dialer": dialer, "listener": listener}).to_csv(folder / "connections.csv", index=False)
+    if args.peers:  # the run's own connections, dialled as the lab dialled them
+        stored = table(args.lakehouse, "gossipsub_connections")
+        stored = stored[stored.run_id == run_id]
+        frame = pd.DataFrame({"dialer": stored.node_id, "listener": stored.peer_id})
+        frame.to_csv(folder / "connections.csv", index=False)
+        connections = len(frame)
+    else:
+        connections = all_pairs_connected(subs, seed, folder)
     publications = table(args.lakehouse, "routing_publications")
     stages, down = [], []
     for stage, (share, spread) in enumerate(zip(SHARES, spreads)):
@@ -115,9 +115,28 @@ def export(args, seed: int, spreads: list[str], folder: Path) -> None:
         "history_gossip": params.mcache_gossip, "flood_publish": params.flood_publish,
         "message_bytes": args.message_bytes, "warmup_heartbeats": args.heartbeats,
         "publish_per_heartbeat": args.publish_per_heartbeat,
-        "setup_seconds": args.setup_seconds or int(30 + len(ordered) / 2000), "seed": seed,
+        "setup_seconds": args.setup_seconds or int(30 + connections / 2000), "seed": seed,
     }  # fmt: skip
     (folder / "params.json").write_text(json.dumps(settings, indent=1))
+
+
+def all_pairs_connected(subs: np.ndarray, seed: int, folder: Path) -> int:
+    """connections.csv: every pair sharing a topic, dialled by the lab's `outbound` end; how many."""
+    frame = pd.DataFrame(subs, columns=["node_id", "topic_id"])
+    pairs = set()
+    for _, members in frame.groupby("topic_id").node_id:
+        m = np.sort(members.to_numpy())
+        for i, a in enumerate(m[:-1].tolist()):
+            pairs.update((a, b) for b in m[i + 1 :].tolist())
+    ordered = np.asarray(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    dialer = np.empty(len(ordered), dtype=np.int64)
+    for a in np.unique(ordered[:, 0]).tolist():  # the lab's `outbound`: the end that opened it dials
+        at = ordered[:, 0] == a
+        opened = outbound_row(seed, a, ordered[at, 1])
+        dialer[at] = np.where(opened, a, ordered[at, 1])
+    listener = np.where(dialer == ordered[:, 0], ordered[:, 1], ordered[:, 0])
+    pd.DataFrame({"dialer": dialer, "listener": listener}).to_csv(folder / "connections.csv", index=False)
+    return len(ordered)
 
 
 def go_binary(work: Path) -> Path | None:
@@ -213,6 +232,7 @@ def main() -> None:
     parser.add_argument("--heartbeats", type=int, default=120)
     parser.add_argument("--publications", type=int, default=200)
     parser.add_argument("--message-bytes", type=int, default=256)
+    parser.add_argument("--peers", type=int, default=0, help="peers as deployed: connections per node (0: all pairs)")
     parser.add_argument("--setup-seconds", type=int, default=0, help="Go's setup budget (default: from the pairs)")
     parser.add_argument(
         "--slow-down",
@@ -236,10 +256,10 @@ def main() -> None:
         binary = go_binary(work)
         if binary is None:
             continue
-        folder = work / args.instance / f"s{seed}"
+        folder = work / run_id
         clock = time.monotonic()
         if not (args.reuse_go and (folder / "go-out" / "publications_out.csv").exists()):
-            export(args, seed, spreads, folder / "in")
+            export(args, seed, run_id, spreads, folder / "in")
             subprocess.run([str(binary), "-in", str(folder / "in"), "-out", str(folder / "go-out")], check=True)
         rows.append(
             {"seed": seed, "side": "go-libp2p-pubsub", **go_measures(folder / "go-out", nodes, args.slow_down),
