@@ -17,8 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
+from overlay import schema as S
 from overlay.draws import GOSSIPSUB_DIAL, GOSSIPSUB_DIAL_ORDER, draw
+
+DIALERS, LISTENERS = "_dialers", "_listeners"  # a group's connections, as `TopicLinks.among` takes them
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,27 @@ class TopicLinks:
             neighbours[b].append(a)
             dialed[a].add(b)
         return cls([sorted(n) for n in neighbours], dialed)
+
+
+def within_groups(members: DataFrame, connections: DataFrame, key: str) -> DataFrame:
+    """(key, _dialers, _listeners): per group of `members` (key, node_id), the connections
+    (dialer, listener) between two of its members."""
+    ends = members.select(key, S.NODE_ID)
+    return (
+        connections.join(ends.withColumnRenamed(S.NODE_ID, "dialer"), "dialer")
+        .join(ends.withColumnRenamed(S.NODE_ID, "listener"), [key, "listener"])
+        .groupBy(key)
+        .agg(F.collect_list("dialer").alias(DIALERS), F.collect_list("listener").alias(LISTENERS))
+    )
+
+
+def links_of(row: dict, members: np.ndarray) -> TopicLinks | None:
+    """A group's `TopicLinks` from its row of `within_groups` columns (None: the row has none,
+    every pair is connected)."""
+    if DIALERS not in row:
+        return None
+    ends = (np.asarray(row[k] or [], dtype=np.int64) for k in (DIALERS, LISTENERS))
+    return TopicLinks.among(members, *ends)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.gossip.connections import Connections, TopicLinks
+from overlay.gossip.connections import Connections, links_of, within_groups
 from overlay.gossip.gossipsub import MEASURES, MESH_MAX, MESH_MIN, GossipsubParams, simulate_topic
 from overlay.rappel.coordinates import LatencyModel
 
@@ -115,15 +115,9 @@ def on_spark(
     inside = subscriptions.filter(F.col(S.TOPIC_ID).between(batch.first_topic, batch.last_topic))
     grouped = inside.groupBy(S.TOPIC_ID).agg(F.sort_array(F.collect_list(S.NODE_ID)).alias("_members"))
     if connections is not None:
-        ends = inside.select(S.NODE_ID, S.TOPIC_ID)
-        pairs = (
-            connections.join(ends.withColumnRenamed(S.NODE_ID, "dialer"), "dialer")
-            .join(ends.withColumnRenamed(S.NODE_ID, "listener"), ["listener", S.TOPIC_ID])
-            .groupBy(S.TOPIC_ID)
-            .agg(F.collect_list("dialer").alias("_dialers"), F.collect_list("listener").alias("_listeners"))
-        )
+        pairs = within_groups(inside, connections, S.TOPIC_ID)
         grouped = grouped.join(pairs, S.TOPIC_ID, "left")
-    model_seed, linked = params.model_seed, connections is not None
+    model_seed = params.model_seed
 
     def simulate(batches_in: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         model = LatencyModel()
@@ -131,10 +125,7 @@ def on_spark(
             for row in record.to_pylist():
                 members = np.asarray(row["_members"], dtype=np.int64)
                 topic = int(row[S.TOPIC_ID])
-                links = None
-                if linked:
-                    ends = (np.asarray(row[k] or [], dtype=np.int64) for k in ("_dialers", "_listeners"))
-                    links = TopicLinks.among(members, *ends)
+                links = links_of(row, members)
                 positions = model.coordinates(model_seed, members)
                 run = simulate_topic(topic, members, positions, params, heartbeats, presence, links)
                 yield _rows(topic, run)

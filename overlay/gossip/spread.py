@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
-from overlay.gossip.connections import TopicLinks
+from overlay.gossip.connections import links_of, within_groups
 from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.rappel.coordinates import LatencyModel
 
@@ -237,13 +237,7 @@ def spread_publications(
     failures.check()
     grouped = grouped.join(pushed, S.PUB_ID, "left")
     if connections is not None:
-        ends = members.select(S.PUB_ID, S.NODE_ID)
-        linked = (
-            connections.join(ends.withColumnRenamed(S.NODE_ID, "dialer"), "dialer")
-            .join(ends.withColumnRenamed(S.NODE_ID, "listener"), [S.PUB_ID, "listener"])
-            .groupBy(S.PUB_ID)
-            .agg(F.collect_list("dialer").alias("_dialers"), F.collect_list("listener").alias("_listeners"))
-        )
+        linked = within_groups(members, connections, S.PUB_ID)
         grouped = grouped.join(linked, S.PUB_ID, "left")
 
     def run(batches):
@@ -265,10 +259,8 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
     publisher = publisher_of(params.seed, topic, nodes)
     up = failures.alive(params.seed, nodes, 1, publisher)[1]
     positions = LatencyModel().coordinates(model_seed, nodes)
-    neighbours = None
-    if "_dialers" in row:
-        ends = (np.asarray(row[k] or [], dtype=np.int64) for k in ("_dialers", "_listeners"))
-        neighbours = TopicLinks.among(nodes, *ends).neighbours
+    links = links_of(row, nodes)
+    neighbours = None if links is None else links.neighbours
     out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params, neighbours)
     base = {S.PUB_ID: pub, S.TOPIC_ID: topic, "publisher": int(nodes[publisher])}
     rows = [
