@@ -129,8 +129,8 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
     log.info("simulate %s: topics in the %s regime", run_id, regime)
     params, presence, heartbeats = request.params(), request.presence(), request.heartbeats
-    topic_ids, sizes, members_of = _topics(csr)
-    plan = mesh_batches.batches(topic_ids, sizes, snapshot_every)
+    topic_ids = np.flatnonzero(np.diff(csr.members[0]))  # the topics with subscribers, ascending
+    plan = mesh_batches.batches(topic_ids, csr.topic_sizes, snapshot_every)
     done = _committed(lakehouse, run_id)
     if len(done) < len(plan):
         resume_from = plan[len(done)].first_topic
@@ -139,22 +139,22 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
         if done:
             log.info("simulate %s: resuming after batch %d of %d", run_id, len(done), len(plan))
     positions = LatencyModel().coordinates(params.model_seed, np.arange(nodes)) if regime == MEMORY else None
-    connections = _connections(spark, lakehouse, run_id, csr, params) if params.peers else None
+    connections = linked = None
+    if params.peers:
+        connections = _connections(spark, lakehouse, run_id, csr, params, stored=bool(done))
+        stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id)
+        linked = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
     with Progress(run_id, total=len(plan) - len(done) + 1, unit="batch", enabled=progress, logger=log) as bar:
         for batch in plan[len(done) :]:
             clock = time.monotonic()
             if regime == MEMORY:
                 topics = topic_ids[(topic_ids >= batch.first_topic) & (topic_ids <= batch.last_topic)].tolist()
                 measures, mesh = mesh_batches.in_memory(
-                    members_of, topics, positions, params, heartbeats, presence, connections
+                    csr.subscribers, topics, positions, params, heartbeats, presence, connections
                 )
                 mesh_frame = spark.createDataFrame(mesh)
                 measure_rows = measures.to_pylist()
             else:
-                linked = None
-                if connections is not None:
-                    stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id)
-                    linked = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
                 simulated = mesh_batches.on_spark(subscriptions, batch, params, heartbeats, presence, linked)
                 rows = lakehouse.lineage.cut(simulated)
                 mesh_frame = mesh_batches.spark_mesh(rows)
@@ -174,32 +174,15 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     return regime
 
 
-def _connections(spark, lakehouse: Lakehouse, run_id: str, csr: Subscriptions, params: GossipsubParams) -> Connections:
+def _connections(spark, lakehouse: Lakehouse, run_id: str, csr: Subscriptions, params: GossipsubParams, stored: bool) -> Connections:  # fmt: skip
     """Peers as deployed (`overlay.gossip.connections.deployed`, in the driver: one pass over the
-    nodes, its memory about 16 bytes a connection), stored once per run."""
-    connections = deployed(csr.offsets, csr.topics, params.peers, params.seed)
-    stored = lakehouse.exists(S.GOSSIPSUB_CONNECTIONS) and (
-        lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id).limit(1).count() > 0
-    )
+    nodes, about 16 bytes a connection), written before the first batch (`stored`: a batch was
+    committed, so they were)."""
+    connections = deployed(csr, params.peers, params.seed)
     if not stored:
         table = pa.table({S.NODE_ID: connections.dialer, S.PEER_ID: connections.listener})
         lakehouse.write_run_rows(S.GOSSIPSUB_CONNECTIONS, run_id, spark.createDataFrame(table))
     return connections
-
-
-def _topics(csr: Subscriptions):
-    """The topic ids with subscribers (ascending), their sizes, and each one's sorted subscribers."""
-    nodes = np.repeat(np.arange(csr.nodes, dtype=np.int64), np.diff(csr.offsets))
-    order = np.lexsort((nodes, csr.topics))
-    by_topic, topics = nodes[order], csr.topics[order]
-    topic_ids, starts, sizes = np.unique(topics, return_index=True, return_counts=True)
-    where = {int(t): int(i) for i, t in enumerate(topic_ids.tolist())}
-
-    def members_of(topic: int) -> np.ndarray:
-        i = where[topic]
-        return by_topic[starts[i] : starts[i] + sizes[i]]
-
-    return topic_ids, sizes, members_of
 
 
 def _committed(lakehouse: Lakehouse, run_id: str) -> list[int]:

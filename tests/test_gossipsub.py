@@ -94,7 +94,7 @@ def test_peers_as_deployed_connect_and_mesh_as_the_oracle(seed, peers):
 
     subs = random_subscriptions(seed, 60, 5, 3)
     csr = Subscriptions.from_pairs(60, np.asarray(subs, dtype=np.int64))
-    connections = deployed(csr.offsets, csr.topics, peers, seed)
+    connections = deployed(csr, peers, seed)
     dials = list(zip(connections.dialer.tolist(), connections.listener.tolist()))
     assert sorted(dials) == sorted(deployed_dials(subs, peers, seed))
     held = np.bincount(np.concatenate([connections.dialer, connections.listener]), minlength=60)
@@ -178,16 +178,15 @@ def test_the_spark_regime_gives_the_memory_regimes_rows(spark, simulated):
     from overlay import schema as S
     from overlay.design.classes import Subscriptions
     from overlay.gossip import mesh_batches
-    from pipelines.gossipsub import _topics
 
     lakehouse, _, subs, _, _ = simulated
     frame = spark.createDataFrame(subs, "node_id long, topic_id long")
     params = ours(DEFAULTS, 3)
     csr = Subscriptions.from_pairs(40, np.asarray(subs, dtype=np.int64))
-    topic_ids, sizes, members_of = _topics(csr)
-    batch = mesh_batches.Batch(0, int(topic_ids[0]), int(topic_ids[-1]), int(sizes.sum()))
+    topic_ids = np.flatnonzero(np.diff(csr.members[0]))
+    batch = mesh_batches.Batch(0, int(topic_ids[0]), int(topic_ids[-1]), len(subs))
     positions = LatencyModel().coordinates(1, np.arange(40))
-    memory_measures, memory_mesh = mesh_batches.in_memory(members_of, topic_ids.tolist(), positions, params, 8)
+    memory_measures, memory_mesh = mesh_batches.in_memory(csr.subscribers, topic_ids.tolist(), positions, params, 8)
     rows = mesh_batches.on_spark(frame, batch, params, 8).localCheckpoint()
     spark_measures = [r.asDict() for r in mesh_batches.spark_measures(rows).orderBy(S.HEARTBEAT).collect()]
     assert spark_measures == [

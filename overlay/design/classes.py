@@ -50,6 +50,19 @@ class Subscriptions:
         counts = np.bincount(self.topics) if len(self.topics) else np.zeros(0, dtype=np.int64)
         return counts[counts > 0]
 
+    @cached_property
+    def members(self) -> tuple[np.ndarray, np.ndarray]:
+        """The transpose, (offsets, nodes): topic t's subscribers are
+        `nodes[offsets[t]:offsets[t + 1]]`, ascending (t up to the largest topic id)."""
+        owner = np.repeat(np.arange(self.nodes, dtype=np.int64), np.diff(self.offsets))
+        order = np.lexsort((owner, self.topics))
+        offsets = np.searchsorted(self.topics[order], np.arange(int(self.topics.max(initial=-1)) + 2))
+        return offsets.astype(np.int64), owner[order]
+
+    def subscribers(self, topic: int) -> np.ndarray:
+        offsets, nodes = self.members
+        return nodes[offsets[topic] : offsets[topic + 1]]
+
     @classmethod
     def from_pairs(cls, nodes: int, pairs: np.ndarray) -> Subscriptions:
         """From (node, topic) rows, any order, without duplicates."""

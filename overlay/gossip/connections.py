@@ -15,12 +15,14 @@ connection past its limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.classes import Subscriptions
 from overlay.draws import GOSSIPSUB_DIAL, GOSSIPSUB_DIAL_ORDER, draw
 
 DIALERS, LISTENERS = "_dialers", "_listeners"  # a group's connections, as `TopicLinks.among` takes them
@@ -70,36 +72,42 @@ def links_of(row: dict, members: np.ndarray) -> TopicLinks | None:
 
 @dataclass(frozen=True)
 class Connections:
-    """One row per connection: `dialer` opened it to `listener` (outbound at the dialer)."""
+    """One row per connection: `dialer` opened it to `listener` (outbound at the dialer), sorted
+    by dialer."""
 
     dialer: np.ndarray
     listener: np.ndarray
 
+    @cached_property
+    def _starts(self) -> np.ndarray:
+        return np.searchsorted(self.dialer, np.arange(int(self.dialer.max(initial=-1)) + 2))
+
     def within(self, members: np.ndarray) -> TopicLinks:
-        """The connections between `members` (sorted node ids)."""
-        inside = np.isin(self.dialer, members) & np.isin(self.listener, members)
-        return TopicLinks.among(members, self.dialer[inside], self.listener[inside])
+        """The connections between `members` (sorted node ids): the members' own dials only, so a
+        topic costs its members' connections, not all of them."""
+        starts = self._starts
+        mine = members[members < len(starts) - 1]
+        spans = [np.arange(starts[v], starts[v + 1]) for v in mine.tolist()]
+        rows = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+        rows = rows[np.isin(self.listener[rows], members)]
+        return TopicLinks.among(members, self.dialer[rows], self.listener[rows])
 
 
-def deployed(offsets: np.ndarray, topics: np.ndarray, peers: int, seed: int) -> Connections:
-    """Peers as deployed (see the module doc) for the subscriptions in CSR form (node x subscribes
-    to `topics[offsets[x]:offsets[x + 1]]`)."""
-    nodes = len(offsets) - 1
-    owner = np.repeat(np.arange(nodes, dtype=np.int64), np.diff(offsets))
-    order = np.lexsort((owner, topics))
-    by_topic, sorted_topics = owner[order], topics[order]
-    starts = np.searchsorted(sorted_topics, np.arange(int(topics.max(initial=-1)) + 2))
+def deployed(subscriptions: Subscriptions, peers: int, seed: int) -> Connections:
+    """Peers as deployed (see the module doc) for `subscriptions`."""
+    nodes = subscriptions.nodes
+    topic_starts, by_topic = subscriptions.members
+    offsets, topics = subscriptions.offsets, subscriptions.topics
     want = -(-peers // 2)
     held = np.zeros(nodes, dtype=np.int64)
     connected: list[set[int]] = [set() for _ in range(nodes)]
-    dialer: list[int] = []
-    listener: list[int] = []
+    dials: list[tuple[int, int]] = []
     arrival = np.lexsort((np.arange(nodes), draw(seed, GOSSIPSUB_DIAL_ORDER, np.arange(nodes, dtype=np.int64))))
     for v in arrival.tolist():
         mine = topics[offsets[v] : offsets[v + 1]]
         if len(mine) == 0:
             continue
-        candidates = np.unique(np.concatenate([by_topic[starts[t] : starts[t + 1]] for t in mine.tolist()]))
+        candidates = np.unique(np.concatenate([by_topic[topic_starts[t] : topic_starts[t + 1]] for t in mine.tolist()]))
         candidates = candidates[candidates != v]
         ranked = candidates[np.lexsort((candidates, draw(seed, GOSSIPSUB_DIAL, v, candidates)))]
         dialled = 0
@@ -112,7 +120,7 @@ def deployed(offsets: np.ndarray, topics: np.ndarray, peers: int, seed: int) -> 
             connected[q].add(v)
             held[v] += 1
             held[q] += 1
-            dialer.append(v)
-            listener.append(q)
+            dials.append((v, q))
             dialled += 1
-    return Connections(np.asarray(dialer, dtype=np.int64), np.asarray(listener, dtype=np.int64))
+    ordered = np.asarray(sorted(dials), dtype=np.int64).reshape(-1, 2)
+    return Connections(ordered[:, 0].copy(), ordered[:, 1].copy())
