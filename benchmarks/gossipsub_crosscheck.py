@@ -196,6 +196,7 @@ def go_measures(out: Path, nodes: int, slow: int) -> dict:
         "max degree": most,
         "mesh range": f"{warm.mesh_min.min()}-{warm.mesh_max.max()}",
         "duplicates per delivery": first.duplicates.sum() / first.delivered.sum(),
+        "IDONTWANT per delivery": first.idontwant.sum() / first.delivered.sum(),
         **{
             f"delivered {s:g}": g.delivered.sum() / g.expected.sum() for s, (_, g) in zip(SHARES, pubs.groupby("stage"))
         },
@@ -211,12 +212,15 @@ def lab_measures(lakehouse: str, run_id: str, spreads: list[str], nodes: int) ->
     per_node, most = union_measures(mesh[mesh.run_id == run_id], nodes)
     metrics = table(lakehouse, "routing_metrics").set_index("routing_run_id")
     up = metrics.loc[spreads[0]]
+    publications = table(lakehouse, "routing_publications")
+    idontwant = publications.loc[publications.routing_run_id == spreads[0], "idontwant"].sum()
     return {
         "mesh": (beats.mesh_avg).mean(),
         "links per node": per_node,
         "max degree": most,
         "mesh range": f"{beats.mesh_min.min()}-{beats.mesh_max.max()}",
         "duplicates per delivery": up.duplicate_deliveries / up.deliveries,
+        "IDONTWANT per delivery": idontwant / up.deliveries,
         **{f"delivered {s:g}": metrics.loc[r, "delivery_ratio"] for s, r in zip(SHARES, spreads)},
         "hops": up.avg_path_length,
         "latency ms": up.latency_median,
@@ -256,7 +260,7 @@ def main() -> None:
         binary = go_binary(work)
         if binary is None:
             continue
-        folder = work / run_id
+        folder = work / (run_id + (f".b{args.message_bytes}" if args.message_bytes != 256 else ""))
         clock = time.monotonic()
         if not (args.reuse_go and (folder / "go-out" / "publications_out.csv").exists()):
             export(args, seed, run_id, spreads, folder / "in")

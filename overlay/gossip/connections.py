@@ -30,23 +30,28 @@ DIALERS, LISTENERS = "_dialers", "_listeners"  # a group's connections, as `Topi
 
 @dataclass(frozen=True)
 class TopicLinks:
-    """A topic's members' connections among themselves, by member position: each one's connected
-    members (ascending) and those it dialled."""
+    """A topic's members' connections among themselves, by member position, in CSR form:
+    `targets[offsets[v]:offsets[v + 1]]` are v's connected members (ascending), `dialled` whether
+    v opened each of those connections (outbound at v)."""
 
-    neighbours: list[list[int]]
-    dialed: list[set[int]]
+    offsets: np.ndarray
+    targets: np.ndarray
+    dialled: np.ndarray
 
     @classmethod
     def among(cls, members: np.ndarray, dialer: np.ndarray, listener: np.ndarray) -> TopicLinks:
         """From the connections (dialer, listener) between `members` (sorted node ids)."""
         i, j = np.searchsorted(members, dialer), np.searchsorted(members, listener)
-        neighbours: list[list[int]] = [[] for _ in members]
-        dialed: list[set[int]] = [set() for _ in members]
-        for a, b in zip(i.tolist(), j.tolist()):
-            neighbours[a].append(b)
-            neighbours[b].append(a)
-            dialed[a].add(b)
-        return cls([sorted(n) for n in neighbours], dialed)
+        rows, cols = np.concatenate([i, j]), np.concatenate([j, i])
+        dialled = np.concatenate([np.ones(len(i), dtype=bool), np.zeros(len(j), dtype=bool)])
+        order = np.lexsort((cols, rows))
+        offsets = np.searchsorted(rows[order], np.arange(len(members) + 1)).astype(np.int64)
+        return cls(offsets, cols[order].astype(np.int64), dialled[order])
+
+    @cached_property
+    def neighbours(self) -> list[list[int]]:
+        """Each member's connected members (ascending), as lists."""
+        return [self.targets[a:b].tolist() for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist())]
 
 
 def within_groups(members: DataFrame, connections: DataFrame, key: str) -> DataFrame:

@@ -36,21 +36,18 @@ its empty meshes graft at its next heartbeat.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
 from overlay.draws import (
     GOSSIPSUB_DIRECTION,
-    GOSSIPSUB_GRAFT,
-    GOSSIPSUB_KEEP,
-    GOSSIPSUB_OUTBOUND,
     GOSSIPSUB_PHASE,
     draw,
     draw_int,
 )
 from overlay.errors import InputError
+from overlay.gossip import mesh_kernel
 from overlay.gossip.connections import TopicLinks
 
 # What each topic's simulation measures per heartbeat, at the end of its interval: GRAFTs and
@@ -172,13 +169,6 @@ def phases_us(seed: int, nodes: np.ndarray, heartbeat_us: int) -> np.ndarray:
     return (draw(seed, GOSSIPSUB_PHASE, np.asarray(nodes, dtype=np.int64)) % np.uint64(heartbeat_us)).astype(np.int64)
 
 
-def latencies_us(positions: np.ndarray) -> np.ndarray:
-    """int64 [n, n]: the latency between two nodes (positions in ms), in whole microseconds."""
-    dx = positions[:, None, 0] - positions[None, :, 0]
-    dy = positions[:, None, 1] - positions[None, :, 1]
-    return np.rint(1000.0 * np.hypot(dx, dy)).astype(np.int64)
-
-
 @dataclass
 class TopicRun:
     """One topic's simulation: `measures` int64 [heartbeats, len(MEASURES)]; the final meshes, one
@@ -202,180 +192,28 @@ def simulate_topic(
     ids, `positions` their latency-model positions in ms); `presence`: who is up at each
     heartbeat, None: everyone; `links`: the members' connections among themselves
     (`overlay.gossip.connections`), None: every pair, its direction a coin."""
+    params.check()
     members = np.asarray(members, dtype=np.int64)
-    return _TopicSimulation(topic, members, positions, params, presence, links).run(heartbeats)
-
-
-class _TopicSimulation:
-    """The members' state by position in `members`: mesh sets, backoffs (peer -> end, us), the
-    outbound peers in each mesh, heartbeats counted since the node came up, presence epochs (a
-    message is lost when either end went down after it was sent)."""
-
-    def __init__(self, topic: int, members: np.ndarray, positions: np.ndarray, params: GossipsubParams, presence, links):  # fmt: skip
-        params.check()
-        n = len(members)
-        self.topic, self.members, self.p, self.presence, self.links = topic, members, params, presence, links
-        self.everyone = list(range(n))
-        self.beat_us = 1000 * params.heartbeat_ms
-        self.backoff_us = 1000 * params.prune_backoff_ms
-        self.slack_us = 1000 * params.backoff_slack_ms
-        self.high = params.d_high if params.prune_at_high else params.d_high + 1  # a mesh this large prunes
-        self.latency = latencies_us(positions) if n else np.zeros((0, 0), np.int64)
-        self.phase = phases_us(params.seed, members, self.beat_us)
-        self.by_phase = sorted(range(n), key=lambda v: (int(self.phase[v]), v))
-        self.mesh: list[set[int]] = [set() for _ in range(n)]
-        self.backoff: list[dict[int, int]] = [{} for _ in range(n)]
-        self.out_in_mesh = [0] * n
-        self.ticks = [0] * n
-        self.up = [True] * n
-        self.epoch = [0] * n
-        self._outbound: dict[int, np.ndarray] = {}
-        self.events: list[tuple] = []
-        self.counts = [0, 0, 0]  # GRAFTs, PRUNEs, refusals sent in the current interval
-
-    # -- helpers ----------------------------------------------------------------------------------
-    def out(self, v: int) -> np.ndarray:
-        """Whether v's connection to each member is outbound at v (False where there is none)."""
-        row = self._outbound.get(v)
-        if row is None:
-            if self.links is None:
-                row = outbound_row(self.p.seed, int(self.members[v]), self.members)
-            else:
-                row = np.zeros(len(self.members), dtype=bool)
-                row[sorted(self.links.dialed[v])] = True
-            self._outbound[v] = row
-        return row
-
-    def connected(self, v: int) -> list[int]:
-        """The members v is connected to (v itself too when every pair is)."""
-        return self.everyone if self.links is None else self.links.neighbours[v]
-
-    def join(self, v: int, q: int) -> None:
-        if q not in self.mesh[v]:
-            self.mesh[v].add(q)
-            self.out_in_mesh[v] += bool(self.out(v)[q])
-
-    def leave(self, v: int, q: int) -> None:
-        if q in self.mesh[v]:
-            self.mesh[v].discard(q)
-            self.out_in_mesh[v] -= bool(self.out(v)[q])
-
-    def back_off(self, v: int, q: int, now: int) -> None:
-        end = now + self.backoff_us
-        if self.backoff[v].get(q, -1) < end:
-            self.backoff[v][q] = end
-
-    def send(self, kind: int, v: int, q: int, now: int) -> None:
-        self.counts[PRUNES if kind == _PRUNE else GRAFTS] += 1
-        at = now + int(self.latency[v, q])
-        heapq.heappush(self.events, (at, kind, q, v, self.epoch[q], self.epoch[v]))
-
-    def smallest(self, candidates: list[int], k: int, purpose: int, h: int, v: int) -> list[int]:
-        """The k candidates of smallest draw (ties: the smaller node id)."""
-        if k <= 0 or not candidates:
-            return []
-        nodes = self.members[candidates]
-        keys = draw(self.p.seed, purpose, h, int(self.members[v]), self.topic, nodes)
-        return [candidates[i] for i in np.lexsort((nodes, keys))[:k]]
-
-    # -- events -----------------------------------------------------------------------------------
-    def heartbeat(self, v: int, h: int, now: int) -> None:
-        p, mesh, held = self.p, self.mesh[v], self.backoff[v]
-        self.ticks[v] += 1
-        if held and self.ticks[v] % p.backoff_sweep == 0:
-            for q in [q for q, end in held.items() if end + self.slack_us < now]:
-                del held[q]
-        if len(mesh) < p.d_low:
-            candidates = [q for q in self.connected(v) if q != v and self.up[q] and q not in mesh and q not in held]
-            for q in self.smallest(candidates, p.d - len(mesh), GOSSIPSUB_GRAFT, h, v):
-                self.join(v, q)
-                self.send(_GRAFT, v, q, now)
-        if len(mesh) >= self.high:
-            out = self.out(v)
-            ranked = self.smallest(sorted(mesh), len(mesh), GOSSIPSUB_KEEP, h, v)
-            keep, rest = ranked[: p.d], ranked[p.d :]
-            short = p.d_out - sum(bool(out[q]) for q in keep)
-            if short > 0:
-                extra = [q for q in rest if out[q]][:short]
-                dropped = [q for q in reversed(keep) if not out[q]][: len(extra)]
-                keep = [q for q in keep if q not in dropped] + extra
-            for q in sorted(mesh - set(keep)):
-                self.leave(v, q)
-                self.back_off(v, q, now)
-                self.send(_PRUNE, v, q, now)
-        if len(mesh) >= p.d_low and self.out_in_mesh[v] < p.d_out:
-            out = self.out(v)
-            candidates = [
-                q for q in self.connected(v) if out[q] and self.up[q] and q not in mesh and q not in held and q != v
-            ]
-            for q in self.smallest(candidates, p.d_out - self.out_in_mesh[v], GOSSIPSUB_OUTBOUND, h, v):
-                self.join(v, q)
-                self.send(_GRAFT, v, q, now)
-
-    def message(self, now: int, kind: int, v: int, q: int) -> None:
-        if kind == _PRUNE:
-            self.leave(v, q)
-            self.back_off(v, q, now)
-            return
-        if q in self.mesh[v]:
-            return
-        end = self.backoff[v].get(q)
-        if (end is not None and now < end) or (len(self.mesh[v]) >= self.p.d_high and not self.out(v)[q]):
-            self.back_off(v, q, now)
-            self.counts[REFUSED] += 1
-            self.send(_PRUNE, v, q, now)
-        else:
-            self.join(v, q)
-
-    def deliver_until(self, until: int) -> None:
-        """Every message arriving at or before `until`, in event order."""
-        events = self.events
-        while events and events[0][0] <= until:
-            now, kind, v, q, v_epoch, q_epoch = heapq.heappop(events)
-            if self.epoch[v] == v_epoch and self.epoch[q] == q_epoch:
-                self.message(now, kind, v, q)
-
-    def presence_at(self, h: int) -> None:
-        """Nodes going down or coming back at the start of heartbeat interval h."""
-        for v, node in enumerate(self.members.tolist()):
-            now_up = self.presence.up(node, h)
-            if now_up == self.up[v]:
-                continue
-            self.up[v] = now_up
-            self.epoch[v] += 1
-            if not now_up:
-                for q in self.connected(v):
-                    self.leave(q, v)
-                self.mesh[v].clear()
-                self.out_in_mesh[v] = 0
-                self.backoff[v].clear()
-            self.ticks[v] = 0
-
-    def measure(self, row: np.ndarray) -> None:
-        p = self.p
-        row[GRAFTS], row[PRUNES], row[REFUSED] = self.counts
-        row[BACKOFFS] = sum(len(held) for held in self.backoff)
-        sizes = [len(m) for v, m in enumerate(self.mesh) if self.up[v]] if len(self.members) > p.d_low else []
-        row[MESHES], row[MESH_LINKS] = len(sizes), sum(sizes)
-        row[MESH_MIN], row[MESH_MAX] = min(sizes, default=-1), max(sizes, default=-1)
-        row[BELOW_LOW] = sum(size < p.d_low for size in sizes)
-        row[ABOVE_HIGH] = sum(size > p.d_high for size in sizes)
-
-    def run(self, heartbeats: int) -> TopicRun:
-        measures = np.zeros((heartbeats, len(MEASURES)), dtype=np.int64)
-        for h in range(1, heartbeats + 1):
-            start = (h - 1) * self.beat_us
-            self.counts = [0, 0, 0]
-            if self.presence is not None:
-                self.presence_at(h)
-            for v in self.by_phase:
-                now = start + int(self.phase[v])
-                self.deliver_until(now)
-                if self.up[v]:
-                    self.heartbeat(v, h, now)
-            self.deliver_until(h * self.beat_us - 1)
-            self.measure(measures[h - 1])
-        pairs = [(v, q) for v, mesh in enumerate(self.mesh) if self.up[v] for q in sorted(mesh)]
-        nodes = np.asarray([v for v, _ in pairs], dtype=np.int64)
-        peers = np.asarray([q for _, q in pairs], dtype=np.int64)
-        return TopicRun(measures, self.members[nodes], self.members[peers])
+    n = len(members)
+    beat_us = 1000 * params.heartbeat_ms
+    phase = phases_us(params.seed, members, beat_us)
+    by_phase = np.lexsort((np.arange(n), phase))
+    high = params.d_high if params.prune_at_high else params.d_high + 1  # a mesh this large prunes
+    settings = np.array(
+        [params.seed, params.d, params.d_low, params.d_high, params.d_out, high, beat_us,
+         1000 * params.prune_backoff_ms, 1000 * params.backoff_slack_ms, params.backoff_sweep],
+        dtype=np.int64,
+    )  # fmt: skip
+    if presence is None:
+        up = np.ones((0, 0), dtype=np.bool_)
+    else:
+        up = np.array([[presence.up(node, h) for node in members.tolist()] for h in range(1, heartbeats + 1)], bool)
+    if links is None:
+        links = TopicLinks(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
+    positions = np.asarray(positions, dtype=np.float64).reshape(n, 2)
+    measures, nodes, peers = mesh_kernel.simulate(
+        topic, members, np.ascontiguousarray(positions[:, 0]), np.ascontiguousarray(positions[:, 1]), phase,
+        by_phase, settings, heartbeats, up, presence is not None, links.offsets, links.targets, links.dialled,
+        len(links.offsets) == n + 1,
+    )  # fmt: skip
+    return TopicRun(measures, members[nodes], members[peers])

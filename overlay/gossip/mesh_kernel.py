@@ -1,0 +1,381 @@
+"""One topic's gossipsub mesh maintenance, compiled: the rules of `overlay.gossip.gossipsub` (its
+module doc) over columnar state, so a topic of a million members runs in the same process as a
+topic of ten. Members are positions in the topic's sorted node ids (so position order is node
+order); the state:
+
+* meshes: `mesh[v, :msize[v]]` (unordered), `outbound_in[v]` of them outbound at v;
+* backoffs: `held[v, :hsize[v]]` with their ends `held_end` (us);
+* events in flight: a binary heap of rows (at, kind, receiver, sender, receiver's epoch, sender's
+  epoch), popped in that lexicographic order (PRUNE before GRAFT at one instant);
+* a connection's direction from its keyed draw (every pair connected) or from the topic's
+  links in CSR form (`offsets`, `targets` ascending, `dialled`: whether the row's node opened it).
+
+Latencies are the latency model's, rounded to whole microseconds, computed per message from the
+positions (no n x n matrix)."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from overlay.draws import GOSSIPSUB_DIRECTION, GOSSIPSUB_GRAFT, GOSSIPSUB_KEEP, GOSSIPSUB_OUTBOUND
+from overlay.draws_compiled import fold, key
+
+# The measures' columns: overlay.gossip.gossipsub.MEASURES, in its order.
+_GRAFTS, _PRUNES, _REFUSED, _MESHES, _LINKS, _MIN, _MAX, _BELOW, _ABOVE, _BACKOFFS = range(10)
+_PRUNE, _GRAFT = 0, 1
+_EVENT = 6  # an event row's columns
+
+
+@nb.njit(cache=True, nogil=True)
+def _before(events, i, j):
+    for c in range(_EVENT):
+        if events[i, c] != events[j, c]:
+            return events[i, c] < events[j, c]
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _swap(events, i, j):
+    for c in range(_EVENT):
+        events[i, c], events[j, c] = events[j, c], events[i, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def _push(events, count, at, kind, receiver, sender, receiver_epoch, sender_epoch):
+    """The heap with the event added (grown when full)."""
+    if count == events.shape[0]:
+        grown = np.empty((2 * events.shape[0], _EVENT), dtype=np.int64)
+        grown[:count] = events[:count]
+        events = grown
+    events[count, 0], events[count, 1], events[count, 2] = at, kind, receiver
+    events[count, 3], events[count, 4], events[count, 5] = sender, receiver_epoch, sender_epoch
+    i = count
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _before(events, i, parent):
+            break
+        _swap(events, i, parent)
+        i = parent
+    return events
+
+
+@nb.njit(cache=True, nogil=True)
+def _pop(events, count, into):
+    """Copies the first event into `into`, restores the heap over count - 1 rows."""
+    into[:] = events[0]
+    count -= 1
+    events[0] = events[count]
+    i = 0
+    while True:
+        smallest, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < count and _before(events, left, smallest):
+            smallest = left
+        if right < count and _before(events, right, smallest):
+            smallest = right
+        if smallest == i:
+            return
+        _swap(events, i, smallest)
+        i = smallest
+
+
+@nb.njit(cache=True, nogil=True)
+def _grown(table, rows):
+    """`table` with twice its columns when row `rows` is full."""
+    if rows < table.shape[1]:
+        return table
+    grown = np.empty((table.shape[0], 2 * table.shape[1]), dtype=table.dtype)
+    grown[:, : table.shape[1]] = table
+    return grown
+
+
+@nb.njit(cache=True, nogil=True)
+def _find(row, size, q):
+    for i in range(size):
+        if row[i] == q:
+            return i
+    return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
+    """Whether v's connection to q is outbound at v (False where there is none)."""
+    if has_links:
+        lo, hi = offsets[v], offsets[v + 1]
+        at = lo + np.searchsorted(targets[lo:hi], q)
+        return at < hi and targets[at] == q and dialled[at]
+    a, b = members[v], members[q]
+    low, high = min(a, b), max(a, b)
+    opened_by_low = (fold(fold(key(seed, GOSSIPSUB_DIRECTION), low), high) & np.uint64(1)) == np.uint64(0)
+    return opened_by_low == (a == low)
+
+
+@nb.njit(cache=True, nogil=True)
+def _latency(px, py, v, q):
+    return np.int64(np.rint(1000.0 * np.hypot(px[v] - px[q], py[v] - py[q])))
+
+
+@nb.njit(cache=True, nogil=True)
+def _insert(best_key, best_at, size, k, draw_key, q):
+    """Keeps the k smallest (draw, position) pairs, ascending; the new size."""
+    if size == k and not (draw_key < best_key[k - 1] or (draw_key == best_key[k - 1] and q < best_at[k - 1])):
+        return size
+    i = size if size < k else k - 1
+    while i > 0 and (draw_key < best_key[i - 1] or (draw_key == best_key[i - 1] and q < best_at[i - 1])):
+        best_key[i], best_at[i] = best_key[i - 1], best_at[i - 1]
+        i -= 1
+    best_key[i], best_at[i] = draw_key, q
+    return min(size + 1, k)
+
+
+@nb.njit(cache=True, nogil=True)
+def simulate(
+    topic,
+    members,
+    px,
+    py,
+    phase,
+    by_phase,
+    settings,
+    heartbeats,
+    presence,
+    has_presence,
+    offsets,
+    targets,
+    dialled,
+    has_links,
+):
+    """`heartbeats` intervals of one topic (see `overlay.gossip.gossipsub.simulate_topic`):
+    settings = (seed, D, D_low, D_high, D_out, the mesh size that prunes, heartbeat us, backoff
+    us, backoff slack us, backoff sweep). Returns the measures [heartbeats, 10] and the final
+    meshes as (node position, peer position) rows, node then peer ascending."""
+    seed, d, d_low, d_high, d_out, high = settings[0], settings[1], settings[2], settings[3], settings[4], settings[5]
+    beat_us, backoff_us, slack_us, sweep = settings[6], settings[7], settings[8], settings[9]
+    n = members.shape[0]
+    mesh = np.empty((n, 2 * d_high + 2), dtype=np.int64)
+    msize = np.zeros(n, dtype=np.int64)
+    outbound_in = np.zeros(n, dtype=np.int64)
+    held = np.empty((n, 4), dtype=np.int64)
+    held_end = np.empty((n, 4), dtype=np.int64)
+    hsize = np.zeros(n, dtype=np.int64)
+    ticks = np.zeros(n, dtype=np.int64)
+    up = np.ones(n, dtype=np.bool_)
+    epoch = np.zeros(n, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.int64)  # == stamp: in v's mesh or held by v (a scratch set)
+    stamp = 0
+    events = np.empty((max(64, 4 * n), _EVENT), dtype=np.int64)
+    count = 0
+    event = np.empty(_EVENT, dtype=np.int64)
+    best_key = np.empty(max(d, d_out, 1), dtype=np.uint64)
+    best_at = np.empty(max(d, d_out, 1), dtype=np.int64)
+    measures = np.zeros((heartbeats, 10), dtype=np.int64)
+    everyone = np.arange(n)
+    counts = np.zeros(3, dtype=np.int64)  # GRAFTs, PRUNEs, refusals sent in the interval
+
+    for h in range(1, heartbeats + 1):
+        start = (h - 1) * beat_us
+        counts[:] = 0
+        if has_presence:
+            for v in range(n):
+                now_up = presence[h - 1, v]
+                if now_up == up[v]:
+                    continue
+                up[v] = now_up
+                epoch[v] += 1
+                if not now_up:
+                    peers = targets[offsets[v] : offsets[v + 1]] if has_links else everyone
+                    for q in peers:
+                        at = _find(mesh[q], msize[q], v)
+                        if at >= 0:
+                            msize[q] -= 1
+                            mesh[q, at] = mesh[q, msize[q]]
+                            if _outbound(q, v, members, seed, has_links, offsets, targets, dialled):
+                                outbound_in[q] -= 1
+                    msize[v] = 0
+                    outbound_in[v] = 0
+                    hsize[v] = 0
+                ticks[v] = 0
+        for turn in range(n + 1):
+            # the messages due before the next heartbeat (after the last one: by the interval's end)
+            if turn < n:
+                v = by_phase[turn]
+                now = start + phase[v]
+            else:
+                now = h * beat_us - 1
+            while count > 0 and events[0, 0] <= now:
+                _pop(events, count, event)
+                count -= 1
+                at, kind, r, s = event[0], event[1], event[2], event[3]
+                if epoch[r] != event[4] or epoch[s] != event[5]:
+                    continue
+                i = _find(mesh[r], msize[r], s)
+                if kind == _PRUNE:
+                    if i >= 0:
+                        msize[r] -= 1
+                        mesh[r, i] = mesh[r, msize[r]]
+                        if _outbound(r, s, members, seed, has_links, offsets, targets, dialled):
+                            outbound_in[r] -= 1
+                    j = _find(held[r], hsize[r], s)
+                    if j < 0:
+                        held = _grown(held, hsize[r])
+                        held_end = _grown(held_end, hsize[r])
+                        held[r, hsize[r]], held_end[r, hsize[r]] = s, at + backoff_us
+                        hsize[r] += 1
+                    elif held_end[r, j] < at + backoff_us:
+                        held_end[r, j] = at + backoff_us
+                    continue
+                if i >= 0:
+                    continue
+                j = _find(held[r], hsize[r], s)
+                out_r = _outbound(r, s, members, seed, has_links, offsets, targets, dialled)
+                if (j >= 0 and at < held_end[r, j]) or (msize[r] >= d_high and not out_r):
+                    if j < 0:
+                        held = _grown(held, hsize[r])
+                        held_end = _grown(held_end, hsize[r])
+                        held[r, hsize[r]], held_end[r, hsize[r]] = s, at + backoff_us
+                        hsize[r] += 1
+                    elif held_end[r, j] < at + backoff_us:
+                        held_end[r, j] = at + backoff_us
+                    counts[2] += 1
+                    counts[1] += 1
+                    events = _push(events, count, at + _latency(px, py, r, s), _PRUNE, s, r, epoch[s], epoch[r])
+                    count += 1
+                else:
+                    mesh = _grown(mesh, msize[r])
+                    mesh[r, msize[r]] = s
+                    msize[r] += 1
+                    if out_r:
+                        outbound_in[r] += 1
+            if turn == n or not up[v]:
+                continue
+
+            # v's heartbeat: sweep, graft below D_low, prune at `high`, outbound quota
+            ticks[v] += 1
+            if hsize[v] > 0 and ticks[v] % sweep == 0:
+                kept = 0
+                for j in range(hsize[v]):
+                    if held_end[v, j] + slack_us >= now:
+                        held[v, kept], held_end[v, kept] = held[v, j], held_end[v, j]
+                        kept += 1
+                hsize[v] = kept
+            peers = targets[offsets[v] : offsets[v + 1]] if has_links else everyone
+            if msize[v] < d_low:
+                stamp += 1
+                for j in range(msize[v]):
+                    mark[mesh[v, j]] = stamp
+                for j in range(hsize[v]):
+                    mark[held[v, j]] = stamp
+                base = fold(fold(fold(key(seed, GOSSIPSUB_GRAFT), h), members[v]), topic)
+                want, size = d - msize[v], 0
+                for q in peers:
+                    if q != v and up[q] and mark[q] != stamp:
+                        size = _insert(best_key, best_at, size, want, fold(base, members[q]), q)
+                for j in range(size):
+                    q = best_at[j]
+                    mesh = _grown(mesh, msize[v])
+                    mesh[v, msize[v]] = q
+                    msize[v] += 1
+                    if _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
+                        outbound_in[v] += 1
+                    counts[0] += 1
+                    events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
+                    count += 1
+            if msize[v] >= high:
+                size = msize[v]
+                ranked_key = np.empty(size, dtype=np.uint64)
+                ranked = np.empty(size, dtype=np.int64)
+                base = fold(fold(fold(key(seed, GOSSIPSUB_KEEP), h), members[v]), topic)
+                ranked_size = 0
+                for j in range(size):
+                    q = mesh[v, j]
+                    ranked_size = _insert(ranked_key, ranked, ranked_size, size, fold(base, members[q]), q)
+                out = np.empty(size, dtype=np.bool_)
+                for j in range(size):
+                    out[j] = _outbound(v, ranked[j], members, seed, has_links, offsets, targets, dialled)
+                keep = np.zeros(size, dtype=np.bool_)
+                keep[:d] = True
+                short = d_out - np.sum(out[:d])
+                if short > 0:
+                    extra = 0
+                    for j in range(d, size):
+                        if extra < short and out[j]:
+                            keep[j] = True
+                            extra += 1
+                    for j in range(d - 1, -1, -1):
+                        if extra > 0 and not out[j]:
+                            keep[j] = False
+                            extra -= 1
+                for j in range(size):
+                    if keep[j]:
+                        continue
+                    q = ranked[j]
+                    at = _find(mesh[v], msize[v], q)
+                    msize[v] -= 1
+                    mesh[v, at] = mesh[v, msize[v]]
+                    if out[j]:
+                        outbound_in[v] -= 1
+                    i = _find(held[v], hsize[v], q)
+                    if i < 0:
+                        held = _grown(held, hsize[v])
+                        held_end = _grown(held_end, hsize[v])
+                        held[v, hsize[v]], held_end[v, hsize[v]] = q, now + backoff_us
+                        hsize[v] += 1
+                    elif held_end[v, i] < now + backoff_us:
+                        held_end[v, i] = now + backoff_us
+                    counts[1] += 1
+                    events = _push(events, count, now + _latency(px, py, v, q), _PRUNE, q, v, epoch[q], epoch[v])
+                    count += 1
+            if msize[v] >= d_low and outbound_in[v] < d_out:
+                stamp += 1
+                for j in range(msize[v]):
+                    mark[mesh[v, j]] = stamp
+                for j in range(hsize[v]):
+                    mark[held[v, j]] = stamp
+                base = fold(fold(fold(key(seed, GOSSIPSUB_OUTBOUND), h), members[v]), topic)
+                want, size = d_out - outbound_in[v], 0
+                for q in peers:
+                    if q != v and up[q] and mark[q] != stamp:
+                        if _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
+                            size = _insert(best_key, best_at, size, want, fold(base, members[q]), q)
+                for j in range(size):
+                    q = best_at[j]
+                    mesh = _grown(mesh, msize[v])
+                    mesh[v, msize[v]] = q
+                    msize[v] += 1
+                    outbound_in[v] += 1
+                    counts[0] += 1
+                    events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
+                    count += 1
+
+        row = measures[h - 1]
+        row[_GRAFTS], row[_PRUNES], row[_REFUSED] = counts[0], counts[1], counts[2]
+        row[_BACKOFFS] = np.sum(hsize)
+        row[_MIN], row[_MAX] = -1, -1
+        if n > d_low:
+            for v in range(n):
+                if not up[v]:
+                    continue
+                size = msize[v]
+                row[_MESHES] += 1
+                row[_LINKS] += size
+                if row[_MIN] < 0 or size < row[_MIN]:
+                    row[_MIN] = size
+                if size > row[_MAX]:
+                    row[_MAX] = size
+                row[_BELOW] += size < d_low
+                row[_ABOVE] += size > d_high
+
+    total = 0
+    for v in range(n):
+        if up[v]:
+            total += msize[v]
+    nodes = np.empty(total, dtype=np.int64)
+    peers_out = np.empty(total, dtype=np.int64)
+    at = 0
+    for v in range(n):
+        if up[v]:
+            size = msize[v]
+            peers_out[at : at + size] = np.sort(mesh[v, :size])
+            nodes[at : at + size] = v
+            at += size
+    return measures, nodes, peers_out
