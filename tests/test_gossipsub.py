@@ -283,6 +283,7 @@ def test_a_publications_spread_is_the_oracles(seed):
     push with gossip (gossipsub), without (a designed overlay's flood), and flood publishing."""
     import math
 
+    from overlay.gossip.connections import TopicLinks
     from overlay.gossip.spread import SpreadParams, spread
     from overlay.rappel.coordinates import LatencyModel
     from tests.gossipsub_oracle import Spread, spread_oracle
@@ -313,6 +314,11 @@ def test_a_publications_spread_is_the_oracles(seed):
         linked[a].add(b)
         linked[b].add(a)
     neighbours = [sorted(at[q] for q in linked[int(v)]) for v in nodes]
+    links = TopicLinks(
+        np.cumsum([0] + [len(row) for row in neighbours]).astype(np.int64),
+        np.asarray([q for row in neighbours for q in row], dtype=np.int64),
+        np.zeros(sum(len(row) for row in neighbours), dtype=bool),
+    )
     for gossip, flood, idontwant, mbps, connected in (
         (True, False, 0, 0.0, False), (False, False, 0, 0.0, False), (True, True, 0, 0.0, False),
         (True, False, 1024, 0.0, False), (True, False, 1024, 20.0, False), (True, False, 0, 20.0, False),
@@ -323,9 +329,7 @@ def test_a_publications_spread_is_the_oracles(seed):
         reach = linked if connected else None
         first, counts = spread_oracle(nodes.tolist(), mesh, latency, up_ids, publisher, 11, seed, spec, reach)
         params = SpreadParams(heartbeat_us=700_000, gossip=gossip, flood_publish=flood, seed=seed, **knobs)
-        ours = spread(
-            nodes, indptr, indices, coordinates, up, at[publisher], 11, params, neighbours if connected else None
-        )
+        ours = spread(nodes, indptr, indices, coordinates, up, at[publisher], 11, params, links if connected else None)
         got = {int(nodes[i]): (int(t), int(h)) for i, (t, h) in enumerate(zip(ours.first_us, ours.hops)) if t >= 0}
         assert got == first
         names = ("messages", "duplicates", "ihave", "iwant", "idontwant", "bytes")

@@ -28,8 +28,6 @@ id, the author's 38-byte peer id and an 8-byte sequence number; RPC framing left
 
 from __future__ import annotations
 
-import heapq
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +36,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE, draw_int
-from overlay.gossip.connections import links_of, within_groups
+from overlay.gossip import spread_kernel
+from overlay.gossip.connections import TopicLinks, links_of, within_groups
 from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.rappel.coordinates import LatencyModel
 
-IDONTWANT, COPY, HEARTBEAT, IHAVE, IWANT = -1, 0, 1, 2, 3
 MESSAGE_ID_BYTES = 46
 
 
@@ -88,11 +85,6 @@ class SpreadOutcome:
     bytes_sent: int = 0
 
 
-def latency_us(positions: np.ndarray, a: int, b: int) -> int:
-    """The latency between members a and b (positions in ms), in whole microseconds."""
-    return round(1000.0 * math.hypot(positions[a, 0] - positions[b, 0], positions[a, 1] - positions[b, 1]))
-
-
 def spread(
     nodes: np.ndarray,
     indptr: np.ndarray,
@@ -102,82 +94,37 @@ def spread(
     publisher: int,
     pub: int,
     params: SpreadParams,
-    neighbours: list[list[int]] | None = None,
+    links: TopicLinks | None = None,
 ) -> SpreadOutcome:
     """One publication among `nodes` (its topic's members, sorted ids): member i pushes to
-    `indices[indptr[i]:indptr[i + 1]]` (member positions), `up[i]` says it is up, `publisher`
-    is a member position, `pub` the publication's id (a key of its draws); `neighbours[i]`: the
-    members i is connected to (ascending), None: all of them (whom it gossips and flood-publishes
-    to)."""
-    n = len(nodes)
-    out = SpreadOutcome(np.full(n, -1, np.int64), np.full(n, -1, np.int32))
-    out.first_us[publisher], out.hops[publisher] = 0, 0
-    events: list[tuple[int, int, int, int, int]] = []
-    seed, beat = params.seed, params.heartbeat_us
-    unwanted: list[set[int]] = [set() for _ in range(n)]  # unwanted[v]: the peers that told v IDONTWANT
-    uplink_free = [0] * n  # when each member's uplink is free again
-    transmit = params.transmit_us
+    `indices[indptr[i]:indptr[i + 1]]` (member positions, ascending), `up[i]` says it is up,
+    `publisher` is a member position, `pub` the publication's id (a key of its draws); `links`:
+    whom each member is connected to, None: every member (whom it gossips and flood-publishes
+    to). Compiled: `overlay.gossip.spread_kernel`."""
+    positions = np.asarray(positions, dtype=np.float64).reshape(len(nodes), 2)
+    settings = np.array(
+        [params.heartbeat_us, params.d_lazy, params.mcache_gossip, params.gossip, params.flood_publish,
+         params.seed, params.idontwant, params.transmit_us],
+        dtype=np.int64,
+    )  # fmt: skip
+    if links is None:
+        links = TopicLinks(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
+    first_us, hops, counts = spread_kernel.spread(
+        np.asarray(nodes, dtype=np.int64), np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+        np.ascontiguousarray(positions[:, 0]), np.ascontiguousarray(positions[:, 1]), np.asarray(up, dtype=np.bool_),
+        publisher, pub, settings, float(params.gossip_factor), links.offsets, links.targets,
+        len(links.offsets) == len(nodes) + 1,
+    )  # fmt: skip
+    messages, duplicates, ihave, iwant, idontwant = (int(c) for c in counts)
+    sent = messages * params.message_bytes + MESSAGE_ID_BYTES * (ihave + iwant + idontwant)
+    return SpreadOutcome(first_us, hops, messages, duplicates, ihave, iwant, idontwant, sent)
 
-    def send(v: int, w: int, at: int, hops: int) -> None:
-        if w in unwanted[v]:
-            return
-        out.messages += 1
-        uplink_free[v] = max(at, uplink_free[v]) + transmit
-        heapq.heappush(events, (uplink_free[v] + latency_us(positions, v, w), COPY, w, v, hops))
 
-    def hold(v: int, at: int, hops: int, came_from: int, targets) -> None:
-        if params.idontwant and v != publisher:
-            for w in sorted(peers(v).tolist()):
-                if w != came_from and up[w]:
-                    out.idontwant += 1
-                    heapq.heappush(events, (at + latency_us(positions, v, w), IDONTWANT, w, v, 0))
-        for w in targets:
-            if w != came_from and w != publisher and up[w]:
-                send(v, w, at, hops + 1)
-        if params.gossip:
-            phase = draw_int(seed, GOSSIPSUB_PHASE, int(nodes[v])) % beat
-            after = (at - phase) // beat + 1
-            for j in range(after, after + params.mcache_gossip):
-                heapq.heappush(events, (phase + j * beat, HEARTBEAT, v, j, 0))
-
-    def peers(v: int) -> np.ndarray:
-        return indices[indptr[v] : indptr[v + 1]]
-
-    everyone = list(range(n))
-
-    def connected(v: int) -> list[int]:
-        return everyone if neighbours is None else neighbours[v]
-
-    flooded = [w for w in connected(publisher) if w != publisher]
-    hold(publisher, 0, 0, -1, flooded if params.flood_publish else sorted(peers(publisher).tolist()))
-    while events:
-        time, kind, v, other, hops = heapq.heappop(events)
-        if kind == IDONTWANT:
-            unwanted[v].add(other)
-        elif kind == COPY:
-            if out.first_us[v] >= 0:
-                out.duplicates += 1
-                continue
-            out.first_us[v], out.hops[v] = time, hops
-            hold(v, time, hops, other, sorted(peers(v).tolist()))
-        elif kind == HEARTBEAT:
-            pushed = set(peers(v).tolist())
-            eligible = [w for w in connected(v) if w != v and up[w] and w not in pushed]
-            want = min(len(eligible), max(params.d_lazy, int(params.gossip_factor * len(eligible))))
-            ranked = sorted(
-                eligible, key=lambda w: (draw_int(seed, GOSSIPSUB_IHAVE, pub, int(nodes[v]), other, int(nodes[w])), w)
-            )
-            for w in ranked[:want]:
-                out.ihave += 1
-                heapq.heappush(events, (time + latency_us(positions, v, w), IHAVE, w, v, 0))
-        elif kind == IHAVE:
-            if out.first_us[v] < 0:
-                out.iwant += 1
-                heapq.heappush(events, (time + latency_us(positions, v, other), IWANT, other, v, 0))
-        else:
-            send(v, other, time, int(out.hops[v]) + 1)
-    out.bytes_sent = out.messages * params.message_bytes + MESSAGE_ID_BYTES * (out.ihave + out.iwant + out.idontwant)
-    return out
+def latencies_us(positions: np.ndarray, a: int, b: np.ndarray) -> np.ndarray:
+    """The latencies between member a and members b (positions in ms), in whole microseconds."""
+    return np.rint(1000.0 * np.hypot(positions[a, 0] - positions[b, 0], positions[a, 1] - positions[b, 1])).astype(
+        np.int64
+    )
 
 
 # -- Every publication of a workload, one per task call ------------------------------------------
@@ -242,14 +189,13 @@ def spread_publications(
 
     def run(batches):
         for batch in batches:
-            rows = [r for row in batch.to_pylist() for r in _one(row, failures, model_seed, params)]
-            if rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=_ARROW)
+            for row in batch.to_pylist():
+                yield _one(row, failures, model_seed, params)
 
     return grouped.mapInArrow(run, SPREAD_SCHEMA)
 
 
-def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -> list[dict]:
+def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -> pa.RecordBatch:
     nodes = np.asarray(row["_members"], dtype=np.int64)
     topic, pub = int(row[S.TOPIC_ID]), int(row[S.PUB_ID])
     us = np.searchsorted(nodes, np.asarray(row["_us"] or [], dtype=np.int64))
@@ -259,34 +205,30 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
     publisher = publisher_of(params.seed, topic, nodes)
     up = failures.alive(params.seed, nodes, 1, publisher)[1]
     positions = LatencyModel().coordinates(model_seed, nodes)
-    links = links_of(row, nodes)
-    neighbours = None if links is None else links.neighbours
-    out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params, neighbours)
-    base = {S.PUB_ID: pub, S.TOPIC_ID: topic, "publisher": int(nodes[publisher])}
-    rows = [
-        {
-            **base,
-            S.NODE_ID: int(nodes[i]),
-            "row_kind": DELIVERY,
-            "hops": int(out.hops[i]),
-            "latency_ms": out.first_us[i] / 1000.0,
-            "direct_ms": latency_us(positions, publisher, i) / 1000.0,
-        }
-        for i in np.flatnonzero(out.first_us >= 0).tolist()
-        if i != publisher
+    out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params, links_of(row, nodes))
+    got = np.flatnonzero(out.first_us >= 0)
+    got = got[got != publisher]
+    summary = np.append(np.zeros(len(got), bool), True)  # the last row: the publication's summary
+
+    def deliveries(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+        return pa.array(np.append(values, 0), mask=summary, type=kind)
+
+    def summaries(count: int) -> pa.Array:
+        return pa.array(np.append(np.zeros(len(got), np.int64), count), mask=~summary, type=pa.int64())
+
+    def each(value: int) -> pa.Array:
+        return pa.array(np.full(len(got) + 1, value), type=pa.int64())
+
+    counts = (out.messages, out.duplicates, out.ihave, out.iwant, out.idontwant, out.bytes_sent, int(up.sum()) - 1)
+    columns = [
+        each(pub),
+        each(topic),
+        each(int(nodes[publisher])),
+        pa.array(np.append(nodes[got], nodes[publisher]), type=pa.int64()),
+        pa.array(np.append(np.full(len(got), DELIVERY), SUMMARY), type=pa.int32()),
+        deliveries(out.hops[got], pa.int32()),
+        deliveries(out.first_us[got] / 1000.0, pa.float64()),
+        deliveries(latencies_us(positions, publisher, got) / 1000.0, pa.float64()),
+        *(summaries(c) for c in counts),
     ]
-    rows.append(
-        {
-            **base,
-            S.NODE_ID: int(nodes[publisher]),
-            "row_kind": SUMMARY,
-            "messages": out.messages,
-            "duplicates": out.duplicates,
-            "ihave": out.ihave,
-            "iwant": out.iwant,
-            "idontwant": out.idontwant,
-            "bytes_sent": out.bytes_sent,
-            "expected": int(up.sum()) - 1,
-        }
-    )
-    return rows
+    return pa.RecordBatch.from_arrays(columns, schema=_ARROW)
