@@ -49,7 +49,7 @@ from pipelines.design import claim_run
 from pipelines.lakehouse import Lakehouse, UnknownRunError
 from pipelines.overlays import _now, check_run_id, evaluate_run
 from pipelines.progress import Progress
-from pipelines.spark import task_slots
+from pipelines.spark import jobs_started, task_slots
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +271,7 @@ def simulated_run(
         log.info("run %s is complete already", run_id)
         return claimed.found.asDict()
     clock = time.monotonic()
+    jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     with ledger.failing(lakehouse, claimed, "simulate"):
         regime = simulate_rounds(spark, lakehouse, request, run_id, claimed.attempt, instance, snapshot_every, progress)
         run = ledger.check_owner(lakehouse, run_id, claimed.attempt)
@@ -287,6 +288,8 @@ def simulated_run(
                 S.SECONDS_ROUNDS: simulated,
                 S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
                 S.REGIME: regime,
+                S.SPARK_JOBS: jobs_started(spark) - jobs,
+                S.DELTA_COMMITS: lakehouse.commits + 1 - commits,  # the completion's own too
             },
         )
     return lakehouse.run_row(run_id).asDict()

@@ -477,3 +477,28 @@ def test_compare_meshes_stores_one_row_per_system_from_its_runs(spark, simulated
     text = (tmp_path / "report" / "report.md").read_text()
     assert "## gossipsub beside the papers' overlays" in text and (tmp_path / "report" / "meshes.png").is_file()
     assert all(system in text for system in SYSTEMS)
+
+
+# A gossipsub run's fixed costs on a fresh lakehouse, one batch of topics (the claim, the batch's
+# meshes and measures, the heartbeats combined, the meshes' union, the evaluation, the
+# completion), measured and pinned: each commit and each job is latency.
+GOSSIPSUB_COMMITS = 9
+GOSSIPSUB_JOBS = 54  # measured; most are reads and the evaluation's: to cut
+
+
+def test_a_gossipsub_run_counts_its_spark_jobs_and_delta_commits(spark, tmp_path):
+    """The counts are stored on the run row and pinned here, so fixed costs cannot creep back."""
+    from overlay import schema as S
+    from overlay.instance.synthetic import SyntheticSpec
+    from pipelines.gossipsub import GossipsubRequest, run_gossipsub
+    from pipelines.lakehouse import Lakehouse
+    from tests.helpers import store_instance
+
+    lakehouse = Lakehouse(spark, tmp_path / "lakehouse")
+    store_instance(
+        spark, lakehouse, "c", SyntheticSpec(dist="zipf", nodes=30, topics=5, min_subs=1, max_subs=3, seed=4)
+    )
+    run_gossipsub(spark, lakehouse, GossipsubRequest("c", 4, seed=1), run_id="warm", progress=False, diameters=False)
+    run = run_gossipsub(spark, lakehouse, GossipsubRequest("c", 6, seed=2), progress=False, diameters=False)
+    assert run[S.REGIME] == "memory"
+    assert (run[S.DELTA_COMMITS], run[S.SPARK_JOBS]) == (GOSSIPSUB_COMMITS, GOSSIPSUB_JOBS)
