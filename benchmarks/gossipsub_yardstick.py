@@ -335,16 +335,27 @@ def layout(subscriptions: np.ndarray, nodes: int):
     return t_start, node.astype(np.int64), n_start, by_node.astype(np.int64), topic.astype(np.int64)
 
 
-def simulate(subscriptions, nodes, positions, phases, seed, profile, heartbeats):
-    """(measures [heartbeats, 10], mesh rows as a set of (topic, node, peer))."""
+def prepare(subscriptions, nodes, positions, phases, seed, profile, heartbeats) -> tuple:
+    """`run`'s arguments (the layout, the positions' columns) for the subscriptions."""
     t_start, t_node, n_start, n_slot, slot_topic = layout(np.asarray(subscriptions, np.int64).reshape(-1, 2), nodes)
     x, y = np.ascontiguousarray(positions[:, 0], np.float64), np.ascontiguousarray(positions[:, 1], np.float64)
     prm = tuple(int(v) for v in profile)
-    measures, mesh, size = run(t_start, t_node, n_start, n_slot, slot_topic, x, y, np.asarray(phases, np.int64), seed, prm, heartbeats)  # fmt: skip
-    rows = {
+    return t_start, t_node, n_start, n_slot, slot_topic, x, y, np.asarray(phases, np.int64), seed, prm, heartbeats
+
+
+def rows_of(arguments: tuple, mesh: np.ndarray, size: np.ndarray) -> set[tuple[int, int, int]]:
+    """The final meshes as (topic, node, peer) rows."""
+    t_node, slot_topic = arguments[1], arguments[4]
+    return {
         (int(slot_topic[s]), int(t_node[s]), int(t_node[r])) for s in range(len(t_node)) for r in mesh[s, : size[s]]
     }
-    return measures, rows
+
+
+def simulate(subscriptions, nodes, positions, phases, seed, profile, heartbeats):
+    """(measures [heartbeats, 10], mesh rows as a set of (topic, node, peer))."""
+    arguments = prepare(subscriptions, nodes, positions, phases, seed, profile, heartbeats)
+    measures, mesh, size = run(*arguments)
+    return measures, rows_of(arguments, mesh, size)
 
 
 def main() -> None:
@@ -368,10 +379,12 @@ def main() -> None:
     positions = LatencyModel().coordinates(1, np.arange(nodes))
     phases = (draw(args.seed, GOSSIPSUB_PHASE, np.arange(nodes, dtype=np.int64)) % np.uint64(beat)).astype(np.int64)
     read = time.monotonic() - clock
+    arguments = prepare(subs, nodes, positions, phases, args.seed, PROFILES[args.profile], args.heartbeats)
     simulate(subs[:50], nodes, positions, phases, args.seed, PROFILES[args.profile], 2)  # compiled (or loaded)
     clock = time.monotonic()
-    measures, rows = simulate(subs, nodes, positions, phases, args.seed, PROFILES[args.profile], args.heartbeats)
+    measures, mesh, size = run(*arguments)
     seconds = time.monotonic() - clock
+    rows = rows_of(arguments, mesh, size)
     print(json.dumps({
         "instance": args.instance, "subscriptions": len(subs), "heartbeats": args.heartbeats,
         "read_s": round(read, 2), "simulate_s": round(seconds, 3), "mesh_rows": len(rows),
