@@ -129,6 +129,59 @@ def _insert(best_key, best_at, size, k, draw_key, q):
 
 
 @nb.njit(cache=True, nogil=True)
+def _back_off(held, held_end, hsize, v, q, end):
+    """v holds q off until `end` at least (a backoff is never shortened); the tables, grown if full."""
+    j = _find(held[v], hsize[v], q)
+    if j < 0:
+        held = _grown(held, hsize[v])
+        held_end = _grown(held_end, hsize[v])
+        held[v, hsize[v]], held_end[v, hsize[v]] = q, end
+        hsize[v] += 1
+    elif held_end[v, j] < end:
+        held_end[v, j] = end
+    return held, held_end
+
+
+@nb.njit(cache=True, nogil=True)
+def _join(mesh, msize, outbound_in, v, q, outbound):
+    """q joins v's mesh (not in it); the table, grown if full."""
+    mesh = _grown(mesh, msize[v])
+    mesh[v, msize[v]] = q
+    msize[v] += 1
+    if outbound:
+        outbound_in[v] += 1
+    return mesh
+
+
+@nb.njit(cache=True, nogil=True)
+def _leave(mesh, msize, outbound_in, v, at, outbound):
+    """The peer at `at` of v's mesh leaves it."""
+    msize[v] -= 1
+    mesh[v, at] = mesh[v, msize[v]]
+    if outbound:
+        outbound_in[v] -= 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _candidates(
+    v, peers, want, base, outbound_only, up, mesh, msize, held, hsize, mark, stamp, link, best_key, best_at
+):
+    """The `want` peers of smallest draw (keyed `base`, then the peer) that v may graft: connected,
+    up, outside its mesh and its backoffs (and outbound at v, if asked), in `best_at`; how many.
+    `link`: `_outbound`'s arguments past (v, q)."""
+    for j in range(msize[v]):
+        mark[mesh[v, j]] = stamp
+    for j in range(hsize[v]):
+        mark[held[v, j]] = stamp
+    members, size = link[0], 0
+    for q in peers:
+        if q != v and up[q] and mark[q] != stamp:
+            if not outbound_only or _outbound(v, q, *link):
+                size = _insert(best_key, best_at, size, want, fold(base, members[q]), q)
+    return size
+
+
+@nb.njit(cache=True, nogil=True)
 def simulate(
     topic,
     members,
@@ -170,7 +223,8 @@ def simulate(
     best_at = np.empty(max(d, d_out, 1), dtype=np.int64)
     measures = np.zeros((heartbeats, 10), dtype=np.int64)
     everyone = np.arange(n)
-    counts = np.zeros(3, dtype=np.int64)  # GRAFTs, PRUNEs, refusals sent in the interval
+    counts = np.zeros(3, dtype=np.int64)  # GRAFTs, PRUNEs, refusals sent in the interval (the first measures)
+    link = (members, seed, has_links, offsets, targets, dialled)  # a connection's direction: `_outbound`
 
     for h in range(1, heartbeats + 1):
         start = (h - 1) * beat_us
@@ -187,10 +241,8 @@ def simulate(
                     for q in peers:
                         at = _find(mesh[q], msize[q], v)
                         if at >= 0:
-                            msize[q] -= 1
-                            mesh[q, at] = mesh[q, msize[q]]
-                            if _outbound(q, v, members, seed, has_links, offsets, targets, dialled):
-                                outbound_in[q] -= 1
+                            out_q = _outbound(q, v, *link)
+                            _leave(mesh, msize, outbound_in, q, at, out_q)
                     msize[v] = 0
                     outbound_in[v] = 0
                     hsize[v] = 0
@@ -211,41 +263,22 @@ def simulate(
                 i = _find(mesh[r], msize[r], s)
                 if kind == _PRUNE:
                     if i >= 0:
-                        msize[r] -= 1
-                        mesh[r, i] = mesh[r, msize[r]]
-                        if _outbound(r, s, members, seed, has_links, offsets, targets, dialled):
-                            outbound_in[r] -= 1
-                    j = _find(held[r], hsize[r], s)
-                    if j < 0:
-                        held = _grown(held, hsize[r])
-                        held_end = _grown(held_end, hsize[r])
-                        held[r, hsize[r]], held_end[r, hsize[r]] = s, at + backoff_us
-                        hsize[r] += 1
-                    elif held_end[r, j] < at + backoff_us:
-                        held_end[r, j] = at + backoff_us
+                        out_r = _outbound(r, s, *link)
+                        _leave(mesh, msize, outbound_in, r, i, out_r)
+                    held, held_end = _back_off(held, held_end, hsize, r, s, at + backoff_us)
                     continue
                 if i >= 0:
                     continue
                 j = _find(held[r], hsize[r], s)
-                out_r = _outbound(r, s, members, seed, has_links, offsets, targets, dialled)
+                out_r = _outbound(r, s, *link)
                 if (j >= 0 and at < held_end[r, j]) or (msize[r] >= d_high and not out_r):
-                    if j < 0:
-                        held = _grown(held, hsize[r])
-                        held_end = _grown(held_end, hsize[r])
-                        held[r, hsize[r]], held_end[r, hsize[r]] = s, at + backoff_us
-                        hsize[r] += 1
-                    elif held_end[r, j] < at + backoff_us:
-                        held_end[r, j] = at + backoff_us
-                    counts[2] += 1
-                    counts[1] += 1
+                    held, held_end = _back_off(held, held_end, hsize, r, s, at + backoff_us)
+                    counts[_REFUSED] += 1
+                    counts[_PRUNES] += 1
                     events = _push(events, count, at + _latency(px, py, r, s), _PRUNE, s, r, epoch[s], epoch[r])
                     count += 1
                 else:
-                    mesh = _grown(mesh, msize[r])
-                    mesh[r, msize[r]] = s
-                    msize[r] += 1
-                    if out_r:
-                        outbound_in[r] += 1
+                    mesh = _join(mesh, msize, outbound_in, r, s, out_r)
             if turn == n or not up[v]:
                 continue
 
@@ -261,23 +294,13 @@ def simulate(
             peers = targets[offsets[v] : offsets[v + 1]] if has_links else everyone
             if msize[v] < d_low:
                 stamp += 1
-                for j in range(msize[v]):
-                    mark[mesh[v, j]] = stamp
-                for j in range(hsize[v]):
-                    mark[held[v, j]] = stamp
                 base = fold(fold(fold(key(seed, GOSSIPSUB_GRAFT), h), members[v]), topic)
-                want, size = d - msize[v], 0
-                for q in peers:
-                    if q != v and up[q] and mark[q] != stamp:
-                        size = _insert(best_key, best_at, size, want, fold(base, members[q]), q)
+                size = _candidates(v, peers, d - msize[v], base, False, up, mesh, msize, held, hsize, mark, stamp, link, best_key, best_at)  # fmt: skip
                 for j in range(size):
                     q = best_at[j]
-                    mesh = _grown(mesh, msize[v])
-                    mesh[v, msize[v]] = q
-                    msize[v] += 1
-                    if _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
-                        outbound_in[v] += 1
-                    counts[0] += 1
+                    out_v = _outbound(v, q, *link)
+                    mesh = _join(mesh, msize, outbound_in, v, q, out_v)
+                    counts[_GRAFTS] += 1
                     events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
                     count += 1
             if msize[v] >= high:
@@ -291,7 +314,7 @@ def simulate(
                     ranked_size = _insert(ranked_key, ranked, ranked_size, size, fold(base, members[q]), q)
                 out = np.empty(size, dtype=np.bool_)
                 for j in range(size):
-                    out[j] = _outbound(v, ranked[j], members, seed, has_links, offsets, targets, dialled)
+                    out[j] = _outbound(v, ranked[j], *link)
                 keep = np.zeros(size, dtype=np.bool_)
                 keep[:d] = True
                 short = d_out - np.sum(out[:d])
@@ -309,46 +332,25 @@ def simulate(
                     if keep[j]:
                         continue
                     q = ranked[j]
-                    at = _find(mesh[v], msize[v], q)
-                    msize[v] -= 1
-                    mesh[v, at] = mesh[v, msize[v]]
-                    if out[j]:
-                        outbound_in[v] -= 1
-                    i = _find(held[v], hsize[v], q)
-                    if i < 0:
-                        held = _grown(held, hsize[v])
-                        held_end = _grown(held_end, hsize[v])
-                        held[v, hsize[v]], held_end[v, hsize[v]] = q, now + backoff_us
-                        hsize[v] += 1
-                    elif held_end[v, i] < now + backoff_us:
-                        held_end[v, i] = now + backoff_us
-                    counts[1] += 1
+                    _leave(mesh, msize, outbound_in, v, _find(mesh[v], msize[v], q), out[j])
+                    held, held_end = _back_off(held, held_end, hsize, v, q, now + backoff_us)
+                    counts[_PRUNES] += 1
                     events = _push(events, count, now + _latency(px, py, v, q), _PRUNE, q, v, epoch[q], epoch[v])
                     count += 1
             if msize[v] >= d_low and outbound_in[v] < d_out:
                 stamp += 1
-                for j in range(msize[v]):
-                    mark[mesh[v, j]] = stamp
-                for j in range(hsize[v]):
-                    mark[held[v, j]] = stamp
                 base = fold(fold(fold(key(seed, GOSSIPSUB_OUTBOUND), h), members[v]), topic)
-                want, size = d_out - outbound_in[v], 0
-                for q in peers:
-                    if q != v and up[q] and mark[q] != stamp:
-                        if _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
-                            size = _insert(best_key, best_at, size, want, fold(base, members[q]), q)
+                want = d_out - outbound_in[v]
+                size = _candidates(v, peers, want, base, True, up, mesh, msize, held, hsize, mark, stamp, link, best_key, best_at)  # fmt: skip
                 for j in range(size):
                     q = best_at[j]
-                    mesh = _grown(mesh, msize[v])
-                    mesh[v, msize[v]] = q
-                    msize[v] += 1
-                    outbound_in[v] += 1
-                    counts[0] += 1
+                    mesh = _join(mesh, msize, outbound_in, v, q, True)
+                    counts[_GRAFTS] += 1
                     events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
                     count += 1
 
         row = measures[h - 1]
-        row[_GRAFTS], row[_PRUNES], row[_REFUSED] = counts[0], counts[1], counts[2]
+        row[_GRAFTS], row[_PRUNES], row[_REFUSED] = counts[_GRAFTS], counts[_PRUNES], counts[_REFUSED]
         row[_BACKOFFS] = np.sum(hsize)
         row[_MIN], row[_MAX] = -1, -1
         if n > d_low:
