@@ -20,6 +20,7 @@ import numpy as np
 
 from overlay.draws import GOSSIPSUB_DIRECTION, GOSSIPSUB_GRAFT, GOSSIPSUB_KEEP, GOSSIPSUB_OUTBOUND
 from overlay.draws_compiled import fold, key
+from overlay.gossip.event_rows import find, grown, latency_us, pop, push
 
 # The measures' columns: overlay.gossip.gossipsub.MEASURES, in its order.
 _GRAFTS, _PRUNES, _REFUSED, _MESHES, _LINKS, _MIN, _MAX, _BELOW, _ABOVE, _BACKOFFS = range(10)
@@ -28,73 +29,15 @@ _EVENT = 6  # an event row's columns
 
 
 @nb.njit(cache=True, nogil=True)
-def _before(events, i, j):
-    for c in range(_EVENT):
-        if events[i, c] != events[j, c]:
-            return events[i, c] < events[j, c]
-    return False
-
-
-@nb.njit(cache=True, nogil=True)
-def _swap(events, i, j):
-    for c in range(_EVENT):
-        events[i, c], events[j, c] = events[j, c], events[i, c]
-
-
-@nb.njit(cache=True, nogil=True)
-def _push(events, count, at, kind, receiver, sender, receiver_epoch, sender_epoch):
-    """The heap with the event added (grown when full)."""
-    if count == events.shape[0]:
-        grown = np.empty((2 * events.shape[0], _EVENT), dtype=np.int64)
-        grown[:count] = events[:count]
-        events = grown
-    events[count, 0], events[count, 1], events[count, 2] = at, kind, receiver
-    events[count, 3], events[count, 4], events[count, 5] = sender, receiver_epoch, sender_epoch
-    i = count
-    while i > 0:
-        parent = (i - 1) // 2
-        if not _before(events, i, parent):
-            break
-        _swap(events, i, parent)
-        i = parent
-    return events
-
-
-@nb.njit(cache=True, nogil=True)
-def _pop(events, count, into):
-    """Copies the first event into `into`, restores the heap over count - 1 rows."""
-    into[:] = events[0]
-    count -= 1
-    events[0] = events[count]
-    i = 0
-    while True:
-        smallest, left, right = i, 2 * i + 1, 2 * i + 2
-        if left < count and _before(events, left, smallest):
-            smallest = left
-        if right < count and _before(events, right, smallest):
-            smallest = right
-        if smallest == i:
-            return
-        _swap(events, i, smallest)
-        i = smallest
-
-
-@nb.njit(cache=True, nogil=True)
-def _grown(table, rows):
-    """`table` with twice its columns when row `rows` is full."""
-    if rows < table.shape[1]:
-        return table
-    grown = np.empty((table.shape[0], 2 * table.shape[1]), dtype=table.dtype)
-    grown[:, : table.shape[1]] = table
-    return grown
-
-
-@nb.njit(cache=True, nogil=True)
-def _find(row, size, q):
-    for i in range(size):
-        if row[i] == q:
-            return i
-    return -1
+def _queue(events, count, row, at, kind, receiver, sender, receiver_epoch, sender_epoch):
+    """The heap with the event (at, kind, receiver, sender, receiver_epoch, sender_epoch) added, `row` its scratch."""
+    row[0] = at
+    row[1] = kind
+    row[2] = receiver
+    row[3] = sender
+    row[4] = receiver_epoch
+    row[5] = sender_epoch
+    return push(events, count, row)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -108,11 +51,6 @@ def _outbound(v, q, members, seed, has_links, offsets, targets, dialled):
     low, high = min(a, b), max(a, b)
     opened_by_low = (fold(fold(key(seed, GOSSIPSUB_DIRECTION), low), high) & np.uint64(1)) == np.uint64(0)
     return opened_by_low == (a == low)
-
-
-@nb.njit(cache=True, nogil=True)
-def _latency(px, py, v, q):
-    return np.int64(np.rint(1000.0 * np.hypot(px[v] - px[q], py[v] - py[q])))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -131,10 +69,10 @@ def _insert(best_key, best_at, size, k, draw_key, q):
 @nb.njit(cache=True, nogil=True)
 def _back_off(held, held_end, hsize, v, q, end):
     """v holds q off until `end` at least (a backoff is never shortened); the tables, grown if full."""
-    j = _find(held[v], hsize[v], q)
+    j = find(held[v], hsize[v], q)
     if j < 0:
-        held = _grown(held, hsize[v])
-        held_end = _grown(held_end, hsize[v])
+        held = grown(held, hsize[v])
+        held_end = grown(held_end, hsize[v])
         held[v, hsize[v]], held_end[v, hsize[v]] = q, end
         hsize[v] += 1
     elif held_end[v, j] < end:
@@ -145,7 +83,7 @@ def _back_off(held, held_end, hsize, v, q, end):
 @nb.njit(cache=True, nogil=True)
 def _join(mesh, msize, outbound_in, v, q, outbound):
     """q joins v's mesh (not in it); the table, grown if full."""
-    mesh = _grown(mesh, msize[v])
+    mesh = grown(mesh, msize[v])
     mesh[v, msize[v]] = q
     msize[v] += 1
     if outbound:
@@ -219,6 +157,7 @@ def simulate(
     events = np.empty((max(64, 4 * n), _EVENT), dtype=np.int64)
     count = 0
     event = np.empty(_EVENT, dtype=np.int64)
+    queued = np.empty(_EVENT, dtype=np.int64)
     best_key = np.empty(max(d, d_out, 1), dtype=np.uint64)
     best_at = np.empty(max(d, d_out, 1), dtype=np.int64)
     measures = np.zeros((heartbeats, 10), dtype=np.int64)
@@ -239,7 +178,7 @@ def simulate(
                 if not now_up:
                     peers = targets[offsets[v] : offsets[v + 1]] if has_links else everyone
                     for q in peers:
-                        at = _find(mesh[q], msize[q], v)
+                        at = find(mesh[q], msize[q], v)
                         if at >= 0:
                             out_q = _outbound(q, v, *link)
                             _leave(mesh, msize, outbound_in, q, at, out_q)
@@ -255,12 +194,12 @@ def simulate(
             else:
                 now = h * beat_us - 1
             while count > 0 and events[0, 0] <= now:
-                _pop(events, count, event)
+                pop(events, count, event)
                 count -= 1
                 at, kind, r, s = event[0], event[1], event[2], event[3]
                 if epoch[r] != event[4] or epoch[s] != event[5]:
                     continue
-                i = _find(mesh[r], msize[r], s)
+                i = find(mesh[r], msize[r], s)
                 if kind == _PRUNE:
                     if i >= 0:
                         out_r = _outbound(r, s, *link)
@@ -269,13 +208,15 @@ def simulate(
                     continue
                 if i >= 0:
                     continue
-                j = _find(held[r], hsize[r], s)
+                j = find(held[r], hsize[r], s)
                 out_r = _outbound(r, s, *link)
                 if (j >= 0 and at < held_end[r, j]) or (msize[r] >= d_high and not out_r):
                     held, held_end = _back_off(held, held_end, hsize, r, s, at + backoff_us)
                     counts[_REFUSED] += 1
                     counts[_PRUNES] += 1
-                    events = _push(events, count, at + _latency(px, py, r, s), _PRUNE, s, r, epoch[s], epoch[r])
+                    events = _queue(
+                        events, count, queued, at + latency_us(px, py, r, s), _PRUNE, s, r, epoch[s], epoch[r]
+                    )
                     count += 1
                 else:
                     mesh = _join(mesh, msize, outbound_in, r, s, out_r)
@@ -301,7 +242,9 @@ def simulate(
                     out_v = _outbound(v, q, *link)
                     mesh = _join(mesh, msize, outbound_in, v, q, out_v)
                     counts[_GRAFTS] += 1
-                    events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
+                    events = _queue(
+                        events, count, queued, now + latency_us(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v]
+                    )
                     count += 1
             if msize[v] >= high:
                 size = msize[v]
@@ -332,10 +275,12 @@ def simulate(
                     if keep[j]:
                         continue
                     q = ranked[j]
-                    _leave(mesh, msize, outbound_in, v, _find(mesh[v], msize[v], q), out[j])
+                    _leave(mesh, msize, outbound_in, v, find(mesh[v], msize[v], q), out[j])
                     held, held_end = _back_off(held, held_end, hsize, v, q, now + backoff_us)
                     counts[_PRUNES] += 1
-                    events = _push(events, count, now + _latency(px, py, v, q), _PRUNE, q, v, epoch[q], epoch[v])
+                    events = _queue(
+                        events, count, queued, now + latency_us(px, py, v, q), _PRUNE, q, v, epoch[q], epoch[v]
+                    )
                     count += 1
             if msize[v] >= d_low and outbound_in[v] < d_out:
                 stamp += 1
@@ -346,7 +291,9 @@ def simulate(
                     q = best_at[j]
                     mesh = _join(mesh, msize, outbound_in, v, q, True)
                     counts[_GRAFTS] += 1
-                    events = _push(events, count, now + _latency(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v])
+                    events = _queue(
+                        events, count, queued, now + latency_us(px, py, v, q), _GRAFT, q, v, epoch[q], epoch[v]
+                    )
                     count += 1
 
         row = measures[h - 1]

@@ -10,6 +10,7 @@ import numpy as np
 
 from overlay.draws import GOSSIPSUB_IHAVE, GOSSIPSUB_PHASE
 from overlay.draws_compiled import fold, key
+from overlay.gossip.event_rows import find, grown, latency_us, pop, push
 
 IDONTWANT, COPY, HEARTBEAT, IHAVE, IWANT = -1, 0, 1, 2, 3
 _EVENT = 5
@@ -18,64 +19,14 @@ MESSAGES, DUPLICATES, IHAVES, IWANTS, IDONTWANTS = range(5)
 
 
 @nb.njit(cache=True, nogil=True)
-def _before(events, i, j):
-    for c in range(_EVENT):
-        if events[i, c] != events[j, c]:
-            return events[i, c] < events[j, c]
-    return False
-
-
-@nb.njit(cache=True, nogil=True)
-def _swap(events, i, j):
-    for c in range(_EVENT):
-        events[i, c], events[j, c] = events[j, c], events[i, c]
-
-
-@nb.njit(cache=True, nogil=True)
-def _push(events, count, at, kind, node, other, hops):
-    if count == events.shape[0]:
-        grown = np.empty((2 * events.shape[0], _EVENT), dtype=np.int64)
-        grown[:count] = events[:count]
-        events = grown
-    events[count, 0], events[count, 1], events[count, 2], events[count, 3], events[count, 4] = (
-        at,
-        kind,
-        node,
-        other,
-        hops,
-    )
-    i = count
-    while i > 0:
-        parent = (i - 1) // 2
-        if not _before(events, i, parent):
-            break
-        _swap(events, i, parent)
-        i = parent
-    return events
-
-
-@nb.njit(cache=True, nogil=True)
-def _pop(events, count, into):
-    into[:] = events[0]
-    count -= 1
-    events[0] = events[count]
-    i = 0
-    while True:
-        smallest, left, right = i, 2 * i + 1, 2 * i + 2
-        if left < count and _before(events, left, smallest):
-            smallest = left
-        if right < count and _before(events, right, smallest):
-            smallest = right
-        if smallest == i:
-            return
-        _swap(events, i, smallest)
-        i = smallest
-
-
-@nb.njit(cache=True, nogil=True)
-def latency(px, py, a, b):
-    """The latency between members a and b (positions in ms), in whole microseconds."""
-    return np.int64(np.rint(1000.0 * np.hypot(px[a] - px[b], py[a] - py[b])))
+def _queue(events, count, row, at, kind, node, other, hops):
+    """The heap with the event (at, kind, node, other, hops) added, `row` its scratch."""
+    row[0] = at
+    row[1] = kind
+    row[2] = node
+    row[3] = other
+    row[4] = hops
+    return push(events, count, row)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -118,6 +69,7 @@ def spread(
     events = np.empty((max(64, 2 * n), _EVENT), dtype=np.int64)
     count = 0
     event = np.empty(_EVENT, dtype=np.int64)
+    queued = np.empty(_EVENT, dtype=np.int64)
     everyone = np.arange(n)
     first_us[publisher], hops[publisher] = 0, 0
     phase_key = key(seed, GOSSIPSUB_PHASE)
@@ -131,7 +83,7 @@ def spread(
             for w in peers:
                 if w != came_from and up[w]:
                     counts[IDONTWANTS] += 1
-                    events = _push(events, count, at + latency(px, py, v, w), IDONTWANT, w, v, 0)
+                    events = _queue(events, count, queued, at + latency_us(px, py, v, w), IDONTWANT, w, v, 0)
                     count += 1
         if v == publisher and flood:
             sends = targets[offsets[v] : offsets[v + 1]] if has_links else everyone
@@ -140,27 +92,27 @@ def spread(
         for w in sends:
             if w == came_from or w == publisher or not up[w]:
                 continue
-            if _find(unwanted[v], usize[v], w) >= 0:
+            if find(unwanted[v], usize[v], w) >= 0:
                 continue
             counts[MESSAGES] += 1
             uplink_free[v] = max(at, uplink_free[v]) + transmit
-            events = _push(events, count, uplink_free[v] + latency(px, py, v, w), COPY, w, v, now_hops + 1)
+            events = _queue(events, count, queued, uplink_free[v] + latency_us(px, py, v, w), COPY, w, v, now_hops + 1)
             count += 1
         if gossip:
             phase = np.int64(fold(phase_key, nodes[v]) % np.uint64(beat))
             after = (at - phase) // beat + 1
             for j in range(after, after + windows):
-                events = _push(events, count, phase + j * beat, HEARTBEAT, v, j, 0)
+                events = _queue(events, count, queued, phase + j * beat, HEARTBEAT, v, j, 0)
                 count += 1
 
         # the next event that makes a member hold a copy; the others handled on the way
         v = -1
         while count > 0:
-            _pop(events, count, event)
+            pop(events, count, event)
             count -= 1
             time, kind, node, other = event[0], event[1], event[2], event[3]
             if kind == IDONTWANT:
-                unwanted = _grown(unwanted, usize[node])
+                unwanted = grown(unwanted, usize[node])
                 unwanted[node, usize[node]] = other
                 usize[node] += 1
             elif kind == COPY:
@@ -194,35 +146,20 @@ def spread(
                 for i in range(want):
                     w = ids[order[i]]
                     counts[IHAVES] += 1
-                    events = _push(events, count, time + latency(px, py, node, w), IHAVE, w, node, 0)
+                    events = _queue(events, count, queued, time + latency_us(px, py, node, w), IHAVE, w, node, 0)
                     count += 1
             elif kind == IHAVE:
                 if first_us[node] < 0:
                     counts[IWANTS] += 1
-                    events = _push(events, count, time + latency(px, py, node, other), IWANT, other, node, 0)
+                    events = _queue(
+                        events, count, queued, time + latency_us(px, py, node, other), IWANT, other, node, 0
+                    )
                     count += 1
-            elif _find(unwanted[node], usize[node], other) < 0:  # IWANT: the copy, unless unwanted
+            elif find(unwanted[node], usize[node], other) < 0:  # IWANT: the copy, unless unwanted
                 counts[MESSAGES] += 1
                 uplink_free[node] = max(time, uplink_free[node]) + transmit
-                arrive = uplink_free[node] + latency(px, py, node, other)
-                events = _push(events, count, arrive, COPY, other, node, np.int64(hops[node]) + 1)
+                arrive = uplink_free[node] + latency_us(px, py, node, other)
+                events = _queue(events, count, queued, arrive, COPY, other, node, np.int64(hops[node]) + 1)
                 count += 1
         if v < 0:
             return first_us, hops, counts
-
-
-@nb.njit(cache=True, nogil=True)
-def _find(row, size, q):
-    for i in range(size):
-        if row[i] == q:
-            return i
-    return -1
-
-
-@nb.njit(cache=True, nogil=True)
-def _grown(table, rows):
-    if rows < table.shape[1]:
-        return table
-    grown = np.empty((table.shape[0], 2 * table.shape[1]), dtype=table.dtype)
-    grown[:, : table.shape[1]] = table
-    return grown
