@@ -121,6 +121,19 @@ def index_of(row, size, x):
 
 
 @nb.njit(cache=True)
+def hold(held, held_end, hsize, s, r, end):
+    """Slot s backs r off until `end` at least."""
+    j = index_of(held[s], hsize[s], r)
+    if j >= 0:
+        held_end[s, j] = max(held_end[s, j], end)
+        return
+    if hsize[s] == held.shape[1]:
+        raise ValueError("a slot's backoffs outgrew the yardstick's rows")
+    held[s, hsize[s]], held_end[s, hsize[s]] = r, end
+    hsize[s] += 1
+
+
+@nb.njit(cache=True)
 def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, heartbeats):
     """prm: the PROFILES tuple. Returns measures [heartbeats, 10] and the mesh rows (slot, peer slot)."""
     d, d_low, d_high, d_out, high, backoff, sweep, slack, beat = prm
@@ -180,13 +193,7 @@ def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, he
                 if i >= 0:
                     size[s] -= 1
                     mesh[s, i] = mesh[s, size[s]]
-                if j < 0:
-                    if hsize[s] == width:
-                        raise ValueError("a slot's backoffs outgrew the yardstick's rows")
-                    held[s, hsize[s]], held_end[s, hsize[s]] = r, now + backoff
-                    hsize[s] += 1
-                else:
-                    held_end[s, j] = max(held_end[s, j], now + backoff)
+                hold(held, held_end, hsize, s, r, now + backoff)
                 if refuse:
                     counts[2] += 1
                     counts[1] += 1
@@ -237,14 +244,7 @@ def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, he
                                 at = index_of(mesh[s], size[s], r)
                                 size[s] -= 1
                                 mesh[s, at] = mesh[s, size[s]]
-                                j = index_of(held[s], hsize[s], r)
-                                if j < 0:
-                                    if hsize[s] == width:
-                                        raise ValueError("a slot's backoffs outgrew the yardstick's rows")
-                                    held[s, hsize[s]], held_end[s, hsize[s]] = r, now + backoff
-                                    hsize[s] += 1
-                                else:
-                                    held_end[s, j] = max(held_end[s, j], now + backoff)
+                                hold(held, held_end, hsize, s, r, now + backoff)
                                 counts[1] += 1
                                 q = t_node[r]
                                 row[0], row[1], row[2], row[3], row[4] = now + lat(x, y, p, q), PRUNE, q, p, t
