@@ -323,7 +323,7 @@ def spread_oracle(members, mesh, latency_us, alive, publisher, pub, seed, spread
 
     def received(v, at, hops, came_from, targets):
         large = 0 < spread.idontwant_bytes <= spread.message_bytes
-        if large and v != publisher:
+        if large:  # the publisher as well, at once (came_from None: every mesh peer)
             for w in sorted(mesh.get(v, ())):
                 if w != came_from and w in alive:
                     counts["idontwant"] += 1

@@ -11,8 +11,8 @@ Events run in (time, kind, node, other) order: kind -1, an IDONTWANT reaches `no
 0, a copy reaches `node` from `other`; 1, `node`'s heartbeat number `other`; 2, an IHAVE reaches
 `node` from `other`; 3, an IWANT reaches `node` from `other`. A member's first copy is its
 delivery (its time and hops); with IDONTWANT (v1.2: a message of at least `idontwant_bytes`) it
-first tells its push peers but the sender it has the message, and a peer so told never sends it
-a copy after that; it forwards the
+first tells its push peers but the sender it has the message (the publisher tells all of its
+push peers as it publishes), and a peer so told never sends it a copy after that; it forwards the
 copy at once to its push peers but the one it came from and the publisher, and, with gossip,
 keeps it in its message cache: its next `mcache_gossip` heartbeats (heartbeat j at phase +
 j * heartbeat, the phase a seeded draw per node) send an IHAVE to max(D_lazy, gossip_factor *

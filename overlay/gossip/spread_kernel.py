@@ -79,7 +79,7 @@ def spread(
     v, at, came_from, now_hops = publisher, np.int64(0), np.int64(-1), np.int64(0)
     while True:
         peers = indices[indptr[v] : indptr[v + 1]]
-        if idontwant and v != publisher:
+        if idontwant:  # the publisher too, as it publishes (go-libp2p's Publish preprocesses it)
             for w in peers:
                 if w != came_from and up[w]:
                     counts[IDONTWANTS] += 1
