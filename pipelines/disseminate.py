@@ -37,7 +37,7 @@ from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
 from pipelines.progress import Progress
 from pipelines.route import claim_run
 from pipelines.simulate import last_snapshot, stored_state
-from pipelines.spark import task_slots
+from pipelines.spark import jobs_started, task_slots
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +150,7 @@ def run_dissemination(
         log.info("dissemination %s is complete already", routing_run_id)
         return claimed.found
     clock = time.monotonic()
+    jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     with ledger.failing(lakehouse, claimed, "dissemination"):
         instance, subscriptions, links = run_inputs(lakehouse, run)
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
@@ -181,6 +182,8 @@ def run_dissemination(
                 S.SUPERSTEPS: steps,
                 S.MESSAGES: messages,
                 S.PUBLICATIONS: chosen,
+                S.SPARK_JOBS: jobs_started(spark) - jobs,
+                S.DELTA_COMMITS: lakehouse.commits + 1 - commits,  # the completion's own too
             },
         )
     return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)

@@ -479,17 +479,22 @@ def test_compare_meshes_stores_one_row_per_system_from_its_runs(spark, simulated
     assert all(system in text for system in SYSTEMS)
 
 
-# A gossipsub run's fixed costs on a fresh lakehouse, one batch of topics (the claim, the batch's
-# meshes and measures, the heartbeats combined, the meshes' union, the evaluation, the
-# completion), measured and pinned: each commit and each job is latency.
+# A gossipsub run's fixed costs on a fresh lakehouse, one batch of topics, from its claim on (the
+# debris of an earlier attempt cleared, the batch's meshes and measures, the heartbeats combined,
+# the meshes' union, the evaluation, the completion), and its spread's (the deliveries,
+# publications and metrics written, the completion): measured and pinned, since each commit and
+# each job is latency.
 GOSSIPSUB_COMMITS = 9
 GOSSIPSUB_JOBS = 54  # measured; most are reads and the evaluation's: to cut
+SPREAD_COMMITS = 4
+SPREAD_JOBS = 23
 
 
-def test_a_gossipsub_run_counts_its_spark_jobs_and_delta_commits(spark, tmp_path):
-    """The counts are stored on the run row and pinned here, so fixed costs cannot creep back."""
+def test_a_gossipsub_run_and_its_spread_count_their_spark_jobs_and_delta_commits(spark, tmp_path):
+    """The counts are stored on the run rows and pinned here, so fixed costs cannot creep back."""
     from overlay import schema as S
     from overlay.instance.synthetic import SyntheticSpec
+    from pipelines.disseminate import DisseminateRequest, run_dissemination
     from pipelines.gossipsub import GossipsubRequest, run_gossipsub
     from pipelines.lakehouse import Lakehouse
     from tests.helpers import store_instance
@@ -502,3 +507,7 @@ def test_a_gossipsub_run_counts_its_spark_jobs_and_delta_commits(spark, tmp_path
     run = run_gossipsub(spark, lakehouse, GossipsubRequest("c", 6, seed=2), progress=False, diameters=False)
     assert run[S.REGIME] == "memory"
     assert (run[S.DELTA_COMMITS], run[S.SPARK_JOBS]) == (GOSSIPSUB_COMMITS, GOSSIPSUB_JOBS)
+    warm = DisseminateRequest("warm", 3, seed=1, kind="gossipsub-spread")
+    run_dissemination(spark, lakehouse, warm, progress=False)
+    spread = run_dissemination(spark, lakehouse, DisseminateRequest(run[S.RUN_ID], 3, seed=2, kind="gossipsub-spread"), progress=False)  # fmt: skip
+    assert (spread[S.DELTA_COMMITS], spread[S.SPARK_JOBS]) == (SPREAD_COMMITS, SPREAD_JOBS)
