@@ -121,6 +121,13 @@ def index_of(row, size, x):
 
 
 @nb.njit(cache=True)
+def send(ev, n, row, at, kind, q, p, t):
+    """The heap with a GRAFT or PRUNE from p to q about topic t, arriving at `at`, added."""
+    row[0], row[1], row[2], row[3], row[4], row[5], row[6] = at, kind, q, p, t, 0, 0
+    return push(ev, n, row)
+
+
+@nb.njit(cache=True)
 def hold(held, held_end, hsize, s, r, end):
     """Slot s backs r off until `end` at least."""
     j = index_of(held[s], hsize[s], r)
@@ -197,8 +204,7 @@ def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, he
                 if refuse:
                     counts[2] += 1
                     counts[1] += 1
-                    row[0], row[1], row[2], row[3], row[4] = now + lat(x, y, p, q), PRUNE, q, p, t
-                    ev = push(ev, n, row)
+                    ev = send(ev, n, row, now + lat(x, y, p, q), PRUNE, q, p, t)
                     n += 1
                 continue
             ticks[p] += 1
@@ -247,9 +253,7 @@ def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, he
                                 hold(held, held_end, hsize, s, r, now + backoff)
                                 counts[1] += 1
                                 q = t_node[r]
-                                row[0], row[1], row[2], row[3], row[4] = now + lat(x, y, p, q), PRUNE, q, p, t
-                                row[5], row[6] = 0, 0
-                                ev = push(ev, n, row)
+                                ev = send(ev, n, row, now + lat(x, y, p, q), PRUNE, q, p, t)
                                 n += 1
                         continue
                     if step == 0:
@@ -286,9 +290,7 @@ def run(t_start, t_node, n_start, n_slot, slot_topic, x, y, phase, seed, prm, he
                         size[s] += 1
                         counts[0] += 1
                         q = t_node[r]
-                        row[0], row[1], row[2], row[3], row[4] = now + lat(x, y, p, q), GRAFT, q, p, t
-                        row[5], row[6] = 0, 0
-                        ev = push(ev, n, row)
+                        ev = send(ev, n, row, now + lat(x, y, p, q), GRAFT, q, p, t)
                         n += 1
         out_row = measures[h - 1]
         out_row[0], out_row[1], out_row[2] = counts[0], counts[1], counts[2]

@@ -142,6 +142,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     connections = linked = None
     if params.peers:
         connections = _connections(spark, lakehouse, run_id, csr, params, stored=bool(done))
+    if params.peers and regime != MEMORY:  # the tasks read the stored connections
         stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id)
         linked = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
     with Progress(run_id, total=len(plan) - len(done) + 1, unit="batch", enabled=progress, logger=log) as bar:

@@ -48,11 +48,6 @@ class TopicLinks:
         offsets = np.searchsorted(rows[order], np.arange(len(members) + 1)).astype(np.int64)
         return cls(offsets, cols[order].astype(np.int64), dialled[order])
 
-    @cached_property
-    def neighbours(self) -> list[list[int]]:
-        """Each member's connected members (ascending), as lists."""
-        return [self.targets[a:b].tolist() for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist())]
-
 
 def within_groups(members: DataFrame, connections: DataFrame, key: str) -> DataFrame:
     """(key, _dialers, _listeners): per group of `members` (key, node_id), the connections

@@ -82,3 +82,12 @@ def find(row, used, value):
 def latency_us(px, py, a, b):
     """The latency between positions a and b (ms), in whole microseconds (halves to even)."""
     return np.int64(np.rint(1000.0 * np.hypot(px[a] - px[b], py[a] - py[b])))
+
+
+@nb.njit(cache=True, nogil=True)
+def latencies_us(px, py, a, others):
+    """`latency_us` from a to each of `others`."""
+    out = np.empty(others.shape[0], dtype=np.int64)
+    for i in range(others.shape[0]):
+        out[i] = latency_us(px, py, a, others[i])
+    return out

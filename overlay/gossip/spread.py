@@ -39,6 +39,7 @@ from overlay import schema as S
 from overlay.gossip import spread_kernel
 from overlay.gossip.connections import TopicLinks, links_of, within_groups
 from overlay.gossip.dissemination import Failures, publisher_of
+from overlay.gossip.event_rows import latencies_us
 from overlay.rappel.coordinates import LatencyModel
 
 MESSAGE_ID_BYTES = 46
@@ -120,13 +121,6 @@ def spread(
     return SpreadOutcome(first_us, hops, messages, duplicates, ihave, iwant, idontwant, sent)
 
 
-def latencies_us(positions: np.ndarray, a: int, b: np.ndarray) -> np.ndarray:
-    """The latencies between member a and members b (positions in ms), in whole microseconds."""
-    return np.rint(1000.0 * np.hypot(positions[a, 0] - positions[b, 0], positions[a, 1] - positions[b, 1])).astype(
-        np.int64
-    )
-
-
 # -- Every publication of a workload, one per task call ------------------------------------------
 DELIVERY, SUMMARY = 0, 1  # the two kinds of rows `spread_publications` returns
 SPREAD_SCHEMA = (
@@ -206,6 +200,7 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
     up = failures.alive(params.seed, nodes, 1, publisher)[1]
     positions = LatencyModel().coordinates(model_seed, nodes)
     out = spread(nodes, indptr, vs[order], positions, up, publisher, pub, params, links_of(row, nodes))
+    px, py = np.ascontiguousarray(positions[:, 0], np.float64), np.ascontiguousarray(positions[:, 1], np.float64)
     got = np.flatnonzero(out.first_us >= 0)
     got = got[got != publisher]
     summary = np.append(np.zeros(len(got), bool), True)  # the last row: the publication's summary
@@ -228,7 +223,7 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
         pa.array(np.append(np.full(len(got), DELIVERY), SUMMARY), type=pa.int32()),
         deliveries(out.hops[got], pa.int32()),
         deliveries(out.first_us[got] / 1000.0, pa.float64()),
-        deliveries(latencies_us(positions, publisher, got) / 1000.0, pa.float64()),
+        deliveries(latencies_us(px, py, publisher, got.astype(np.int64)) / 1000.0, pa.float64()),
         *(summaries(c) for c in counts),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_ARROW)
