@@ -38,11 +38,12 @@ from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import simulation_job
+from pipelines.simulate import Simulated, simulation_job
 
 log = logging.getLogger(__name__)
 
-BATCH_SUBSCRIPTIONS = 20_000  # a commit's topics hold about this many subscriptions
+BATCH_SUBSCRIPTIONS = 20_000  # a commit's topics hold about this many subscriptions (spark regime)
+MEMORY_BATCH_SUBSCRIPTIONS = 2_000_000  # and in the memory regime, where a batch's commit is most of its time
 PRINT_EVERY = 10  # what `simulate gossipsub` prints of the heartbeats: every 10th and the last
 HEARTBEAT_COLUMNS = (
     S.HEARTBEAT,
@@ -119,9 +120,12 @@ class GossipsubRequest:
         return json.dumps({"request": fields, "protocol": self.params().as_dict()}, sort_keys=True)
 
 
-def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: str, attempt: str, instance, snapshot_every: int, progress: bool) -> str:  # fmt: skip
+def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, claimed: ledger.Claim, instance, snapshot_every: int | None, progress: bool) -> Simulated:  # fmt: skip
     """Every batch of topics not yet committed, then the heartbeats combined and the meshes'
-    union stored; the regime the topics ran in. `snapshot_every`: subscriptions per batch."""
+    union stored. `snapshot_every`: subscriptions per batch (None: the regime's default). A run
+    whose batches all ran in this process in the memory regime is finished from memory: the
+    heartbeats and the union from the batches' arrays, and its links handed to the evaluation."""
+    run_id, attempt = claimed.run_id, claimed.attempt
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID])
     subscriptions = subscriptions.select(S.NODE_ID, S.TOPIC_ID)
     nodes = int(instance[S.NODES])
@@ -130,31 +134,38 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
     log.info("simulate %s: topics in the %s regime", run_id, regime)
     params, presence, heartbeats = request.params(), request.presence(), request.heartbeats
     topic_ids = np.flatnonzero(np.diff(csr.members[0]))  # the topics with subscribers, ascending
-    plan = mesh_batches.batches(topic_ids, csr.topic_sizes, snapshot_every)
-    done = _committed(lakehouse, run_id)
-    if len(done) < len(plan):
-        resume_from = plan[len(done)].first_topic
-        lakehouse.delete_run_rows(S.GOSSIPSUB_MESH, run_id, F.col(S.TOPIC_ID) >= resume_from)
+    done = _committed(lakehouse, run_id) if claimed.found is not None else []
+    after = done[-1][1] if done else -1  # the last topic committed
+    if claimed.found is not None:  # rows of topics after it are debris of the stopped attempt
+        lakehouse.delete_run_rows(S.GOSSIPSUB_MESH, run_id, F.col(S.TOPIC_ID) > after)
         lakehouse.delete_run_rows(S.GOSSIPSUB_BATCHES, run_id, F.col(S.BATCH) >= len(done))
         if done:
-            log.info("simulate %s: resuming after batch %d of %d", run_id, len(done), len(plan))
+            log.info("simulate %s: resuming after batch %d (topic %d)", run_id, len(done), after)
+    left = topic_ids > after
+    per_batch = snapshot_every or (MEMORY_BATCH_SUBSCRIPTIONS if regime == MEMORY else BATCH_SUBSCRIPTIONS)
+    plan = mesh_batches.batches(topic_ids[left], csr.topic_sizes[left], per_batch, first_number=len(done))
     positions = LatencyModel().coordinates(params.model_seed, np.arange(nodes)) if regime == MEMORY else None
     connections = linked = None
     if params.peers:
-        connections = _connections(spark, lakehouse, run_id, csr, params, stored=bool(done))
+        connections = _connections(spark, lakehouse, run_id, csr, params, stored=claimed.found is not None)
     if params.peers and regime != MEMORY:  # the tasks read the stored connections
         stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run_id)
         linked = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
-    with Progress(run_id, total=len(plan) - len(done) + 1, unit="batch", enabled=progress, logger=log) as bar:
-        for batch in plan[len(done) :]:
+    in_memory = regime == MEMORY and not done  # every batch of the run runs here: finished from memory
+    measures, meshes, seconds = [], [], 0.0
+    with Progress(run_id, total=len(plan) + 1, unit="batch", enabled=progress, logger=log) as bar:
+        for batch in plan:
             clock = time.monotonic()
             if regime == MEMORY:
                 topics = topic_ids[(topic_ids >= batch.first_topic) & (topic_ids <= batch.last_topic)].tolist()
-                measures, mesh = mesh_batches.in_memory(
+                measured, mesh = mesh_batches.in_memory(
                     csr.subscribers, topics, positions, params, heartbeats, presence, connections
                 )
                 mesh_frame = spark.createDataFrame(mesh)
-                measure_rows = measures.to_pylist()
+                measure_rows = measured.to_pylist()
+                if in_memory:
+                    measures.append(np.stack([measured.column(name).to_numpy() for name in MEASURES], axis=1))
+                    meshes.append(mesh)
             else:
                 simulated = mesh_batches.on_spark(subscriptions, batch, params, heartbeats, presence, linked)
                 rows = lakehouse.lineage.cut(simulated)
@@ -162,17 +173,54 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, run_id: 
                 measure_rows = [r.asDict() for r in mesh_batches.spark_measures(rows).collect()]  # one per heartbeat
             ledger.check_owner(lakehouse, run_id, attempt)
             lakehouse.append_run_rows(S.GOSSIPSUB_MESH, run_id, mesh_frame)
-            seconds = time.monotonic() - clock
-            _commit(spark, lakehouse, run_id, batch, measure_rows, seconds)
+            elapsed = time.monotonic() - clock
+            seconds += elapsed
+            _commit(spark, lakehouse, run_id, batch, measure_rows, elapsed)
             bar.step(f"topics {batch.first_topic}-{batch.last_topic}", subscriptions=batch.subscriptions)
-        ledger.check_owner(lakehouse, run_id, attempt)
-        _combine(spark, lakehouse, run_id, heartbeats)
-        mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run_id)
-        links = mesh.select(F.least(S.NODE_ID, S.PEER_ID).alias(S.U), F.greatest(S.NODE_ID, S.PEER_ID).alias(S.V))
-        edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(heartbeats)), [S.U, S.V])
-        lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, edges.withColumn(S.GAIN, F.lit(None).cast("long")))
+        if not plan:
+            ledger.check_owner(lakehouse, run_id, attempt)
+        if in_memory:
+            links = _union(meshes)
+            edges = _edge_frame(spark, links, heartbeats)
+            combined = _heartbeat_frame(spark, run_id, _combined(measures, heartbeats), seconds / heartbeats)
+        else:
+            links = None
+            edges = _stored_union(lakehouse, run_id, heartbeats)
+            combined = _stored_heartbeats(spark, lakehouse, run_id, heartbeats)
+        lakehouse.write_run_tables(run_id, [(S.GOSSIPSUB_HEARTBEATS, combined), (S.OVERLAY_EDGES, edges)])
         bar.step("stored the heartbeats and the meshes' union", stored=S.OVERLAY_EDGES.name)
-    return regime
+    return Simulated(regime, links, csr if links is not None else None)
+
+
+def _union(meshes: list[pa.Table]) -> np.ndarray:
+    """The meshes' links, undirected, each once, ascending by (u, v): k x 2."""
+    if not meshes:
+        return np.zeros((0, 2), np.int64)
+    table = pa.concat_tables(meshes)
+    a, b = table.column(S.NODE_ID).to_numpy(), table.column(S.PEER_ID).to_numpy()
+    pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)
+    return pairs.astype(np.int64)
+
+
+def _edge_frame(spark, links: np.ndarray, heartbeats: int):
+    """`overlay_edges` rows of the union as `numbered_links` numbers them: by (u, v)."""
+    table = pa.table(
+        {
+            S.U: links[:, 0],
+            S.V: links[:, 1],
+            S.ADDED_ORDER: np.arange(1, len(links) + 1, dtype=np.int64),
+            S.ROUND: np.full(len(links), heartbeats, np.int32),
+            S.GAIN: pa.nulls(len(links), pa.int64()),
+        }
+    )
+    return spark.createDataFrame(table)
+
+
+def _stored_union(lakehouse: Lakehouse, run_id: str, heartbeats: int):
+    mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run_id)
+    links = mesh.select(F.least(S.NODE_ID, S.PEER_ID).alias(S.U), F.greatest(S.NODE_ID, S.PEER_ID).alias(S.V))
+    edges = numbered_links(links.distinct().withColumn(S.ROUND, F.lit(heartbeats)), [S.U, S.V])
+    return edges.withColumn(S.GAIN, F.lit(None).cast("long"))
 
 
 def _connections(spark, lakehouse: Lakehouse, run_id: str, csr: Subscriptions, params: GossipsubParams, stored: bool) -> Connections:  # fmt: skip
@@ -186,13 +234,15 @@ def _connections(spark, lakehouse: Lakehouse, run_id: str, csr: Subscriptions, p
     return connections
 
 
-def _committed(lakehouse: Lakehouse, run_id: str) -> list[int]:
-    """The batches committed, in order (a prefix of the plan: batches commit one after another)."""
+def _committed(lakehouse: Lakehouse, run_id: str) -> list[tuple[int, int]]:
+    """The batches committed, in order, with the last topic of each (a prefix of the run's
+    batches: they commit one after another)."""
     if not lakehouse.exists(S.GOSSIPSUB_BATCHES):
         return []
-    found = lakehouse.read(S.GOSSIPSUB_BATCHES).filter(F.col(S.RUN_ID) == run_id).select(S.BATCH).distinct()
-    numbers = sorted(r[S.BATCH] for r in found.collect())  # one per batch committed
-    return [b for i, b in enumerate(numbers) if b == i]
+    found = lakehouse.read(S.GOSSIPSUB_BATCHES).filter(F.col(S.RUN_ID) == run_id)
+    rows = found.select(S.BATCH, S.LAST_TOPIC).distinct().collect()  # one per batch committed
+    ordered = sorted((r[S.BATCH], r[S.LAST_TOPIC]) for r in rows)
+    return [(b, last) for i, (b, last) in enumerate(ordered) if b == i]
 
 
 def _commit(spark, lakehouse: Lakehouse, run_id: str, batch, measure_rows: list[dict], seconds: float) -> None:
@@ -210,19 +260,29 @@ def _commit(spark, lakehouse: Lakehouse, run_id: str, batch, measure_rows: list[
     lakehouse.append_run_rows(S.GOSSIPSUB_BATCHES, run_id, local_frame(spark, rows, S.GOSSIPSUB_BATCHES.schema))
 
 
-def _combine(spark, lakehouse: Lakehouse, run_id: str, heartbeats: int) -> None:
-    """`gossipsub_heartbeats` from the run's batches (one row per heartbeat and batch: bounded)."""
+def _stored_heartbeats(spark, lakehouse: Lakehouse, run_id: str, heartbeats: int):
+    """`gossipsub_heartbeats` from the run's stored batches (one row per heartbeat and batch:
+    bounded), for a run resumed or simulated in the spark regime."""
     stored = lakehouse.read(S.GOSSIPSUB_BATCHES).filter(F.col(S.RUN_ID) == run_id)
     rows = [r.asDict() for r in stored.collect()]
     seconds = sum({r[S.BATCH]: r[S.SECONDS] for r in rows}.values()) / heartbeats
-    combined = np.zeros((heartbeats, len(MEASURES)), dtype=np.int64)
-    per_batch = {}
+    per_batch: dict[int, np.ndarray] = {}
     for r in rows:
         per_batch.setdefault(r[S.BATCH], np.zeros((heartbeats, len(MEASURES)), np.int64))[r[S.HEARTBEAT] - 1] = [
             r[name] for name in MEASURES
         ]
-    if per_batch:
-        combined = mesh_batches.combine(np.stack(list(per_batch.values())))
+    return _heartbeat_frame(spark, run_id, _combined(list(per_batch.values()), heartbeats), seconds)
+
+
+def _combined(per_batch: list[np.ndarray], heartbeats: int) -> np.ndarray:
+    """[heartbeats, MEASURES] of the batches' (each [heartbeats, MEASURES])."""
+    if not per_batch:
+        return mesh_batches.combine(np.zeros((0, heartbeats, len(MEASURES)), np.int64))
+    return mesh_batches.combine(np.stack(per_batch))
+
+
+def _heartbeat_frame(spark, run_id: str, combined: np.ndarray, seconds: float):
+    """The `gossipsub_heartbeats` rows of the combined measures; `seconds`: a heartbeat's share."""
     now, out = _now(), []
     for h, values in enumerate(combined.tolist(), start=1):
         row = dict(zip(MEASURES, values))
@@ -238,15 +298,14 @@ def _combine(spark, lakehouse: Lakehouse, run_id: str, heartbeats: int) -> None:
                 S.COMPUTED_AT: now,
             }
         )
-    frame = local_frame(
+    return local_frame(
         spark,
         [tuple({**r, S.RUN_ID: run_id}.get(c) for c in S.GOSSIPSUB_HEARTBEATS.columns) for r in out],
         S.GOSSIPSUB_HEARTBEATS.schema,
     )
-    lakehouse.write_run_rows(S.GOSSIPSUB_HEARTBEATS, run_id, frame)
 
 
-run_gossipsub = simulation_job(_heartbeats, BATCH_SUBSCRIPTIONS, "subscription", "no topic to keep a mesh of")
+run_gossipsub = simulation_job(_heartbeats, None, "subscription", "no topic to keep a mesh of")
 
 
 def heartbeat_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

@@ -49,7 +49,7 @@ from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now
 from pipelines.progress import Progress
-from pipelines.simulate import last_snapshot, simulation_job
+from pipelines.simulate import Simulated, last_snapshot, simulation_job
 from pipelines.spark import task_slots
 
 log = logging.getLogger(__name__)
@@ -239,12 +239,12 @@ def _simulate(
     spark: SparkSession,
     lakehouse: Lakehouse,
     request: RappelRequest,
-    run_id: str,
-    attempt: str,
+    claimed: ledger.Claim,
     instance,
     snapshot_every: int,
     progress: bool,
-) -> None:
+) -> Simulated:
+    run_id, attempt = claimed.run_id, claimed.attempt
     ingest_id = instance[S.INGEST_ID]
     subscriptions = lakehouse.lineage.cut(
         lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, ingest_id).select(S.NODE_ID, S.TOPIC_ID)
@@ -311,6 +311,7 @@ def _simulate(
         final = measures.tree_layout(step, last)
         lakehouse.write_run_rows(S.RAPPEL_NODES, run_id, measures.node_summary(friendship, final))
         bar.step("stored the friendships as the run's links", stored=S.OVERLAY_EDGES.name)
+    return Simulated(None)
 
 
 run_rappel = simulation_job(_simulate, SNAPSHOT_EVERY, "round", "no feed to follow")

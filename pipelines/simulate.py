@@ -19,6 +19,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -173,6 +174,18 @@ def snapshot(
     lakehouse.append_run_rows(table, run_id, state.select(*names).withColumn(column, F.lit(cycle)))
 
 
+@dataclass(frozen=True)
+class Simulated:
+    """What a protocol's rounds hand back: the regime they ran in (None: no rounds); with `links`
+    (k x 2, the run's links as stored) and `subscriptions` (the driver's copy of the instance), the
+    evaluation finds the topic components on the driver with no Spark job
+    (`pipelines.overlays.evaluate_run`'s `engine_links`)."""
+
+    regime: str | None
+    links: np.ndarray | None = None
+    subscriptions: Subscriptions | None = None
+
+
 class _Pending:
     """The measures of the cycles since the last snapshot, committed together with it."""
 
@@ -202,7 +215,7 @@ class _Pending:
         self.cycles, self.coverage, self.diffusions = [], [], []
 
 
-def simulation_job(simulate_rounds, snapshot_default: int, unit: str, nothing: str):
+def simulation_job(simulate_rounds, snapshot_default: int | None, unit: str, nothing: str):
     """A simulation's job: `job(spark, lakehouse, request, run_id=None, snapshot_every=...,
     progress=True, diameters=True, replace=False)` simulates (or finishes simulating) one run and
     returns its complete run row as a dict (`simulated_run` with the protocol's
@@ -214,7 +227,7 @@ def simulation_job(simulate_rounds, snapshot_default: int, unit: str, nothing: s
         lakehouse: Lakehouse,
         request,
         run_id: str | None = None,
-        snapshot_every: int = snapshot_default,
+        snapshot_every: int | None = snapshot_default,
         progress: bool = True,
         diameters: bool = True,
         replace: bool = False,
@@ -250,12 +263,13 @@ def simulated_run(
     nothing: str,
 ) -> dict:
     """A simulated overlay's run, whatever the protocol: checks, the claim of the run row, the
-    protocol's `simulate_rounds(spark, lakehouse, request, run_id, attempt, instance,
-    snapshot_every, progress)` (which stores the run's links and returns the regime its cycles
-    ran in, recorded in the run row), then the evaluation like any design's and the run marked
-    complete (a failure marks it failed)."""
+    protocol's `simulate_rounds(spark, lakehouse, request, claimed, instance, snapshot_every,
+    progress)` (which stores the run's links and returns a `Simulated`: its regime is recorded in
+    the run row), then the evaluation like any design's and the run marked complete (a failure
+    marks it failed). A claim that found no row is a fresh run: no table holds a row of it (a run's
+    rows are written only after its claim, and deleting a run deletes its row last)."""
     request.check()
-    if snapshot_every < 1:
+    if snapshot_every is not None and snapshot_every < 1:
         raise InputError(f"the snapshot interval must be at least 1 {unit}, got {snapshot_every}")
     run_id = run_id or request.default_run_id()
     check_run_id(run_id)
@@ -273,10 +287,20 @@ def simulated_run(
     clock = time.monotonic()
     jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     with ledger.failing(lakehouse, claimed, "simulate"):
-        regime = simulate_rounds(spark, lakehouse, request, run_id, claimed.attempt, instance, snapshot_every, progress)
+        result = simulate_rounds(spark, lakehouse, request, claimed, instance, snapshot_every, progress)
         run = ledger.check_owner(lakehouse, run_id, claimed.attempt)
         simulated = time.monotonic() - clock
-        metrics = evaluate_run(spark, lakehouse, run, diameters=diameters, certified=True, progress=progress)
+        metrics = evaluate_run(
+            spark,
+            lakehouse,
+            run,
+            diameters=diameters,
+            certified=True,
+            progress=progress,
+            engine_links=result.links,
+            driver_subscriptions=result.subscriptions,
+            instance=instance,
+        )
         ledger.complete(
             lakehouse,
             claimed,
@@ -287,7 +311,7 @@ def simulated_run(
                 S.TCO_SUPPORT: metrics[S.TCO_SUPPORT],
                 S.SECONDS_ROUNDS: simulated,
                 S.SECONDS_EVALUATE: time.monotonic() - clock - simulated,
-                S.REGIME: regime,
+                S.REGIME: result.regime,
                 S.SPARK_JOBS: jobs_started(spark) - jobs,
                 S.DELTA_COMMITS: lakehouse.commits + 1 - commits,  # the completion's own too
             },
@@ -299,15 +323,15 @@ def _simulate(
     spark,
     lakehouse: Lakehouse,
     request: SimulateRequest,
-    run_id: str,
-    attempt: str,
+    claimed: ledger.Claim,
     instance,
     snapshot_every: int,
     progress: bool,
-) -> str | None:
+) -> Simulated:
     """The cycles (from the last snapshot on), then the run's links by the protocol's rule: the
     ln-covered views (feverfew), SpiderCast over what gossip taught each node (spidercast-gossip),
-    or either rule with full knowledge and no cycles; the regime the cycles ran in (None: none)."""
+    or either rule with full knowledge and no cycles."""
+    run_id, attempt = claimed.run_id, claimed.attempt
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, request.instance, instance[S.INGEST_ID]).select(
         S.NODE_ID, S.TOPIC_ID
     )
@@ -321,7 +345,7 @@ def _simulate(
             ledger.check_owner(lakehouse, run_id, attempt)
             _store_views(spark, lakehouse, run_id, lakehouse.lineage.cut(views), 0)
             bar.step(f"stored the links every node chose ({request.protocol})", stored=S.OVERLAY_EDGES.name)
-        return None
+        return Simulated(None)
     regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
     log.info("simulate %s: cycles in the %s regime", run_id, regime)
     engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, regime)
@@ -366,7 +390,7 @@ def _simulate(
             )
         _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
-    return regime
+    return Simulated(regime)
 
 
 run_simulation = simulation_job(_simulate, SNAPSHOT_EVERY, "cycle", "nothing to gossip about")

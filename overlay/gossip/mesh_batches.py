@@ -40,18 +40,18 @@ class Batch:
     subscriptions: int
 
 
-def batches(topic_ids: np.ndarray, sizes: np.ndarray, subscriptions: int) -> list[Batch]:
+def batches(topic_ids: np.ndarray, sizes: np.ndarray, subscriptions: int, first_number: int = 0) -> list[Batch]:
     """Consecutive runs of the topics (ids ascending, their subscriber counts) of at most
-    `subscriptions` subscriptions each, one topic at least."""
+    `subscriptions` subscriptions each, one topic at least, numbered from `first_number`."""
     out: list[Batch] = []
     start, total = 0, 0
     for i, size in enumerate(sizes.tolist()):
         if i > start and total + size > subscriptions:
-            out.append(Batch(len(out), int(topic_ids[start]), int(topic_ids[i - 1]), total))
+            out.append(Batch(first_number + len(out), int(topic_ids[start]), int(topic_ids[i - 1]), total))
             start, total = i, 0
         total += size
     if len(topic_ids) > start:
-        out.append(Batch(len(out), int(topic_ids[start]), int(topic_ids[-1]), total))
+        out.append(Batch(first_number + len(out), int(topic_ids[start]), int(topic_ids[-1]), total))
     return out
 
 

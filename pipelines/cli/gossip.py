@@ -158,10 +158,11 @@ def _gossipsub_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--snapshot-every",
         type=positive_int,
-        default=gossipsub.BATCH_SUBSCRIPTIONS,
+        default=None,
         metavar="SUBSCRIPTIONS",
         help="commit whole topics in batches of about this many subscriptions (default "
-        f"{gossipsub.BATCH_SUBSCRIPTIONS}); a crash loses at most one batch: the same command resumes",
+        f"{gossipsub.MEMORY_BATCH_SUBSCRIPTIONS:,} in the memory regime, {gossipsub.BATCH_SUBSCRIPTIONS:,} in the spark "
+        "regime); a crash loses at most one batch: the same command resumes",
     )
 
 
@@ -244,9 +245,7 @@ def _simulation(job, round_rows, round_columns, snapshot_every: int):
 
 _feverfew = _simulation(simulate.run_simulation, simulate.cycle_rows, simulate.CYCLE_COLUMNS, simulate.SNAPSHOT_EVERY)
 _rappel = _simulation(rappel.run_rappel, rappel.round_rows, rappel.ROUND_COLUMNS, rappel.SNAPSHOT_EVERY)
-_gossipsub = _simulation(
-    gossipsub.run_gossipsub, gossipsub.heartbeat_rows, gossipsub.HEARTBEAT_COLUMNS, gossipsub.BATCH_SUBSCRIPTIONS
-)
+_gossipsub = _simulation(gossipsub.run_gossipsub, gossipsub.heartbeat_rows, gossipsub.HEARTBEAT_COLUMNS, None)
 
 
 SIMULATORS = {
