@@ -25,7 +25,9 @@ from pathlib import Path
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipelines import cli, design, ingest, ledger, overlays, route, spark  # noqa: E402
+from overlay.design.classes import Subscriptions  # noqa: E402
+from overlay.gossip import mesh_batches  # noqa: E402
+from pipelines import cli, design, gossipsub, ingest, ledger, overlays, route, spark  # noqa: E402
 from pipelines.lakehouse import Lakehouse  # noqa: E402
 
 marks: list[tuple[float, str]] = []
@@ -95,6 +97,10 @@ def main() -> int:
 
         route.ENGINES[engine] = simulated
     timed(Lakehouse, "update_run")
+    timed(Lakehouse, "run_row")
+    timed(Subscriptions, "collect", lambda *args, **kwargs: "collect the subscriptions")
+    timed(mesh_batches, "in_memory", lambda *args, **kwargs: "simulate a batch of topics in memory")
+    timed(gossipsub, "heartbeat_rows")
     code = cli.main(sys.argv[1:])
     mark("done")
     previous = 0.0
