@@ -65,10 +65,10 @@ def ln_covered_choice(candidates: np.ndarray, member: np.ndarray, sizes: np.ndar
     """Alg. 3 over a membership matrix: `candidates` ascending ids, `member[i, j]`: candidate i
     subscribes p's j-th topic, `sizes[i]` = |sub(candidate i)|, `need[j]`: need of that topic.
     u2 = |rest ∩ sub(q)| / (|rest| + |sub(q)| - |rest ∩ sub(q)|), the same division of the same
-    integers as `u2`, so ties are ties here too. Compiled (`_ln_covered_order`): the simulator
+    integers as `u2`, so ties are ties here too. Compiled (`ln_covered_order`): the simulator
     calls it once per node and cycle on a few tens of candidates, where numpy's per-call cost
     was most of a Feverfew cycle."""
-    order = _ln_covered_order(
+    order = ln_covered_order(
         np.ascontiguousarray(member, dtype=np.bool_),
         np.ascontiguousarray(sizes, dtype=np.int64),
         np.ascontiguousarray(need, dtype=np.int64),
@@ -77,7 +77,7 @@ def ln_covered_choice(candidates: np.ndarray, member: np.ndarray, sizes: np.ndar
 
 
 @nb.njit(cache=True, nogil=True)
-def _ln_covered_order(member: np.ndarray, sizes: np.ndarray, need: np.ndarray) -> np.ndarray:
+def ln_covered_order(member: np.ndarray, sizes: np.ndarray, need: np.ndarray) -> np.ndarray:
     """The rows Alg. 3 takes, in order: each time the row left of largest u2 against the topics
     still short of their need; among equal u2 the one covering more of them, then the first row;
     none once u2 is 0 for every row left, no row is left, or every topic is covered."""

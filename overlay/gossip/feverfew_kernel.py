@@ -1,0 +1,649 @@
+"""Feverfew's cycle compiled (numba) over columnar state: the protocol of `overlay.gossip.feverfew`
+(our reading: docs/readings/feverfew.md), the whole network at once, for the memory regime.
+
+A cycle is the engine's three steps with the same sort between them: `_act` writes every node's
+requests, copies and matches as message rows, the rows are sorted by (dst, kind, src, seq),
+`_serve` walks them destination by destination and writes the answers, the answers are sorted the
+same way, and `_finish` rebuilds each node's views. Every draw is the keyed SplitMix64 draw of
+`overlay.draws` (`overlay.draws_compiled`), so a seed gives the Python protocol's rows exactly
+(`tests/test_feverfew_kernel.py` holds them equal on random instances).
+
+State, per node: the random view as fixed-width rows (`rv_id`, `rv_age`, `rv_n`: at most
+`random_view` entries, in no order: the protocol reads it as a set), the similar view and the agent
+view likewise (in their order), a diffusion's four numbers per subscription slot (`own_*`, aligned
+with the subscriptions' CSR), and what grows without a bound as ragged rows (`Ragged`: the
+ln-covered view, the matches received, the copies held, the pairs reported).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numba import types
+from numba.typed import Dict, List
+
+from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE
+from overlay.draws_compiled import fold, key
+from overlay.gossip.select import ln_covered_order
+
+NONE = -1
+# Message kinds, as `overlay.gossip.feverfew` numbers them (the sort's second key).
+CYCLON_REQUEST, GOSSIP_REQUEST, COPY, MATCH_ORIGIN, MATCH_PEER, CYCLON_ANSWERED, GOSSIP_ANSWERED = 1, 2, 3, 4, 5, 6, 7
+# Columns of a message row: dst, kind, src, seq, topic, ttl, other, payload start, payload length.
+DST, KIND, SRC, SEQ, TOPIC, TTL, OTHER, AT, LEN = range(9)
+
+
+@nb.njit(cache=True, nogil=True)
+def _draw(base, value):
+    return fold(base, value)
+
+
+@nb.njit(cache=True, nogil=True)
+def _distinct(seed, purpose, a, has_a, count, network, skip, out):
+    """`feverfew.distinct_draws`: `count` distinct nodes other than `skip`, draw(purpose, [a,] k)
+    mod N for k = 0, 1, ...; how many were written into `out`."""
+    count = min(count, network - 1)
+    base = key(seed, purpose)
+    if has_a:
+        base = fold(base, a)
+    chosen, k = 0, 0
+    while chosen < count:
+        q = np.int64(fold(base, k) % np.uint64(network))
+        k += 1
+        if q == skip:
+            continue
+        seen = False
+        for i in range(chosen):
+            if out[i] == q:
+                seen = True
+                break
+        if not seen:
+            out[chosen] = q
+            chosen += 1
+    return chosen
+
+
+@nb.njit(cache=True, nogil=True)
+def _smallest(ids, n, count, base):
+    """`feverfew.smallest_draws`: the `count` ids of smallest draw(base, id), ties by id, in that
+    order."""
+    draws = np.empty(n, np.uint64)
+    for i in range(n):
+        draws[i] = fold(base, ids[i])
+    order = np.empty(n, np.int64)
+    for i in range(n):  # insertion sort by (draw, id): a view holds a few tens of ids
+        j = i
+        while j > 0:
+            a, b = order[j - 1], i
+            if draws[a] < draws[b] or (draws[a] == draws[b] and ids[a] < ids[b]):
+                break
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    m = min(count, n)
+    out = np.empty(m, np.int64)
+    for i in range(m):
+        out[i] = ids[order[i]]
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _subscribes(sub_off, sub_top, node, topic):
+    lo, hi = sub_off[node], sub_off[node + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sub_top[mid] < topic:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < sub_off[node + 1] and sub_top[lo] == topic
+
+
+@nb.njit(cache=True, nogil=True)
+def _rest(sub_off, sub_top, need, node, view, n):
+    """restSub(node) by `view[:n]`: a flag per subscription slot of the node."""
+    first, last = sub_off[node], sub_off[node + 1]
+    counts = np.zeros(last - first, np.int64)
+    for i in range(n):
+        q = view[i]
+        a, b = first, sub_off[q]
+        while a < last and b < sub_off[q + 1]:
+            if sub_top[a] < sub_top[b]:
+                a += 1
+            elif sub_top[a] > sub_top[b]:
+                b += 1
+            else:
+                counts[a - first] += 1
+                a += 1
+                b += 1
+    rest = np.zeros(last - first, np.bool_)
+    for j in range(last - first):
+        rest[j] = counts[j] < need[sub_top[first + j]]
+    return rest
+
+
+@nb.njit(cache=True, nogil=True)
+def _jaccards(sub_off, sub_top, node, rest, rest_count, q):
+    """(u2, u1) of q for `node`: Jaccard of restSub(node) and sub(q), of sub(node) and sub(q)."""
+    first, last = sub_off[node], sub_off[node + 1]
+    a, b = first, sub_off[q]
+    both = 0
+    both_rest = 0
+    while a < last and b < sub_off[q + 1]:
+        if sub_top[a] < sub_top[b]:
+            a += 1
+        elif sub_top[a] > sub_top[b]:
+            b += 1
+        else:
+            both += 1
+            both_rest += rest[a - first]
+            a += 1
+            b += 1
+    size_q = sub_off[q + 1] - sub_off[q]
+    union_rest = rest_count + size_q - both_rest
+    union = (last - first) + size_q - both
+    u2 = both_rest / union_rest if union_rest else 0.0
+    u1 = both / union if union else 0.0
+    return u2, u1
+
+
+@nb.njit(cache=True, nogil=True)
+def _grow(array, size):
+    if size <= len(array):
+        return array
+    bigger = np.empty(max(2 * len(array), size, 8), array.dtype)
+    bigger[: len(array)] = array
+    return bigger
+
+
+@nb.njit(cache=True, nogil=True)
+def _grow_rows(rows, size):
+    if size <= rows.shape[0]:
+        return rows
+    bigger = np.empty((max(2 * rows.shape[0], size, 64), rows.shape[1]), rows.dtype)
+    bigger[: rows.shape[0]] = rows
+    return bigger
+
+
+@nb.njit(cache=True, nogil=True)
+def _push(lists, counts, node, value):
+    n = counts[node]
+    lists[node] = _grow(lists[node], n + 1)
+    lists[node][n] = value
+    counts[node] = n + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _sorted_unique(values, n):
+    out = np.sort(values[:n])
+    k = 0
+    for i in range(n):
+        if i == 0 or out[i] != out[k - 1]:
+            out[k] = out[i]
+            k += 1
+    return out[:k]
+
+
+@nb.njit(cache=True, nogil=True)
+def bootstrap(seed, network, random_view, rv_id, rv_age, rv_n):
+    """The cycle 0 random views (`feverfew.bootstrap`)."""
+    scratch = np.empty(random_view, np.int64)
+    for p in range(network):
+        got = _distinct(seed, GOSSIP_BOOTSTRAP, p, True, random_view, network, p, scratch)
+        for i in range(got):
+            rv_id[p, i] = scratch[i]
+            rv_age[p, i] = 0
+        rv_n[p] = got
+
+
+@nb.njit(cache=True, nogil=True)
+def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need, ttl, state, work):
+    """Step 1 of cycle c for every node: the messages (rows, payload ids and ages)."""
+    rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
+        state
+    )
+    target, peer, sent_ids, sent_n, buf_off, sent = work
+    network = len(rv_n)
+    rows = np.empty((1024, 9), np.int64)
+    pay_ids = np.empty(1024, np.int64)
+    pay_ages = np.empty(1024, np.int64)
+    m = 0
+    pay = 0
+    scratch = np.empty(max(shuffle, 1), np.int64)
+    buf = np.empty(1024, np.int64)
+    buf_n = 0
+    for p in range(network):
+        target[p] = NONE
+        sent_n[p] = 0
+        sent[p, :] = 0
+        if uniform:
+            got = _uniform(seed, c, p, shuffle, network, scratch)
+            for i in range(got):
+                rv_id[p, i] = scratch[i]
+                rv_age[p, i] = 0
+            rv_n[p] = got
+            if got:
+                target[p] = scratch[0]
+        else:
+            n = rv_n[p]
+            for i in range(n):
+                rv_age[p, i] += 1
+            if n:
+                best = 0
+                for i in range(1, n):
+                    if rv_age[p, i] > rv_age[p, best] or (
+                        rv_age[p, i] == rv_age[p, best] and rv_id[p, i] < rv_id[p, best]
+                    ):
+                        best = i
+                t = rv_id[p, best]
+                target[p] = t
+                others = np.empty(n - 1, np.int64)
+                k = 0
+                for i in range(n):
+                    if i != best:
+                        others[k] = rv_id[p, i]
+                        k += 1
+                chosen = _smallest(others, n - 1, shuffle - 1, fold(fold(key(seed, CYCLON_SEND), c), p))
+                for i in range(len(chosen)):
+                    sent_ids[p, i] = chosen[i]
+                sent_n[p] = len(chosen)
+                rows = _grow_rows(rows, m + 1)
+                pay_ids = _grow(pay_ids, pay + 1 + len(chosen))
+                pay_ages = _grow(pay_ages, pay + 1 + len(chosen))
+                rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = t, CYCLON_REQUEST, p, 0
+                rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = NONE, 0, NONE
+                rows[m, AT], rows[m, LEN] = pay, 1 + len(chosen)
+                pay_ids[pay], pay_ages[pay] = p, 0
+                for i in range(len(chosen)):
+                    q = chosen[i]
+                    age = 0
+                    for j in range(n):
+                        if rv_id[p, j] == q:
+                            age = rv_age[p, j]
+                    pay_ids[pay + 1 + i], pay_ages[pay + 1 + i] = q, age
+                pay += 1 + len(chosen)
+                m += 1
+                sent[p, 0] += 1
+        # GossipSample's peer: of the similar view, else the ln-covered view, else the random view
+        if sv_n[p]:
+            pool = np.sort(sv_id[p, : sv_n[p]].copy())
+        elif lv_n[p]:
+            pool = np.sort(lv[p][: lv_n[p]].copy())
+        else:
+            pool = np.sort(rv_id[p, : rv_n[p]].copy())
+        peer[p] = NONE
+        if len(pool):
+            peer[p] = pool[np.int64(fold(fold(key(seed, GOSSIP_PEER), c), p) % np.uint64(len(pool)))]
+        both = np.concatenate((rv_id[p, : rv_n[p]], sv_id[p, : sv_n[p]]))
+        mine = _sorted_unique(both, len(both))
+        buf = _grow(buf, buf_n + len(mine))
+        buf[buf_n : buf_n + len(mine)] = mine
+        buf_off[p] = buf_n
+        buf_n += len(mine)
+        buf_off[p + 1] = buf_n
+        if peer[p] != NONE:
+            rows = _grow_rows(rows, m + 1)
+            pay_ids = _grow(pay_ids, pay + len(mine))
+            pay_ages = _grow(pay_ages, pay + len(mine))
+            rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = peer[p], GOSSIP_REQUEST, p, 0
+            rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = NONE, 0, NONE
+            rows[m, AT], rows[m, LEN] = pay, len(mine)
+            pay_ids[pay : pay + len(mine)] = mine
+            pay_ages[pay : pay + len(mine)] = 0
+            pay += len(mine)
+            m += 1
+            sent[p, 1] += 1
+        if not bubble:
+            continue
+        seq = 0
+        first = sub_off[p]
+        if c >= bubble_start:
+            rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+            for j in range(len(rest)):
+                if not rest[j]:
+                    continue
+                s = first + j
+                if own[s, 0] == NONE or c >= own[s, 0] + own[s, 1]:
+                    t = sub_top[s]
+                    own[s, 0], own[s, 1], own[s, 2], own[s, 3] = c, ttl[t], NONE, 0
+                    _push(held, held_n, p, p)
+                    _push(held, held_n, p, t)
+                    _push(held, held_n, p, ttl[t])
+        h = held[p]
+        kept = 0
+        for i in range(held_n[p] // 3):
+            origin, t, left = h[3 * i], h[3 * i + 1], h[3 * i + 2]
+            if target[p] != NONE:
+                rows = _grow_rows(rows, m + 1)
+                rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = target[p], COPY, p, seq
+                rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = t, left - 1, origin
+                rows[m, AT], rows[m, LEN] = pay, 0
+                m += 1
+                seq += 1
+                sent[p, 2] += 1
+            if left - 1 > 0:
+                h[3 * kept], h[3 * kept + 1], h[3 * kept + 2] = origin, t, left - 1
+                kept += 1
+        held_n[p] = 3 * kept
+        order = np.sort(rv_id[p, : rv_n[p]].copy())
+        for i in range(av_n[p]):
+            origin, t = av_o[p, i], av_t[p, i]
+            for r in order:
+                if r == origin or not _subscribes(sub_off, sub_top, r, t):
+                    continue
+                packed = (p * network + origin) * network + r
+                if packed in keys:
+                    continue
+                keys[packed] = np.int8(1)
+                _push(reported, rep_n, p, origin)
+                _push(reported, rep_n, p, r)
+                rows = _grow_rows(rows, m + 2)
+                rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = origin, MATCH_ORIGIN, p, seq
+                rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = t, 0, r
+                rows[m, AT], rows[m, LEN] = pay, 0
+                rows[m + 1, DST], rows[m + 1, KIND], rows[m + 1, SRC], rows[m + 1, SEQ] = r, MATCH_PEER, p, seq + 1
+                rows[m + 1, TOPIC], rows[m + 1, TTL], rows[m + 1, OTHER] = t, 0, origin
+                rows[m + 1, AT], rows[m + 1, LEN] = pay, 0
+                m += 2
+                seq += 2
+                sent[p, 3] += 2
+    return rows[:m], pay_ids[:pay], pay_ages[:pay], buf[:buf_n]
+
+
+@nb.njit(cache=True, nogil=True)
+def _uniform(seed, c, p, shuffle, network, out):
+    """`feverfew.distinct_draws(seed, UNIFORM_SAMPLE, (c, p), shuffle, N, p)`."""
+    count = min(shuffle, network - 1)
+    base = fold(fold(key(seed, UNIFORM_SAMPLE), c), p)
+    chosen, k = 0, 0
+    while chosen < count:
+        q = np.int64(fold(base, k) % np.uint64(network))
+        k += 1
+        if q == p:
+            continue
+        seen = False
+        for i in range(chosen):
+            if out[i] == q:
+                seen = True
+                break
+        if not seen:
+            out[chosen] = q
+            chosen += 1
+    return chosen
+
+
+@nb.njit(cache=True, nogil=True)
+def _in_row(ids, n, value):
+    for i in range(n):
+        if ids[i] == value:
+            return i
+    return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
+    """`feverfew.merge_entries` on one node's random view, in place."""
+    me = node
+    spare = 0
+    for k in range(len(ids)):
+        q, age = ids[k], ages[k]
+        n = rv_n[node]
+        if q == me or _in_row(rv_id[node], n, q) >= 0:
+            continue
+        if n < size:
+            rv_id[node, n], rv_age[node, n] = q, age
+            rv_n[node] = n + 1
+            continue
+        while spare < len(replaceable) and _in_row(rv_id[node], n, replaceable[spare]) < 0:
+            spare += 1
+        if spare < len(replaceable):
+            at = _in_row(rv_id[node], n, replaceable[spare])
+            spare += 1
+            rv_id[node, at], rv_age[node, at] = q, age  # the slot of the entry let go: a view is a set
+
+
+@nb.njit(cache=True, nogil=True)
+def _slot(sub_off, sub_top, node, topic):
+    lo, hi = sub_off[node], sub_off[node + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sub_top[mid] < topic:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < sub_off[node + 1] and sub_top[lo] == topic else -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, pay_ids, pay_ages, buf, state, work):
+    """Step 2: each destination walks its rows (sorted by dst, kind, src, seq); the answers."""
+    rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
+        state
+    )
+    target, peer, sent_ids, sent_n, buf_off, sent = work
+    out = np.empty((max(len(rows), 1), 9), np.int64)
+    out_ids = np.empty(1024, np.int64)
+    out_ages = np.empty(1024, np.int64)
+    m = 0
+    pay = 0
+    i = 0
+    while i < len(rows):
+        q = rows[i, DST]
+        start_ids = rv_id[q, : rv_n[q]].copy()
+        start_ages = rv_age[q, : rv_n[q]].copy()
+        while i < len(rows) and rows[i, DST] == q:
+            kind, r = rows[i, KIND], rows[i, SRC]
+            if kind == CYCLON_REQUEST:
+                base = fold(fold(fold(key(seed, CYCLON_ANSWER), c), q), r)
+                answer = _smallest(start_ids, len(start_ids), shuffle, base)
+                out_ids = _grow(out_ids, pay + len(answer))
+                out_ages = _grow(out_ages, pay + len(answer))
+                for k in range(len(answer)):
+                    out_ids[pay + k] = answer[k]
+                    out_ages[pay + k] = start_ages[_in_row(start_ids, len(start_ids), answer[k])]
+                out[m, DST], out[m, KIND], out[m, SRC], out[m, SEQ] = r, CYCLON_ANSWERED, q, 0
+                out[m, TOPIC], out[m, TTL], out[m, OTHER], out[m, AT], out[m, LEN] = NONE, 0, NONE, pay, len(answer)
+                pay += len(answer)
+                m += 1
+                sent[q, 0] += 1
+                at, length = rows[i, AT], rows[i, LEN]
+                _merge(
+                    rv_id, rv_age, rv_n, q, pay_ids[at : at + length], pay_ages[at : at + length], answer, random_view
+                )
+            elif kind == GOSSIP_REQUEST:
+                first, last = buf_off[q], buf_off[q + 1]
+                out_ids = _grow(out_ids, pay + last - first)
+                out_ages = _grow(out_ages, pay + last - first)
+                out_ids[pay : pay + last - first] = buf[first:last]
+                out_ages[pay : pay + last - first] = 0
+                out[m, DST], out[m, KIND], out[m, SRC], out[m, SEQ] = r, GOSSIP_ANSWERED, q, 0
+                out[m, TOPIC], out[m, TTL], out[m, OTHER], out[m, AT], out[m, LEN] = NONE, 0, NONE, pay, last - first
+                pay += last - first
+                m += 1
+                sent[q, 1] += 1
+            elif kind == COPY:
+                origin, t, left = rows[i, OTHER], rows[i, TOPIC], rows[i, TTL]
+                if origin != q:
+                    found = False
+                    for k in range(av_n[q]):
+                        if av_o[q, k] == origin and av_t[q, k] == t:
+                            found = True
+                            break
+                    if not found:
+                        if av_n[q] == agent_view:  # first in, first out
+                            for k in range(1, agent_view):
+                                av_o[q, k - 1], av_t[q, k - 1] = av_o[q, k], av_t[q, k]
+                            av_n[q] -= 1
+                        av_o[q, av_n[q]], av_t[q, av_n[q]] = origin, t
+                        av_n[q] += 1
+                if left > 0:
+                    _push(held, held_n, q, origin)
+                    _push(held, held_n, q, t)
+                    _push(held, held_n, q, left)
+            else:  # a match
+                other = rows[i, OTHER]
+                if _in_row(mb[q], mb_n[q], other) < 0:
+                    _push(mb, mb_n, q, other)
+                if kind == MATCH_ORIGIN:
+                    s = _slot(sub_off, sub_top, q, rows[i, TOPIC])
+                    if s >= 0 and own[s, 0] != NONE and own[s, 0] < c:  # not a match of an earlier diffusion
+                        own[s, 3] += 1
+                        if own[s, 2] == NONE:
+                            own[s, 2] = c
+            i += 1
+    return out[:m], out_ids[:pay], out_ages[:pay]
+
+
+@nb.njit(cache=True, nogil=True)
+def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, answers, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
+    """Step 3: each node merges its Cyclon answer, chooses its similar view from everything it
+    heard, and every `delta` cycles rebuilds its ln-covered view (Alg. 3); the coverage it gives
+    (`covered`: a flag per subscription slot, `needy`: topics of two subscribers or more)."""
+    random_view, similar_view, delta, clear_similar = params
+    rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
+        state
+    )
+    target, peer, sent_ids, sent_n, buf_off, sent = work
+    network = len(rv_n)
+    for p in range(network):
+        pool = buf[buf_off[p] : buf_off[p + 1]].copy()
+        for i in range(ans_start[p], ans_start[p + 1]):
+            at, length = answers[i, AT], answers[i, LEN]
+            if answers[i, KIND] == CYCLON_ANSWERED:
+                n = rv_n[p]
+                k = _in_row(rv_id[p], n, target[p])
+                if k >= 0:  # the contacted node leaves the view; its answer takes the slots of what p sent
+                    rv_id[p, k], rv_age[p, k] = rv_id[p, n - 1], rv_age[p, n - 1]
+                    rv_n[p] = n - 1
+                _merge(rv_id, rv_age, rv_n, p, ans_ids[at : at + length], ans_ages[at : at + length], sent_ids[p, : sent_n[p]], random_view)  # fmt: skip
+            else:
+                pool = np.concatenate((pool, ans_ids[at : at + length]))
+        for i in range(req_start[p], req_start[p + 1]):
+            if requests[i, KIND] == GOSSIP_REQUEST:
+                at, length = requests[i, AT], requests[i, LEN]
+                pool = np.concatenate((pool, pay_ids[at : at + length]))
+        pool = _sorted_unique(pool, len(pool))
+        first, last = sub_off[p], sub_off[p + 1]
+        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+        rest_count = 0
+        for j in range(len(rest)):
+            rest_count += rest[j]
+        # SelectSimilarNeighbors: by (u2 desc, u1 desc, id asc), u2 > 0
+        ids = np.empty(len(pool), np.int64)
+        u2s = np.empty(len(pool), np.float64)
+        u1s = np.empty(len(pool), np.float64)
+        k = 0
+        for q in pool:
+            if q == p:
+                continue
+            u2, u1 = _jaccards(sub_off, sub_top, p, rest, rest_count, q)
+            if u2 > 0.0:
+                ids[k], u2s[k], u1s[k] = q, u2, u1
+                k += 1
+        order = np.arange(k)
+        for a in range(1, k):  # insertion sort: a pool holds a few hundred ids
+            b = a
+            while b > 0:
+                x, y = order[b - 1], order[b]
+                if u2s[x] > u2s[y] or (
+                    u2s[x] == u2s[y] and (u1s[x] > u1s[y] or (u1s[x] == u1s[y] and ids[x] < ids[y]))
+                ):
+                    break
+                order[b - 1], order[b] = y, x
+                b -= 1
+        take = min(k, similar_view)
+        for a in range(take):
+            sv_id[p, a] = ids[order[a]]
+        sv_n[p] = take
+        if c % delta == 0:
+            both = np.concatenate((sv_id[p, :take], lv[p][: lv_n[p]], mb[p][: mb_n[p]]))
+            candidates = _sorted_unique(both, len(both))
+            kept = 0
+            for a in range(len(candidates)):
+                if candidates[a] != p:
+                    candidates[kept] = candidates[a]
+                    kept += 1
+            candidates = candidates[:kept]
+            member = np.zeros((kept, last - first), np.bool_)
+            sizes = np.empty(kept, np.int64)
+            for a in range(kept):
+                q = candidates[a]
+                sizes[a] = sub_off[q + 1] - sub_off[q]
+                x, y = first, sub_off[q]
+                while x < last and y < sub_off[q + 1]:
+                    if sub_top[x] < sub_top[y]:
+                        x += 1
+                    elif sub_top[x] > sub_top[y]:
+                        y += 1
+                    else:
+                        member[a, x - first] = True
+                        x += 1
+                        y += 1
+            needs = np.empty(last - first, np.int64)
+            for j in range(last - first):
+                needs[j] = need[sub_top[first + j]]
+            chosen = ln_covered_order(member, sizes, needs)
+            lv[p] = _grow(lv[p], len(chosen))
+            for a in range(len(chosen)):
+                lv[p][a] = candidates[chosen[a]]
+            lv_n[p] = len(chosen)
+            mb_n[p] = 0
+            if clear_similar:
+                sv_n[p] = 0
+        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+        needy[p] = 0
+        for j in range(last - first):
+            wanted = need[sub_top[first + j]] > 0
+            needy[p] += wanted
+            covered[first + j] = wanted and not rest[j]
+
+
+@nb.njit(cache=True, nogil=True)
+def _ragged(offsets, values, nodes, width):
+    """Ragged rows from an Arrow list column's offsets and values (`width` values per item)."""
+    lists = List()
+    counts = np.zeros(nodes, np.int64)
+    for p in range(nodes):
+        n = offsets[p + 1] - offsets[p]
+        row = np.empty(max(n, 4), np.int64)
+        row[:n] = values[offsets[p] : offsets[p + 1]]
+        lists.append(row)
+        counts[p] = n
+    return lists, counts
+
+
+@nb.njit(cache=True, nogil=True)
+def _flat(lists, counts, sort, width):
+    """A ragged row set as (offsets in items, values): each row's items of `width` values,
+    sorted by their values (lexicographically) when `sort`."""
+    nodes = len(counts)
+    offsets = np.zeros(nodes + 1, np.int64)
+    for p in range(nodes):
+        offsets[p + 1] = offsets[p] + counts[p]
+    values = np.empty(offsets[nodes], np.int64)
+    for p in range(nodes):
+        n = counts[p]
+        row = lists[p][:n]
+        if sort and width == 1:
+            row = np.sort(row)
+        elif sort:  # pairs: by the first value, then the second
+            items = n // width
+            order = np.argsort(row[0::width] * (np.int64(1) << 31) + row[1::width], kind="mergesort")
+            sorted_row = np.empty(n, np.int64)
+            for i in range(items):
+                for w in range(width):
+                    sorted_row[i * width + w] = row[order[i] * width + w]
+            row = sorted_row
+        values[offsets[p] : offsets[p] + n] = row
+    return offsets, values
+
+
+@nb.njit(cache=True, nogil=True)
+def _reported_keys(reported, rep_n, network):
+    """The pairs every node reported, packed (node, origin, other) for the membership test."""
+    keys = Dict.empty(key_type=types.int64, value_type=types.int8)
+    for p in range(len(rep_n)):
+        row = reported[p]
+        for i in range(rep_n[p] // 2):
+            keys[(p * network + row[2 * i]) * network + row[2 * i + 1]] = np.int8(1)
+    return keys
