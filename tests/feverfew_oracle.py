@@ -447,3 +447,36 @@ def spidercast_oracle(n, subs, known, seed, kg=3, kr=1):
                     rand[s] += 1
         links |= {(min(p, q), max(p, q)) for q in picked}
     return links
+
+
+def oracle_for(nodes: int, pairs, params) -> FeverfewOracle:
+    """The oracle of a simulation with these settings (`params`: a FeverfewParams, read by name)."""
+    subs: dict[int, set] = {}
+    for v, t in pairs:
+        subs.setdefault(v, set()).add(t)
+    return FeverfewOracle(
+        nodes,
+        subs,
+        seed=params.seed,
+        rv_size=params.random_view,
+        shuffle=params.shuffle,
+        sv_size=params.similar_view,
+        av_size=params.agent_view,
+        bubble_start=params.bubble_start,
+        delta=params.delta,
+        clear_similar=params.clear_similar,
+        pss=params.pss,
+        bubble=params.bubble,
+    )
+
+
+def assert_same_states(rows: dict, oracle: FeverfewOracle, cycle: int) -> None:
+    """Every node's state row (`rows`: node -> row) is the oracle's after `cycle`."""
+    for v in range(oracle.n):
+        want, got = oracle.state(v), rows[v]
+        for column, value in want.items():
+            assert list(got[column]) == list(value) if isinstance(value, list) else got[column] == value, (
+                f"cycle {cycle}, node {v}, {column}: simulator {got[column]}, oracle {value}"
+            )
+        assert list(got["covered"]) == oracle.covered[v], (cycle, v)
+        assert list(got["sent"]) == oracle.sent[v], (cycle, v)

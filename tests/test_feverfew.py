@@ -5,7 +5,14 @@ from itertools import groupby
 
 import numpy as np
 import pytest
-from feverfew_oracle import FeverfewOracle, global_feverfew_oracle, spidercast_oracle, ttl_for
+from feverfew_oracle import (
+    FeverfewOracle,
+    assert_same_states,
+    global_feverfew_oracle,
+    oracle_for,
+    spidercast_oracle,
+    ttl_for,
+)
 
 from overlay.design.classes import Subscriptions
 from overlay.gossip.baselines import CANDIDATES, chosen_views
@@ -22,37 +29,6 @@ def zipf_instance(nodes: int, topics: int, seed: int) -> list[tuple[int, int]]:
         for t in rng.choice(topics, size=int(rng.integers(1, 6)), replace=False, p=weight / weight.sum()):
             pairs.add((v, int(t)))
     return sorted(pairs)
-
-
-def oracle_for(nodes: int, pairs, params: FeverfewParams) -> FeverfewOracle:
-    subs: dict[int, set] = {}
-    for v, t in pairs:
-        subs.setdefault(v, set()).add(t)
-    return FeverfewOracle(
-        nodes,
-        subs,
-        seed=params.seed,
-        rv_size=params.random_view,
-        shuffle=params.shuffle,
-        sv_size=params.similar_view,
-        av_size=params.agent_view,
-        bubble_start=params.bubble_start,
-        delta=params.delta,
-        clear_similar=params.clear_similar,
-        pss=params.pss,
-        bubble=params.bubble,
-    )
-
-
-def assert_same_states(rows: dict, oracle: FeverfewOracle, cycle: int) -> None:
-    for v in range(oracle.n):
-        want, got = oracle.state(v), rows[v]
-        for column, value in want.items():
-            assert list(got[column]) == list(value) if isinstance(value, list) else got[column] == value, (
-                f"cycle {cycle}, node {v}, {column}: simulator {got[column]}, oracle {value}"
-            )
-        assert list(got["covered"]) == oracle.covered[v], (cycle, v)
-        assert list(got["sent"]) == oracle.sent[v], (cycle, v)
 
 
 def run_both(spark, nodes: int, pairs, params: FeverfewParams, cycles: int) -> FeverfewOracle:

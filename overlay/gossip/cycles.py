@@ -189,10 +189,22 @@ def _through_arrow(rows: Iterable[dict], schema: pa.Schema) -> list[dict]:
     return list(rows_of(to_batches(rows, schema)))
 
 
+class CompiledCycles(Protocol):
+    """A protocol's cycles compiled over the whole network's state (the memory regime): `load`
+    takes the state rows, `cycle(c)` runs cycle c and returns the state rows after it with the
+    measure columns, as the three steps over rows would."""
+
+    def load(self, table: pa.Table) -> None: ...
+
+    def cycle(self, cycle: int) -> pa.Table: ...
+
+
 class CycleEngine:
     """Runs cycles of one protocol. `make(*args)` builds the protocol on an executor (args: plain
     data such as the params and the subscriptions' arrays); `partitions`: of every shuffle;
-    `lineage`: how each cycle's state is checkpointed (reliable on a cluster)."""
+    `lineage`: how each cycle's state is checkpointed (reliable on a cluster); `compiled`: makes
+    the protocol's compiled cycles, which the memory regime runs instead of the three steps over
+    rows (the same rows: the protocol's tests hold them equal)."""
 
     def __init__(
         self,
@@ -202,10 +214,12 @@ class CycleEngine:
         partitions: int,
         lineage: Lineage = LOCAL,
         regime: str = SPARK,
+        compiled: Callable[[], CompiledCycles] | None = None,
     ) -> None:
         if regime not in (MEMORY, SPARK):
             raise ValueError(f"a cycle engine runs in the {MEMORY} or the {SPARK} regime, not {regime!r}")
         self.protocol = make(*args)
+        self.compiled = compiled
         self.lineage = lineage
         self.regime = regime
         self.shared = shared_builder(spark, make, args)
@@ -266,13 +280,20 @@ class CycleEngine:
         checkpointed (one Spark job). In the memory regime the state is read into the driver once
         (the regime's bounded step: it was chosen because it fits) and each cycle's stays an Arrow
         table, a DataFrame made of it only when asked for. The last cycle's state as a DataFrame."""
-        rows = None
+        rows = simulator = None
         if self.regime == MEMORY and first <= last:
-            rows = state.select(*self.state_schema.names).toArrow().to_pylist()
+            table = state.select(*self.state_schema.names).toArrow()
+            if self.compiled is not None:
+                simulator = self.compiled()
+                simulator.load(table)
+            else:
+                rows = table.to_pylist()
         current = CycleState(frame=state)
         for cycle in range(first, last + 1):
             clock = time.monotonic()
-            if rows is None:
+            if simulator is not None:
+                current = self._state_of(state.sparkSession, simulator.cycle(cycle))
+            elif rows is None:
                 current = CycleState(frame=self.lineage.cut(self.cycle(current.frame, cycle)))
             else:
                 current, rows = self._cycle_in_memory(state.sparkSession, rows, cycle)
@@ -302,6 +323,9 @@ class CycleEngine:
         served.sort(key=_message_order)
         finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
         table = pa.Table.from_batches(list(to_batches(finished, self.result_schema)), schema=self.result_schema)
+        return self._state_of(spark, table), table.select(self.state_schema.names).to_pylist()
+
+    def _state_of(self, spark, table: pa.Table) -> CycleState:
+        """A memory cycle's state: its rows, and their DataFrame made on first use."""
         columns = ddl(self.result_columns)
-        state = CycleState(table=table, make=lambda: spark.createDataFrame(table, schema=columns))
-        return state, table.select(self.state_schema.names).to_pylist()
+        return CycleState(table=table, make=lambda: spark.createDataFrame(table, schema=columns))

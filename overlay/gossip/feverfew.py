@@ -507,6 +507,10 @@ def feverfew_engine(
 ) -> CycleEngine:
     """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
     the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q);
-    `regime`: `overlay.gossip.cycles.MEMORY` or `SPARK`."""
+    `regime`: `overlay.gossip.cycles.MEMORY` (the compiled cycles, `overlay.gossip.feverfew_compiled`)
+    or `SPARK`."""
+    from overlay.gossip.feverfew_compiled import CompiledFeverfew  # it builds on this module
+
     args = (params, subscriptions.offsets, subscriptions.topics)
-    return CycleEngine(spark, Feverfew, args, partitions, lineage, regime)
+    compiled = lambda: CompiledFeverfew(*args)  # noqa: E731
+    return CycleEngine(spark, Feverfew, args, partitions, lineage, regime, compiled)
