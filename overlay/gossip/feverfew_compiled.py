@@ -76,14 +76,13 @@ class CompiledFeverfew:
     def load(self, table: pa.Table) -> None:
         """The state of every node from its rows (`STATE_COLUMNS`, any order)."""
         p, n = self.params, self.network
-        table = table.sort_by("node_id").combine_chunks()
+        table = table.sort_by("node_id")
         if table.num_rows != n or table.column("node_id").to_numpy()[-1] != n - 1:
             raise ValueError(f"a state has one row per node 0..{n - 1}, got {table.num_rows} rows")
-        col = (
-            lambda name: table.column(name).chunk(0)
-            if table.column(name).num_chunks
-            else table.column(name).combine_chunks()
-        )  # noqa: E731
+
+        def col(name: str) -> pa.Array:
+            return table.column(name).combine_chunks()
+
         rv_id, rv_n = _matrix(col("rv"), p.random_view)
         rv_age, _ = _matrix(col("rv_age"), p.random_view)
         sv_id, sv_n = _matrix(col("sv"), p.similar_view)

@@ -34,11 +34,6 @@ DST, KIND, SRC, SEQ, TOPIC, TTL, OTHER, AT, LEN = range(9)
 
 
 @nb.njit(cache=True, nogil=True)
-def _draw(base, value):
-    return fold(base, value)
-
-
-@nb.njit(cache=True, nogil=True)
 def _distinct(seed, purpose, a, has_a, count, network, skip, out):
     """`feverfew.distinct_draws`: `count` distinct nodes other than `skip`, draw(purpose, [a,] k)
     mod N for k = 0, 1, ...; how many were written into `out`."""
@@ -540,17 +535,9 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, ans
             if u2 > 0.0:
                 ids[k], u2s[k], u1s[k] = q, u2, u1
                 k += 1
-        order = np.arange(k)
-        for a in range(1, k):  # insertion sort: a pool holds a few hundred ids
-            b = a
-            while b > 0:
-                x, y = order[b - 1], order[b]
-                if u2s[x] > u2s[y] or (
-                    u2s[x] == u2s[y] and (u1s[x] > u1s[y] or (u1s[x] == u1s[y] and ids[x] < ids[y]))
-                ):
-                    break
-                order[b - 1], order[b] = y, x
-                b -= 1
+        # ids ascending already (the pool is sorted): two stable sorts give (u2 desc, u1 desc, id asc)
+        order = np.argsort(-u1s[:k], kind="mergesort")
+        order = order[np.argsort(-u2s[order], kind="mergesort")]
         take = min(k, similar_view)
         for a in range(take):
             sv_id[p, a] = ids[order[a]]
