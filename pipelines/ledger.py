@@ -250,7 +250,7 @@ def delete_run(lakehouse: Lakehouse, run_id: str, kind: str | None = None) -> li
 
 def delete_runs(lakehouse: Lakehouse, kind: RunKind, run_ids: Sequence[str]) -> list[DeletedRuns]:
     """Delete runs of one kind and everything derived from them, in as many commits as for one
-    run: the mark, the dependents' own batch, one delete per table, the rows last. Running it
+    run: the mark, the dependents' own batch, one delete per table (all at once), the rows last. Running it
     again finishes an interrupted delete."""
     ids = sorted(set(run_ids))
     if not ids:
@@ -265,9 +265,7 @@ def delete_runs(lakehouse: Lakehouse, kind: RunKind, run_ids: Sequence[str]) -> 
     counts: dict[str, int] = {}
     if kind is ROUTING and lakehouse.exists(S.ROUTING_COMPARISON):
         counts[S.ROUTING_COMPARISON.name] = _delete_comparisons_with(lakehouse, within)
-    for table in kind.owned:
-        if lakehouse.exists(table):
-            counts[table.name] = lakehouse.delete_rows(table, within)
+    counts.update(lakehouse.delete_rows_from([table for table in kind.owned if lakehouse.exists(table)], within))
     counts[kind.table.name] = lakehouse.delete_rows(kind.table, within)
     log.info("deleted %d %s run(s) from %s: %s", len(ids), kind.name, ids[0], counts)
     return [*deleted, DeletedRuns(kind.name, tuple(ids), {t: n for t, n in counts.items() if n})]
