@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from overlay.design.classes import Subscriptions  # noqa: E402
 from overlay.gossip import mesh_batches  # noqa: E402
-from pipelines import cli, design, gossipsub, ingest, ledger, overlays, route, spark  # noqa: E402
+from pipelines import cli, design, gossipsub, ingest, ledger, overlays, route, simulate, spark  # noqa: E402
 from pipelines.lakehouse import Lakehouse  # noqa: E402
 
 marks: list[tuple[float, str]] = []
@@ -101,6 +101,10 @@ def main() -> int:
     timed(Subscriptions, "collect", lambda *args, **kwargs: "collect the subscriptions")
     timed(mesh_batches, "in_memory", lambda *args, **kwargs: "simulate a batch of topics in memory")
     timed(gossipsub, "heartbeat_rows")
+    timed(simulate._Pending, "add", lambda self, cycle, *args: f"cycle {cycle}'s measures")
+    timed(simulate._Pending, "commit", lambda *args: "commit the cycles' measures")
+    for name in ("snapshot", "_store_views"):
+        timed(simulate, name)
     code = cli.main(sys.argv[1:])
     mark("done")
     previous = 0.0

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.design.baselines import numbered_links
+from overlay.design.baselines import numbered_link_table, numbered_links, undirected_links
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
@@ -181,7 +181,7 @@ def _heartbeats(spark, lakehouse: Lakehouse, request: GossipsubRequest, claimed:
             ledger.check_owner(lakehouse, run_id, attempt)
         if in_memory:
             links = _union(meshes)
-            edges = _edge_frame(spark, links, heartbeats)
+            edges = spark.createDataFrame(numbered_link_table(links, heartbeats))
             combined = _heartbeat_frame(spark, run_id, _combined(measures, heartbeats), seconds / heartbeats)
         else:
             links = None
@@ -197,23 +197,7 @@ def _union(meshes: list[pa.Table]) -> np.ndarray:
     if not meshes:
         return np.zeros((0, 2), np.int64)
     table = pa.concat_tables(meshes)
-    a, b = table.column(S.NODE_ID).to_numpy(), table.column(S.PEER_ID).to_numpy()
-    pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)
-    return pairs.astype(np.int64)
-
-
-def _edge_frame(spark, links: np.ndarray, heartbeats: int):
-    """`overlay_edges` rows of the union as `numbered_links` numbers them: by (u, v)."""
-    table = pa.table(
-        {
-            S.U: links[:, 0],
-            S.V: links[:, 1],
-            S.ADDED_ORDER: np.arange(1, len(links) + 1, dtype=np.int64),
-            S.ROUND: np.full(len(links), heartbeats, np.int32),
-            S.GAIN: pa.nulls(len(links), pa.int64()),
-        }
-    )
-    return spark.createDataFrame(table)
+    return undirected_links(table.column(S.NODE_ID).to_numpy(), table.column(S.PEER_ID).to_numpy())
 
 
 def _stored_union(lakehouse: Lakehouse, run_id: str, heartbeats: int):

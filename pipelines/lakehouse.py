@@ -578,12 +578,21 @@ class Lakehouse:
         mostly commit latency on the driver, not executor work. `on_stored` is called on this
         thread as each table is stored; every write is waited for, then the first error raised.
         The run is not complete until its caller says so after this returns."""
-        names = [table.name for table, _ in frames]
+        self._at_once(run_id, [(table, self.write_run_rows, frame, key) for table, frame in frames], on_stored)
+
+    def append_run_tables(self, run_id: str, frames: Sequence[tuple[S.TableSpec, DataFrame]]) -> None:
+        """`append_run_rows` to several tables at once, each from a thread of its own."""
+        self._at_once(run_id, [(table, self.append_run_rows, frame) for table, frame in frames])
+
+    def _at_once(self, run_id: str, writes: Sequence[tuple], on_stored=None) -> None:
+        """Writes `(table, write, *args)`, `write(table, run_id, *args)` each from a thread of its
+        own; every one is waited for, then the first error raised."""
+        names = [write[0].name for write in writes]
         if len(set(names)) != len(names):
             raise ValueError(f"one write per table: {names}")
         errors: list[BaseException] = []
-        with ThreadPoolExecutor(max_workers=max(1, len(frames)), thread_name_prefix=f"store-{run_id[:24]}") as pool:
-            pending = {pool.submit(self.write_run_rows, table, run_id, frame, key): table for table, frame in frames}
+        with ThreadPoolExecutor(max_workers=max(1, len(writes)), thread_name_prefix=f"store-{run_id[:24]}") as pool:
+            pending = {pool.submit(write, table, run_id, *args): table for table, write, *args in writes}
             for done in as_completed(pending):
                 error = done.exception()
                 if error is not None:

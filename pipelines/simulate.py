@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from overlay import registry
 from overlay import schema as S
+from overlay.design.baselines import numbered_link_table
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
@@ -38,10 +39,14 @@ from overlay.gossip.feverfew import (
     feverfew_engine,
 )
 from overlay.gossip.measures import (
+    coverage_of,
     cycle_summary,
     diffusion_events,
+    diffusions_of,
+    sizes_of,
+    summary_of,
     topic_coverage,
-    topic_sizes,
+    view_link_pairs,
     view_links,
     view_summary,
 )
@@ -187,32 +192,55 @@ class Simulated:
 
 
 class _Pending:
-    """The measures of the cycles since the last snapshot, committed together with it."""
+    """The measures of the cycles since the last snapshot, committed together with it: from the
+    rows in memory when the cycle left them there (the memory regime: no Spark job per cycle),
+    else from the cycle's DataFrame. `sizes`: (topic ids, subscribers) of the topics of two
+    subscribers or more."""
 
-    def __init__(self, spark: SparkSession, sizes: DataFrame) -> None:
+    def __init__(self, spark: SparkSession, sizes: tuple[np.ndarray, np.ndarray]) -> None:
         self.spark, self.sizes = spark, sizes
+        self._sizes_frame: DataFrame | None = None
         self.cycles: list[dict] = []
-        self.coverage: list[DataFrame] = []
-        self.diffusions: list[DataFrame] = []
+        self.coverage: list = []
+        self.diffusions: list = []
 
-    def add(self, cycle: int, state: DataFrame, seconds: float) -> dict:
-        summary = cycle_summary(state)
+    def add(self, cycle: int, state: CycleState, seconds: float) -> dict:
+        if state.table is not None:
+            summary = summary_of(state.table)
+            self.coverage.append(coverage_of(state.table, self.sizes, cycle))
+            self.diffusions.append(diffusions_of(state.table, cycle))
+        else:
+            summary = cycle_summary(state.frame)
+            self.coverage.append(topic_coverage(state.frame, self._sizes(), cycle))
+            self.diffusions.append(diffusion_events(state.frame, cycle))
         self.cycles.append({**summary, S.CYCLE: cycle, S.SECONDS: seconds, S.COMPUTED_AT: _now()})
-        self.coverage.append(topic_coverage(state, self.sizes, cycle))
-        self.diffusions.append(diffusion_events(state, cycle))
         return summary
 
+    def _sizes(self) -> DataFrame:
+        if self._sizes_frame is None:
+            topics, subscribers = self.sizes
+            table = pa.table({S.TOPIC_ID: topics, S.SUBSCRIBERS: subscribers})
+            self._sizes_frame = self.spark.createDataFrame(table).cache()
+        return self._sizes_frame
+
     def commit(self, lakehouse: Lakehouse, run_id: str) -> None:
+        """The pending measures, one append per table, all at once."""
         if not self.cycles:
             return
         rows = [tuple({**row, S.RUN_ID: run_id}.get(c) for c in S.GOSSIP_CYCLES.columns) for row in self.cycles]
-        for table, frames in ((S.GOSSIP_COVERAGE, self.coverage), (S.GOSSIP_DIFFUSIONS, self.diffusions)):
-            union = frames[0]
-            for frame in frames[1:]:
-                union = union.unionByName(frame)
-            lakehouse.append_run_rows(table, run_id, union)
-        lakehouse.append_run_rows(S.GOSSIP_CYCLES, run_id, local_frame(self.spark, rows, S.GOSSIP_CYCLES.schema))
+        frames = [(S.GOSSIP_CYCLES, local_frame(self.spark, rows, S.GOSSIP_CYCLES.schema))]
+        for table, parts in ((S.GOSSIP_COVERAGE, self.coverage), (S.GOSSIP_DIFFUSIONS, self.diffusions)):
+            frames.append((table, self._union(parts)))
+        lakehouse.append_run_tables(run_id, frames)
         self.cycles, self.coverage, self.diffusions = [], [], []
+
+    def _union(self, parts: list) -> DataFrame:
+        if isinstance(parts[0], pa.Table):
+            return self.spark.createDataFrame(pa.concat_tables(parts))
+        union = parts[0]
+        for frame in parts[1:]:
+            union = union.unionByName(frame)
+        return union
 
 
 def simulation_job(simulate_rounds, snapshot_default: int | None, unit: str, nothing: str):
@@ -363,11 +391,13 @@ def _simulate(
         state = stored_state(lakehouse, run_id, resumed)
         first = resumed + 1
         log.info("simulate %s: resuming after cycle %d", run_id, resumed)
-    pending = _Pending(spark, lakehouse.lineage.cut(topic_sizes(subscriptions)))
+    pending = _Pending(spark, sizes_of(csr.topics))
     last = request.cycles
+    held: list[CycleState] = []  # the last cycle's state, when it ran in this attempt
 
     def on_cycle(cycle: int, state: CycleState, seconds: float) -> dict:
-        summary = pending.add(cycle, state.frame, seconds)
+        summary = pending.add(cycle, state, seconds)
+        held[:] = [state]
         if cycle % snapshot_every == 0 or cycle == last:
             ledger.check_owner(lakehouse, run_id, attempt)
             pending.commit(lakehouse, run_id)
@@ -379,7 +409,9 @@ def _simulate(
         if first <= last:
             state = engine.run(state, first, last, on_cycle=on_cycle, on_step=bar.on_step)
         ledger.check_owner(lakehouse, run_id, attempt)
-        if request.protocol == "feverfew":
+        if request.protocol == "feverfew" and held and held[0].table is not None:
+            views = held[0].table  # the last cycle's rows, in memory
+        elif request.protocol == "feverfew":
             views = state if "covered" in state.columns else _covered(engine, state)
         else:
             known = state.select(S.NODE_ID, F.array_union(F.array_union("rv", "sv"), "lv").alias(CANDIDATES))
@@ -388,9 +420,9 @@ def _simulate(
                     spark, csr.offsets, csr.topics, RULE[request.protocol], request.seed, known, task_slots(spark)
                 )
             )
-        _store_views(spark, lakehouse, run_id, views, last)
+        links = _store_views(spark, lakehouse, run_id, views, last)
         bar.step(f"stored the links ({request.protocol})", stored=S.OVERLAY_EDGES.name)
-    return Simulated(regime)
+    return Simulated(regime, links, csr if links is not None else None)
 
 
 run_simulation = simulation_job(_simulate, SNAPSHOT_EVERY, "cycle", "nothing to gossip about")
@@ -417,12 +449,20 @@ def _covered(engine, state: DataFrame) -> DataFrame:
     return state.select(S.NODE_ID, "lv").mapInArrow(covered, VIEW_SCHEMA)
 
 
-def _store_views(spark, lakehouse: Lakehouse, run_id: str, views: DataFrame, last: int) -> None:
-    """The run's links (the choices made undirected) and its `gossip_views` row."""
-    lakehouse.write_run_rows(S.OVERLAY_EDGES, run_id, view_links(views, last))
-    summary = {**view_summary(views), S.RUN_ID: run_id, S.COMPUTED_AT: _now()}
+def _store_views(spark, lakehouse: Lakehouse, run_id: str, views: DataFrame | pa.Table, last: int) -> np.ndarray | None:  # fmt: skip
+    """The run's links (the choices made undirected) and its `gossip_views` row, both at once.
+    `views`: the last cycle's rows in memory (then no Spark job computes them, and the links are
+    returned for the evaluation) or a DataFrame of them."""
+    links = None
+    if isinstance(views, pa.Table):
+        links = view_link_pairs(views)
+        summary, edges = summary_of(views, sent=False), spark.createDataFrame(numbered_link_table(links, last))
+    else:
+        summary, edges = view_summary(views), view_links(views, last)
+    summary = {**summary, S.RUN_ID: run_id, S.COMPUTED_AT: _now()}
     row = local_frame(spark, [tuple(summary.get(c) for c in S.GOSSIP_VIEWS.columns)], S.GOSSIP_VIEWS.schema)
-    lakehouse.write_run_rows(S.GOSSIP_VIEWS, run_id, row)
+    lakehouse.write_run_tables(run_id, [(S.OVERLAY_EDGES, edges), (S.GOSSIP_VIEWS, row)])
+    return links
 
 
 def cycle_rows(lakehouse: Lakehouse, run_id: str) -> list[dict]:

@@ -12,6 +12,8 @@ Both ignore interest entirely; they use the nodes that subscribe to something. R
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -33,6 +35,27 @@ def numbered_links(links: DataFrame, order_by: list) -> DataFrame:
     order), numbered without a single-partition window."""
     return with_dense_id(links, order_by, "_n").select(
         S.U, S.V, (F.col("_n") + 1).cast("long").alias(S.ADDED_ORDER), F.col(S.ROUND).cast("int").alias(S.ROUND)
+    )
+
+
+def undirected_links(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The links {a_i, b_i}, each once, as k x 2 rows u < v ascending by (u, v): the order
+    `numbered_links` numbers them in."""
+    if not len(a):
+        return np.zeros((0, 2), np.int64)
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    return np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)
+
+
+def numbered_link_table(links: np.ndarray, round_: int) -> pa.Table:
+    """`numbered_links` of links held in memory (`undirected_links`), in one round."""
+    return pa.table(
+        {
+            S.U: links[:, 0],
+            S.V: links[:, 1],
+            S.ADDED_ORDER: np.arange(1, len(links) + 1, dtype=np.int64),
+            S.ROUND: np.full(len(links), round_, np.int32),
+        }
     )
 
 

@@ -1,15 +1,22 @@
 """What a gossip cycle measured, from its checkpointed state (docs/readings/feverfew.md#measures):
 the cycle's summary (one small aggregate: one row to the driver), the ln-covered share per topic
 (Fig. 5), the BubbleSample diffusions' events (Table 1's matching times, Table 2's traffic), and
-the overlay the ln-covered views make. All but the summary stay lazy DataFrames."""
+the overlay the ln-covered views make. All but the summary stay lazy DataFrames.
+
+In the memory regime a cycle's state is an Arrow table in this process: `summary_of`,
+`coverage_of`, `diffusions_of` and `view_link_pairs` measure it there with no Spark job, the same
+figures and rows (`tests/test_gossip_measures.py` holds each equal to its DataFrame form)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from overlay import schema as S
-from overlay.design.baselines import numbered_links
+from overlay.design.baselines import numbered_links, undirected_links
 from overlay.gossip.feverfew import SENT_KINDS
 
 _SENT_COLUMNS = {"cyclon": S.CYCLON_MESSAGES, "gossip": S.GOSSIP_MESSAGES, "copies": S.COPIES, "matches": S.MATCHES}
@@ -110,3 +117,78 @@ def view_links(state: DataFrame, last_cycle: int) -> DataFrame:
         .withColumn(S.ROUND, F.lit(last_cycle))
     )
     return numbered_links(pairs, [S.U, S.V])
+
+
+def _lengths(table: pa.Table, column: str) -> np.ndarray:
+    return pc.list_value_length(table.column(column)).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _flat(table: pa.Table, column: str) -> np.ndarray:
+    return pc.list_flatten(table.column(column)).to_numpy(zero_copy_only=False)
+
+
+def summary_of(table: pa.Table, sent: bool = True) -> dict:
+    """`cycle_summary` (with `sent`) or `view_summary` of rows held in memory."""
+    covered, needy = _lengths(table, "covered"), table.column("needy").to_numpy(zero_copy_only=False).astype(np.int64)
+    summary = {
+        S.NODES: table.num_rows,
+        S.CHOICES: int(_lengths(table, "lv").sum()),
+        S.SUBSCRIPTIONS: int(needy.sum()),
+        S.COVERED_SUBSCRIPTIONS: int(covered.sum()),
+        S.COVERED_NODES: int((covered == needy).sum()),
+    }
+    if sent:
+        counts = _flat(table, "sent").astype(np.int64).reshape(-1, len(SENT_KINDS)).sum(axis=0)
+        summary.update({_SENT_COLUMNS[kind]: int(counts[i]) for i, kind in enumerate(SENT_KINDS)})
+    summary[S.VIEW_AVG] = summary[S.CHOICES] / summary[S.NODES] if summary[S.NODES] else 0.0
+    subscriptions = summary[S.SUBSCRIPTIONS]
+    summary[S.COVERED_SHARE] = summary[S.COVERED_SUBSCRIPTIONS] / subscriptions if subscriptions else None
+    return summary
+
+
+def sizes_of(topics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`topic_sizes` of the subscriptions' topic column: (topic ids, subscribers), two or more."""
+    counts = np.bincount(topics) if len(topics) else np.zeros(0, np.int64)
+    kept = np.flatnonzero(counts >= 2)
+    return kept.astype(np.int64), counts[kept].astype(np.int64)
+
+
+def coverage_of(table: pa.Table, sizes: tuple[np.ndarray, np.ndarray], cycle: int) -> pa.Table:
+    """`topic_coverage` of rows held in memory; `sizes`: `sizes_of` the subscriptions."""
+    topics, subscribers = sizes
+    covered = _flat(table, "covered").astype(np.int64)
+    counts = np.bincount(covered, minlength=int(topics.max(initial=-1)) + 1) if len(covered) else None
+    return pa.table(
+        {
+            S.CYCLE: np.full(len(topics), cycle, np.int32),
+            S.TOPIC_ID: topics,
+            S.SUBSCRIBERS: subscribers,
+            S.COVERED: counts[topics].astype(np.int64) if counts is not None else np.zeros(len(topics), np.int64),
+        }
+    )
+
+
+def diffusions_of(table: pa.Table, cycle: int) -> pa.Table:
+    """`diffusion_events` of rows held in memory."""
+    node = np.repeat(table.column(S.NODE_ID).to_numpy(zero_copy_only=False), _lengths(table, "own_topic"))
+    topic, started, ttl, first, matches = (
+        _flat(table, name) for name in ("own_topic", "own_started", "own_ttl", "own_first_match", "own_matches")
+    )
+    at = (started == cycle) | (first == cycle) | (started + ttl - 1 == cycle)
+    return pa.table(
+        {
+            S.CYCLE: np.full(int(at.sum()), cycle, np.int32),
+            S.NODE_ID: node[at].astype(np.int64),
+            S.TOPIC_ID: topic[at].astype(np.int64),
+            S.STARTED_CYCLE: started[at].astype(np.int32),
+            S.TTL: ttl[at].astype(np.int32),
+            S.FIRST_MATCH_CYCLE: pa.array(first[at].astype(np.int32), mask=first[at] < 0),
+            S.MATCHES: matches[at].astype(np.int64),
+        }
+    )
+
+
+def view_link_pairs(table: pa.Table) -> np.ndarray:
+    """The links of `view_links` from rows held in memory: k x 2, u < v, ascending."""
+    p = np.repeat(table.column(S.NODE_ID).to_numpy(zero_copy_only=False), _lengths(table, "lv"))
+    return undirected_links(p, _flat(table, "lv"))
