@@ -377,10 +377,11 @@ def _simulate(
     regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
     log.info("simulate %s: cycles in the %s regime", run_id, regime)
     engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, regime)
-    resumed = last_snapshot(lakehouse, run_id)
+    resumed = last_snapshot(lakehouse, run_id) if claimed.found is not None else None
     if resumed is None:
-        for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
-            lakehouse.delete_run_rows(table, run_id)
+        if claimed.found is not None:  # a stopped attempt's rows before its first snapshot
+            for table in (*CYCLE_TABLES, S.GOSSIP_STATES):
+                lakehouse.delete_run_rows(table, run_id)
         state = lakehouse.lineage.cut(engine.start(spark, nodes))
         snapshot(lakehouse, run_id, state, 0)
         first = 1

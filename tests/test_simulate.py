@@ -287,3 +287,26 @@ def test_live_dissemination_needs_a_feverfew_run():
         InputError, match="--live goes on with a Feverfew simulation's gossip; run 'fb.gpm' was made by gpm"
     ):
         disseminate._live(None, None, run, None, request, None, None, progress=False)
+
+
+# A Feverfew run's fixed costs on a fresh lakehouse, in the memory regime, from its claim on (a
+# fresh claim: no debris to clear; the start's snapshot, the cycles' measures and the last
+# snapshot, the links and views, the evaluation from the links in memory, the completion):
+# measured and pinned, since each commit and each job is latency.
+FEVERFEW_COMMITS = 10
+FEVERFEW_JOBS = 29
+
+
+def test_a_feverfew_run_counts_its_spark_jobs_and_delta_commits(spark, tmp_path):
+    """The counts are stored on the run row and pinned here, so fixed costs cannot creep back."""
+    from pipelines.lakehouse import Lakehouse
+    from tests.helpers import store_instance
+
+    lakehouse = Lakehouse(spark, tmp_path / "lakehouse")
+    store_instance(
+        spark, lakehouse, "c", SyntheticSpec(dist="zipf", nodes=30, topics=5, min_subs=1, max_subs=3, seed=4)
+    )
+    run_simulation(spark, lakehouse, SimulateRequest("c", "feverfew", 4, seed=1), run_id="warm", progress=False, diameters=False)  # fmt: skip
+    run = run_simulation(spark, lakehouse, SimulateRequest("c", "feverfew", 6, seed=2), progress=False, diameters=False)  # fmt: skip
+    assert run[S.REGIME] == "memory"
+    assert (run[S.DELTA_COMMITS], run[S.SPARK_JOBS]) == (FEVERFEW_COMMITS, FEVERFEW_JOBS)
