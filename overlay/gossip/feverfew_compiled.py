@@ -132,18 +132,16 @@ class CompiledFeverfew:
             c, p.seed, uniform, p.shuffle, p.bubble, p.bubble_start,
             self.offsets, self.topics, self.need, self.ttl, self.state, work,
         )  # fmt: skip
-        rows = rows[np.lexsort((rows[:, K.SEQ], rows[:, K.SRC], rows[:, K.KIND], rows[:, K.DST]))]
+        order, starts = K.by_destination(rows, n)
         answers, ans_ids, ans_ages = K._serve(
             c, p.seed, p.shuffle, p.random_view, p.agent_view, self.offsets, self.topics,
-            rows, pay_ids, pay_ages, buf, self.state, work,
+            rows, order, pay_ids, pay_ages, buf, self.state, work,
         )  # fmt: skip
-        answers = answers[np.lexsort((answers[:, K.SEQ], answers[:, K.SRC], answers[:, K.KIND], answers[:, K.DST]))]
-        starts = np.arange(n + 1)
+        ans_order, ans_starts = K.by_destination(answers, n)
         covered, needy = np.zeros(len(self.topics), np.bool_), np.zeros(n, np.int64)
         K._finish(
             c, (p.random_view, p.similar_view, p.delta, p.clear_similar), self.offsets, self.topics, self.need,
-            rows, np.searchsorted(rows[:, K.DST], starts), pay_ids,
-            answers, np.searchsorted(answers[:, K.DST], starts), ans_ids, ans_ages,
+            rows, order, starts, pay_ids, answers, ans_order, ans_starts, ans_ids, ans_ages,
             buf, self.state, work, covered, needy,
         )  # fmt: skip
         return self.table(covered, needy, work[5])

@@ -95,22 +95,26 @@ def _subscribes(sub_off, sub_top, node, topic):
 
 
 @nb.njit(cache=True, nogil=True)
-def _rest(sub_off, sub_top, need, node, view, n):
-    """restSub(node) by `view[:n]`: a flag per subscription slot of the node."""
+def _mark(sub_off, sub_top, node, mark, on):
+    """mark[t] = 1 + the slot of topic t among the node's subscriptions (`on`), or back to 0: the
+    node's topics looked up in one step while its neighbours' are walked."""
+    first = sub_off[node]
+    for s in range(first, sub_off[node + 1]):
+        mark[sub_top[s]] = s - first + 1 if on else 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _rest(sub_off, sub_top, need, node, view, n, mark):
+    """restSub(node) by `view[:n]`: a flag per subscription slot of the node (`mark`: its topics
+    marked)."""
     first, last = sub_off[node], sub_off[node + 1]
     counts = np.zeros(last - first, np.int64)
     for i in range(n):
         q = view[i]
-        a, b = first, sub_off[q]
-        while a < last and b < sub_off[q + 1]:
-            if sub_top[a] < sub_top[b]:
-                a += 1
-            elif sub_top[a] > sub_top[b]:
-                b += 1
-            else:
-                counts[a - first] += 1
-                a += 1
-                b += 1
+        for b in range(sub_off[q], sub_off[q + 1]):
+            j = mark[sub_top[b]]
+            if j:
+                counts[j - 1] += 1
     rest = np.zeros(last - first, np.bool_)
     for j in range(last - first):
         rest[j] = counts[j] < need[sub_top[first + j]]
@@ -118,25 +122,19 @@ def _rest(sub_off, sub_top, need, node, view, n):
 
 
 @nb.njit(cache=True, nogil=True)
-def _jaccards(sub_off, sub_top, node, rest, rest_count, q):
-    """(u2, u1) of q for `node`: Jaccard of restSub(node) and sub(q), of sub(node) and sub(q)."""
-    first, last = sub_off[node], sub_off[node + 1]
-    a, b = first, sub_off[q]
+def _jaccards(sub_off, sub_top, node, rest, rest_count, q, mark):
+    """(u2, u1) of q for `node`: Jaccard of restSub(node) and sub(q), of sub(node) and sub(q)
+    (`mark`: the node's topics marked)."""
     both = 0
     both_rest = 0
-    while a < last and b < sub_off[q + 1]:
-        if sub_top[a] < sub_top[b]:
-            a += 1
-        elif sub_top[a] > sub_top[b]:
-            b += 1
-        else:
+    for b in range(sub_off[q], sub_off[q + 1]):
+        j = mark[sub_top[b]]
+        if j:
             both += 1
-            both_rest += rest[a - first]
-            a += 1
-            b += 1
+            both_rest += rest[j - 1]
     size_q = sub_off[q + 1] - sub_off[q]
     union_rest = rest_count + size_q - both_rest
-    union = (last - first) + size_q - both
+    union = (sub_off[node + 1] - sub_off[node]) + size_q - both
     u2 = both_rest / union_rest if union_rest else 0.0
     u1 = both / union if union else 0.0
     return u2, u1
@@ -205,6 +203,7 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
     m = 0
     pay = 0
     scratch = np.empty(max(shuffle, 1), np.int64)
+    mark = np.zeros(len(need), np.int64)
     buf = np.empty(1024, np.int64)
     buf_n = 0
     for p in range(network):
@@ -293,7 +292,9 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
         seq = 0
         first = sub_off[p]
         if c >= bubble_start:
-            rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+            _mark(sub_off, sub_top, p, mark, True)
+            rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p], mark)
+            _mark(sub_off, sub_top, p, mark, False)
             for j in range(len(rest)):
                 if not rest[j]:
                     continue
@@ -410,8 +411,9 @@ def _slot(sub_off, sub_top, node, topic):
 
 
 @nb.njit(cache=True, nogil=True)
-def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, pay_ids, pay_ages, buf, state, work):
-    """Step 2: each destination walks its rows (sorted by dst, kind, src, seq); the answers."""
+def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, order, pay_ids, pay_ages, buf, state, work):  # fmt: skip
+    """Step 2: each destination walks its rows in (dst, kind, src, seq) order (`order`, of
+    `by_destination`); the answers."""
     rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
         state
     )
@@ -421,12 +423,14 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, pa
     out_ages = np.empty(1024, np.int64)
     m = 0
     pay = 0
-    i = 0
-    while i < len(rows):
+    at_row = 0
+    while at_row < len(order):
+        i = order[at_row]
         q = rows[i, DST]
         start_ids = rv_id[q, : rv_n[q]].copy()
         start_ages = rv_age[q, : rv_n[q]].copy()
-        while i < len(rows) and rows[i, DST] == q:
+        while at_row < len(order) and rows[order[at_row], DST] == q:
+            i = order[at_row]
             kind, r = rows[i, KIND], rows[i, SRC]
             if kind == CYCLON_REQUEST:
                 base = fold(fold(fold(key(seed, CYCLON_ANSWER), c), q), r)
@@ -485,12 +489,12 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, pa
                         own[s, 3] += 1
                         if own[s, 2] == NONE:
                             own[s, 2] = c
-            i += 1
+            at_row += 1
     return out[:m], out_ids[:pay], out_ages[:pay]
 
 
 @nb.njit(cache=True, nogil=True)
-def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, answers, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
+def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, pay_ids, answers, ans_order, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
     """Step 3: each node merges its Cyclon answer, chooses its similar view from everything it
     heard, and every `delta` cycles rebuilds its ln-covered view (Alg. 3); the coverage it gives
     (`covered`: a flag per subscription slot, `needy`: topics of two subscribers or more)."""
@@ -500,26 +504,41 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, ans
     )
     target, peer, sent_ids, sent_n, buf_off, sent = work
     network = len(rv_n)
+    mark = np.zeros(len(need), np.int64)
     for p in range(network):
-        pool = buf[buf_off[p] : buf_off[p + 1]].copy()
-        for i in range(ans_start[p], ans_start[p + 1]):
+        size = buf_off[p + 1] - buf_off[p]  # the pool: p's buffer, its requesters' and its peer's answer
+        for k in range(ans_start[p], ans_start[p + 1]):
+            if answers[ans_order[k], KIND] == GOSSIP_ANSWERED:
+                size += answers[ans_order[k], LEN]
+        for k in range(req_start[p], req_start[p + 1]):
+            if requests[req_order[k], KIND] == GOSSIP_REQUEST:
+                size += requests[req_order[k], LEN]
+        pool = np.empty(size, np.int64)
+        size = buf_off[p + 1] - buf_off[p]
+        pool[:size] = buf[buf_off[p] : buf_off[p + 1]]
+        for k in range(ans_start[p], ans_start[p + 1]):
+            i = ans_order[k]
             at, length = answers[i, AT], answers[i, LEN]
             if answers[i, KIND] == CYCLON_ANSWERED:
                 n = rv_n[p]
-                k = _in_row(rv_id[p], n, target[p])
-                if k >= 0:  # the contacted node leaves the view; its answer takes the slots of what p sent
-                    rv_id[p, k], rv_age[p, k] = rv_id[p, n - 1], rv_age[p, n - 1]
+                gone = _in_row(rv_id[p], n, target[p])
+                if gone >= 0:  # the contacted node leaves the view; its answer takes the slots of what p sent
+                    rv_id[p, gone], rv_age[p, gone] = rv_id[p, n - 1], rv_age[p, n - 1]
                     rv_n[p] = n - 1
                 _merge(rv_id, rv_age, rv_n, p, ans_ids[at : at + length], ans_ages[at : at + length], sent_ids[p, : sent_n[p]], random_view)  # fmt: skip
             else:
-                pool = np.concatenate((pool, ans_ids[at : at + length]))
-        for i in range(req_start[p], req_start[p + 1]):
+                pool[size : size + length] = ans_ids[at : at + length]
+                size += length
+        for k in range(req_start[p], req_start[p + 1]):
+            i = req_order[k]
             if requests[i, KIND] == GOSSIP_REQUEST:
                 at, length = requests[i, AT], requests[i, LEN]
-                pool = np.concatenate((pool, pay_ids[at : at + length]))
+                pool[size : size + length] = pay_ids[at : at + length]
+                size += length
         pool = _sorted_unique(pool, len(pool))
         first, last = sub_off[p], sub_off[p + 1]
-        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+        _mark(sub_off, sub_top, p, mark, True)
+        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p], mark)
         rest_count = 0
         for j in range(len(rest)):
             rest_count += rest[j]
@@ -531,7 +550,7 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, ans
         for q in pool:
             if q == p:
                 continue
-            u2, u1 = _jaccards(sub_off, sub_top, p, rest, rest_count, q)
+            u2, u1 = _jaccards(sub_off, sub_top, p, rest, rest_count, q, mark)
             if u2 > 0.0:
                 ids[k], u2s[k], u1s[k] = q, u2, u1
                 k += 1
@@ -556,16 +575,10 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, ans
             for a in range(kept):
                 q = candidates[a]
                 sizes[a] = sub_off[q + 1] - sub_off[q]
-                x, y = first, sub_off[q]
-                while x < last and y < sub_off[q + 1]:
-                    if sub_top[x] < sub_top[y]:
-                        x += 1
-                    elif sub_top[x] > sub_top[y]:
-                        y += 1
-                    else:
-                        member[a, x - first] = True
-                        x += 1
-                        y += 1
+                for b in range(sub_off[q], sub_off[q + 1]):
+                    j = mark[sub_top[b]]
+                    if j:
+                        member[a, j - 1] = True
             needs = np.empty(last - first, np.int64)
             for j in range(last - first):
                 needs[j] = need[sub_top[first + j]]
@@ -577,7 +590,8 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_start, pay_ids, ans
             mb_n[p] = 0
             if clear_similar:
                 sv_n[p] = 0
-        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p])
+        rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p], mark)
+        _mark(sub_off, sub_top, p, mark, False)
         needy[p] = 0
         for j in range(last - first):
             wanted = need[sub_top[first + j]] > 0
@@ -634,3 +648,25 @@ def _reported_keys(reported, rep_n, network):
         for i in range(rep_n[p] // 2):
             keys[(p * network + row[2 * i]) * network + row[2 * i + 1]] = np.int8(1)
     return keys
+
+
+@nb.njit(cache=True, nogil=True)
+def by_destination(rows, network):
+    """The rows' order by (dst, kind, src, seq) and where each destination's rows start (n + 1):
+    a stable counting sort by (dst, kind), since every step writes its rows by source ascending
+    and a source's in seq order."""
+    kinds = 8
+    counts = np.zeros(network * kinds + 1, np.int64)
+    for i in range(len(rows)):
+        counts[rows[i, DST] * kinds + rows[i, KIND] + 1] += 1
+    for k in range(1, len(counts)):
+        counts[k] += counts[k - 1]
+    starts = np.empty(network + 1, np.int64)
+    for v in range(network + 1):
+        starts[v] = counts[v * kinds] if v < network else counts[network * kinds]
+    order = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        key = rows[i, DST] * kinds + rows[i, KIND]
+        order[counts[key]] = i
+        counts[key] += 1
+    return order, starts

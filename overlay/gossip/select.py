@@ -80,8 +80,19 @@ def ln_covered_choice(candidates: np.ndarray, member: np.ndarray, sizes: np.ndar
 def ln_covered_order(member: np.ndarray, sizes: np.ndarray, need: np.ndarray) -> np.ndarray:
     """The rows Alg. 3 takes, in order: each time the row left of largest u2 against the topics
     still short of their need; among equal u2 the one covering more of them, then the first row;
-    none once u2 is 0 for every row left, no row is left, or every topic is covered."""
+    none once u2 is 0 for every row left, no row is left, or every topic is covered. Each row's
+    topics are listed once, so a pick costs the rows' topic lists, not rows x topics."""
     rows, topics = member.shape
+    offsets = np.zeros(rows + 1, dtype=np.int64)
+    for i in range(rows):
+        offsets[i + 1] = offsets[i] + member[i].sum()
+    listed = np.empty(offsets[rows], dtype=np.int64)
+    for i in range(rows):
+        k = offsets[i]
+        for j in range(topics):
+            if member[i, j]:
+                listed[k] = j
+                k += 1
     covered = np.zeros(topics, dtype=np.int64)
     rest = need > 0
     left = np.ones(rows, dtype=np.bool_)
@@ -96,9 +107,8 @@ def ln_covered_order(member: np.ndarray, sizes: np.ndarray, need: np.ndarray) ->
             if not left[i]:
                 continue
             inter = 0
-            for j in range(topics):
-                if rest[j] and member[i, j]:
-                    inter += 1
+            for k in range(offsets[i], offsets[i + 1]):
+                inter += rest[listed[k]]
             score = inter / (rest_count + sizes[i] - inter)
             if score > best_score or (score == best_score and inter > best_inter):
                 best, best_score, best_inter = i, score, inter
@@ -107,9 +117,10 @@ def ln_covered_order(member: np.ndarray, sizes: np.ndarray, need: np.ndarray) ->
         left[best] = False
         order[taken] = best
         taken += 1
-        rest_count = 0
-        for j in range(topics):
-            covered[j] += member[best, j]
-            rest[j] = covered[j] < need[j]
-            rest_count += rest[j]
+        for k in range(offsets[best], offsets[best + 1]):
+            j = listed[k]
+            covered[j] += 1
+            if rest[j] and covered[j] >= need[j]:
+                rest[j] = False
+                rest_count -= 1
     return order[:taken]
