@@ -111,6 +111,10 @@ def _rest(sub_off, sub_top, need, node, view, n, mark):
     counts = np.zeros(last - first, np.int64)
     for i in range(n):
         q = view[i]
+        if sub_off[q + 1] - sub_off[q] > 8 * (last - first):  # a hub: search the node's topics in its
+            for j in range(last - first):
+                counts[j] += _subscribes(sub_off, sub_top, q, sub_top[first + j])
+            continue
         for b in range(sub_off[q], sub_off[q + 1]):
             j = mark[sub_top[b]]
             if j:
@@ -575,6 +579,10 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
             for a in range(kept):
                 q = candidates[a]
                 sizes[a] = sub_off[q + 1] - sub_off[q]
+                if sizes[a] > 8 * (last - first):
+                    for j in range(last - first):
+                        member[a, j] = _subscribes(sub_off, sub_top, q, sub_top[first + j])
+                    continue
                 for b in range(sub_off[q], sub_off[q + 1]):
                     j = mark[sub_top[b]]
                     if j:
