@@ -9,8 +9,9 @@ Three measurements, one after another on the same subscriptions:
 2. the lab's simulation of the same H heartbeats in this process, every topic through
    `overlay.gossip.mesh_batches.in_memory` (what the memory regime runs per batch), compiled first
    the same way; its measures and mesh rows must equal the yardstick's;
-3. `simulate gossipsub` as its own CLI process (`--replace`, `--skip-diameters`), end to end,
-   with the run row's seconds, Spark jobs and Delta commits.
+3. `simulate gossipsub` as its own CLI process (`--skip-diameters`), end to end, on a fresh run
+   (the benchmark's run of an earlier call is deleted first, untimed), with the run row's seconds,
+   Spark jobs and Delta commits.
 
 Usage:
   .venv/bin/python benchmarks/gossipsub_speed.py --lakehouse DIR --instance tw-10k [--heartbeats 120] [--seed 1]
@@ -74,9 +75,10 @@ def main() -> None:
     same = np.array_equal(theirs, ours) and their_rows == our_rows
 
     run_id = f"{args.instance}.gossipsub.bench.s{args.seed}"
-    command = [sys.executable, "-m", "pipelines", "--lakehouse", args.lakehouse, "-q", "simulate", "gossipsub",
-               "--instance", args.instance, "--heartbeats", str(args.heartbeats), "--seed", str(args.seed),
-               "--run-id", run_id, "--replace", "--skip-diameters"]  # fmt: skip
+    lab = [sys.executable, "-m", "pipelines", "--lakehouse", args.lakehouse, "-q"]
+    subprocess.run([*lab, "runs", "delete", run_id], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [*lab, "simulate", "gossipsub", "--instance", args.instance, "--heartbeats", str(args.heartbeats),
+               "--seed", str(args.seed), "--run-id", run_id, "--skip-diameters"]  # fmt: skip
     clock = time.monotonic()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     process_s = time.monotonic() - clock
