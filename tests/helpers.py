@@ -301,3 +301,15 @@ def routing_run_on(spark, lakehouse, routing_run_id, run_id, instance="r"):
     )
     row = local_frame(spark, [tuple(metrics[c] for c in S.ROUTING_METRICS.columns)], S.ROUTING_METRICS.schema)
     lakehouse.write_run_rows(S.ROUTING_METRICS, routing_run_id, row, key=S.ROUTING_RUN_ID)
+
+
+def counting_lakehouse(spark, folder) -> Lakehouse:
+    """A fresh lakehouse with a 30-node instance `c`, for the tests that pin a job's Spark jobs and
+    Delta commits (a first run on it warms the JVM's code paths; the second is counted)."""
+    from overlay.instance.synthetic import SyntheticSpec
+
+    lakehouse = Lakehouse(spark, folder / "lakehouse")
+    store_instance(
+        spark, lakehouse, "c", SyntheticSpec(dist="zipf", nodes=30, topics=5, min_subs=1, max_subs=3, seed=4)
+    )
+    return lakehouse

@@ -502,16 +502,11 @@ SPREAD_JOBS = 23
 def test_a_gossipsub_run_and_its_spread_count_their_spark_jobs_and_delta_commits(spark, tmp_path):
     """The counts are stored on the run rows and pinned here, so fixed costs cannot creep back."""
     from overlay import schema as S
-    from overlay.instance.synthetic import SyntheticSpec
     from pipelines.disseminate import DisseminateRequest, run_dissemination
     from pipelines.gossipsub import GossipsubRequest, run_gossipsub
-    from pipelines.lakehouse import Lakehouse
-    from tests.helpers import store_instance
+    from tests.helpers import counting_lakehouse
 
-    lakehouse = Lakehouse(spark, tmp_path / "lakehouse")
-    store_instance(
-        spark, lakehouse, "c", SyntheticSpec(dist="zipf", nodes=30, topics=5, min_subs=1, max_subs=3, seed=4)
-    )
+    lakehouse = counting_lakehouse(spark, tmp_path)
     run_gossipsub(spark, lakehouse, GossipsubRequest("c", 4, seed=1), run_id="warm", progress=False, diameters=False)
     run = run_gossipsub(spark, lakehouse, GossipsubRequest("c", 6, seed=2), progress=False, diameters=False)
     assert run[S.REGIME] == "memory"

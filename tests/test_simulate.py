@@ -299,13 +299,9 @@ FEVERFEW_JOBS = 29
 
 def test_a_feverfew_run_counts_its_spark_jobs_and_delta_commits(spark, tmp_path):
     """The counts are stored on the run row and pinned here, so fixed costs cannot creep back."""
-    from pipelines.lakehouse import Lakehouse
-    from tests.helpers import store_instance
+    from tests.helpers import counting_lakehouse
 
-    lakehouse = Lakehouse(spark, tmp_path / "lakehouse")
-    store_instance(
-        spark, lakehouse, "c", SyntheticSpec(dist="zipf", nodes=30, topics=5, min_subs=1, max_subs=3, seed=4)
-    )
+    lakehouse = counting_lakehouse(spark, tmp_path)
     run_simulation(spark, lakehouse, SimulateRequest("c", "feverfew", 4, seed=1), run_id="warm", progress=False, diameters=False)  # fmt: skip
     run = run_simulation(spark, lakehouse, SimulateRequest("c", "feverfew", 6, seed=2), progress=False, diameters=False)  # fmt: skip
     assert run[S.REGIME] == "memory"

@@ -24,6 +24,7 @@ from numba.typed import Dict, List
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE
 from overlay.draws_compiled import fold, key
+from overlay.gossip.event_rows import find
 from overlay.gossip.select import ln_covered_order
 
 NONE = -1
@@ -34,25 +35,16 @@ DST, KIND, SRC, SEQ, TOPIC, TTL, OTHER, AT, LEN = range(9)
 
 
 @nb.njit(cache=True, nogil=True)
-def _distinct(seed, purpose, a, has_a, count, network, skip, out):
-    """`feverfew.distinct_draws`: `count` distinct nodes other than `skip`, draw(purpose, [a,] k)
-    mod N for k = 0, 1, ...; how many were written into `out`."""
+def _distinct(base, count, network, skip, out):
+    """`feverfew.distinct_draws`: `count` distinct nodes other than `skip`, draw(key..., k) mod N
+    for k = 0, 1, ... (`base`: the draw's state after its key); how many were written into
+    `out`."""
     count = min(count, network - 1)
-    base = key(seed, purpose)
-    if has_a:
-        base = fold(base, a)
     chosen, k = 0, 0
     while chosen < count:
         q = np.int64(fold(base, k) % np.uint64(network))
         k += 1
-        if q == skip:
-            continue
-        seen = False
-        for i in range(chosen):
-            if out[i] == q:
-                seen = True
-                break
-        if not seen:
+        if q != skip and find(out, chosen, q) < 0:
             out[chosen] = q
             chosen += 1
     return chosen
@@ -186,7 +178,7 @@ def bootstrap(seed, network, random_view, rv_id, rv_age, rv_n):
     """The cycle 0 random views (`feverfew.bootstrap`)."""
     scratch = np.empty(random_view, np.int64)
     for p in range(network):
-        got = _distinct(seed, GOSSIP_BOOTSTRAP, p, True, random_view, network, p, scratch)
+        got = _distinct(fold(key(seed, GOSSIP_BOOTSTRAP), p), random_view, network, p, scratch)
         for i in range(got):
             rv_id[p, i] = scratch[i]
             rv_age[p, i] = 0
@@ -215,7 +207,7 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
         sent_n[p] = 0
         sent[p, :] = 0
         if uniform:
-            got = _uniform(seed, c, p, shuffle, network, scratch)
+            got = _distinct(fold(fold(key(seed, UNIFORM_SAMPLE), c), p), shuffle, network, p, scratch)
             for i in range(got):
                 rv_id[p, i] = scratch[i]
                 rv_age[p, i] = 0
@@ -351,36 +343,6 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
 
 
 @nb.njit(cache=True, nogil=True)
-def _uniform(seed, c, p, shuffle, network, out):
-    """`feverfew.distinct_draws(seed, UNIFORM_SAMPLE, (c, p), shuffle, N, p)`."""
-    count = min(shuffle, network - 1)
-    base = fold(fold(key(seed, UNIFORM_SAMPLE), c), p)
-    chosen, k = 0, 0
-    while chosen < count:
-        q = np.int64(fold(base, k) % np.uint64(network))
-        k += 1
-        if q == p:
-            continue
-        seen = False
-        for i in range(chosen):
-            if out[i] == q:
-                seen = True
-                break
-        if not seen:
-            out[chosen] = q
-            chosen += 1
-    return chosen
-
-
-@nb.njit(cache=True, nogil=True)
-def _in_row(ids, n, value):
-    for i in range(n):
-        if ids[i] == value:
-            return i
-    return -1
-
-
-@nb.njit(cache=True, nogil=True)
 def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
     """`feverfew.merge_entries` on one node's random view, in place."""
     me = node
@@ -388,16 +350,16 @@ def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
     for k in range(len(ids)):
         q, age = ids[k], ages[k]
         n = rv_n[node]
-        if q == me or _in_row(rv_id[node], n, q) >= 0:
+        if q == me or find(rv_id[node], n, q) >= 0:
             continue
         if n < size:
             rv_id[node, n], rv_age[node, n] = q, age
             rv_n[node] = n + 1
             continue
-        while spare < len(replaceable) and _in_row(rv_id[node], n, replaceable[spare]) < 0:
+        while spare < len(replaceable) and find(rv_id[node], n, replaceable[spare]) < 0:
             spare += 1
         if spare < len(replaceable):
-            at = _in_row(rv_id[node], n, replaceable[spare])
+            at = find(rv_id[node], n, replaceable[spare])
             spare += 1
             rv_id[node, at], rv_age[node, at] = q, age  # the slot of the entry let go: a view is a set
 
@@ -443,7 +405,7 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, or
                 out_ages = _grow(out_ages, pay + len(answer))
                 for k in range(len(answer)):
                     out_ids[pay + k] = answer[k]
-                    out_ages[pay + k] = start_ages[_in_row(start_ids, len(start_ids), answer[k])]
+                    out_ages[pay + k] = start_ages[find(start_ids, len(start_ids), answer[k])]
                 out[m, DST], out[m, KIND], out[m, SRC], out[m, SEQ] = r, CYCLON_ANSWERED, q, 0
                 out[m, TOPIC], out[m, TTL], out[m, OTHER], out[m, AT], out[m, LEN] = NONE, 0, NONE, pay, len(answer)
                 pay += len(answer)
@@ -485,7 +447,7 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, or
                     _push(held, held_n, q, left)
             else:  # a match
                 other = rows[i, OTHER]
-                if _in_row(mb[q], mb_n[q], other) < 0:
+                if find(mb[q], mb_n[q], other) < 0:
                     _push(mb, mb_n, q, other)
                 if kind == MATCH_ORIGIN:
                     s = _slot(sub_off, sub_top, q, rows[i, TOPIC])
@@ -525,7 +487,7 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
             at, length = answers[i, AT], answers[i, LEN]
             if answers[i, KIND] == CYCLON_ANSWERED:
                 n = rv_n[p]
-                gone = _in_row(rv_id[p], n, target[p])
+                gone = find(rv_id[p], n, target[p])
                 if gone >= 0:  # the contacted node leaves the view; its answer takes the slots of what p sent
                     rv_id[p, gone], rv_age[p, gone] = rv_id[p, n - 1], rv_age[p, n - 1]
                     rv_n[p] = n - 1
