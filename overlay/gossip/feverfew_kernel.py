@@ -75,7 +75,8 @@ def _smallest(ids, n, count, base):
 
 
 @nb.njit(cache=True, nogil=True)
-def _subscribes(sub_off, sub_top, node, topic):
+def _slot(sub_off, sub_top, node, topic):
+    """Where `topic` is among the node's subscriptions (their CSR, topics ascending); -1: not one."""
     lo, hi = sub_off[node], sub_off[node + 1]
     while lo < hi:
         mid = (lo + hi) // 2
@@ -83,7 +84,12 @@ def _subscribes(sub_off, sub_top, node, topic):
             lo = mid + 1
         else:
             hi = mid
-    return lo < sub_off[node + 1] and sub_top[lo] == topic
+    return lo if lo < sub_off[node + 1] and sub_top[lo] == topic else -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _subscribes(sub_off, sub_top, node, topic):
+    return _slot(sub_off, sub_top, node, topic) >= 0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -362,18 +368,6 @@ def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
             at = find(rv_id[node], n, replaceable[spare])
             spare += 1
             rv_id[node, at], rv_age[node, at] = q, age  # the slot of the entry let go: a view is a set
-
-
-@nb.njit(cache=True, nogil=True)
-def _slot(sub_off, sub_top, node, topic):
-    lo, hi = sub_off[node], sub_off[node + 1]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sub_top[mid] < topic:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if lo < sub_off[node + 1] and sub_top[lo] == topic else -1
 
 
 @nb.njit(cache=True, nogil=True)
