@@ -76,10 +76,13 @@ class SimulateSettings(_Strict):
     """Where the gossip simulations (Feverfew, gossipsub) run their cycles. `regime`: auto runs
     them in the driver's memory when the master runs in this process and the instance has at
     most `memory_subscriptions` subscriptions, else on the executors (one Spark job a cycle);
-    memory or spark force one. Both give the same rows."""
+    memory or spark force one. Both give the same rows. `memory_budget`: what a memory-regime
+    simulation's growing state may take (Feverfew's BubbleSample copies): past it the run stops
+    with an error at its last snapshot, before the machine runs out."""
 
     regime: Literal["auto", "memory", "spark"] = "auto"
     memory_subscriptions: int = Field(1_000_000, ge=0)
+    memory_budget: str = Field("8g", pattern=r"^\d+[kmgt]$")
 
 
 class HistorySettings(_Strict):

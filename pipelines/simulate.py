@@ -376,7 +376,9 @@ def _simulate(
         return Simulated(None)
     regime = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS]))
     log.info("simulate %s: cycles in the %s regime", run_id, regime)
-    engine = feverfew_engine(spark, csr, request.params(), task_slots(spark), lakehouse.lineage, regime)
+    engine = feverfew_engine(
+        spark, csr, request.params(), task_slots(spark), lakehouse.lineage, regime, lakehouse.cycles.memory_bytes
+    )
     resumed = last_snapshot(lakehouse, run_id) if claimed.found is not None else None
     if resumed is None:
         if claimed.found is not None:  # a stopped attempt's rows before its first snapshot

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from overlay.design.memory import parse_bytes
 from overlay.gossip.cycles import CycleRegime
 from overlay.graph import jvm_class_available, resolve_backend
 from overlay.lineage import LOCAL, RELIABLE, Lineage
@@ -160,7 +161,10 @@ def cycle_regime_for(spark: SparkSession, settings: LabSettings) -> CycleRegime:
     """Where this session's simulations run their cycles (`simulate.regime`): auto picks the
     driver's memory on an in-process master for instances within `simulate.memory_subscriptions`."""
     return CycleRegime(
-        settings.simulate.regime, settings.simulate.memory_subscriptions, in_process(spark.sparkContext.master)
+        settings.simulate.regime,
+        settings.simulate.memory_subscriptions,
+        in_process(spark.sparkContext.master),
+        parse_bytes(settings.simulate.memory_budget),
     )
 
 

@@ -83,3 +83,29 @@ def test_a_run_resumed_from_its_rows_goes_on_as_an_uninterrupted_one():
     resumed.load(state.take(np.random.default_rng(1).permutation(nodes)))  # rows in any order
     for cycle in range(7, CYCLES + 1):
         assert resumed.cycle(cycle).equals(tables[cycle - 1]), f"cycle {cycle}"
+
+
+def test_a_cycle_whose_copies_would_not_fit_the_budget_is_refused_with_what_to_do():
+    """BubbleSample's copies double every cycle: a run that would pass its memory budget stops
+    with an error that says so, before the machine runs out (a kernel's OOM kill says nothing)."""
+    from overlay.errors import InputError
+    from overlay.gossip.feverfew_compiled import COPY_BYTES
+
+    for seed in range(16):  # the first random case whose copies pile up
+        nodes, pairs, params = random_case(seed)
+        csr = Subscriptions.from_pairs(nodes, np.asarray(pairs, dtype=np.int64))
+        free = CompiledFeverfew(params, csr.offsets, csr.topics)
+        free.start()
+        held = []
+        for cycle in range(1, CYCLES + 1):
+            held.append(int(free.state[13].sum()) // 3)  # the copies held as the cycle starts
+            free.cycle(cycle)
+        if max(held) > 2:
+            break
+    first = next(c for c, h in enumerate(held, 1) if h > 2)  # the first cycle that carries 3 copies or more
+    bounded = CompiledFeverfew(params, csr.offsets, csr.topics, memory_bytes=2 * COPY_BYTES)
+    bounded.start()
+    for cycle in range(1, first):
+        bounded.cycle(cycle)
+    with pytest.raises(InputError, match=f"cycle {first} would carry {held[first - 1]:,} BubbleSample copies"):
+        bounded.cycle(first)

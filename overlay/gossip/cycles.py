@@ -98,11 +98,13 @@ REGIMES = ("auto", MEMORY, SPARK)
 class CycleRegime:
     """Where a simulation's cycles run. `regime`: memory, spark, or auto: memory when the master
     runs in this process (`in_process`) and the instance has at most `memory_subscriptions`
-    subscriptions, else spark (on a cluster the cycles stay on the executors)."""
+    subscriptions, else spark (on a cluster the cycles stay on the executors). `memory_bytes`: what
+    a memory-regime simulation's state may grow to (Feverfew's held BubbleSample copies)."""
 
     regime: str = "auto"
     memory_subscriptions: int = 1_000_000
     in_process: bool = True
+    memory_bytes: int = 8 << 30
 
     def __post_init__(self) -> None:
         if self.regime not in REGIMES:

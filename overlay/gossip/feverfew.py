@@ -503,14 +503,20 @@ class Feverfew:
 
 
 def feverfew_engine(
-    spark, subscriptions, params: FeverfewParams, partitions: int, lineage: Lineage = LOCAL, regime: str = SPARK
+    spark,
+    subscriptions,
+    params: FeverfewParams,
+    partitions: int,
+    lineage: Lineage = LOCAL,
+    regime: str = SPARK,
+    memory_bytes: int | None = None,
 ) -> CycleEngine:
     """The cycle engine running Feverfew on `subscriptions` (`overlay.design.classes.Subscriptions`,
     the deliberate driver copy the greedy engine keeps too: every executor needs sub(q) of any q);
     `regime`: `overlay.gossip.cycles.MEMORY` (the compiled cycles, `overlay.gossip.feverfew_compiled`)
-    or `SPARK`."""
+    or `SPARK`; `memory_bytes`: what the compiled cycles' held copies may take (None: no limit)."""
     from overlay.gossip.feverfew_compiled import CompiledFeverfew  # it builds on this module
 
     args = (params, subscriptions.offsets, subscriptions.topics)
-    compiled = lambda: CompiledFeverfew(*args)  # noqa: E731
+    compiled = lambda: CompiledFeverfew(*args, memory_bytes=memory_bytes)  # noqa: E731
     return CycleEngine(spark, Feverfew, args, partitions, lineage, regime, compiled)

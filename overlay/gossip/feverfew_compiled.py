@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from overlay.design.memory import human_bytes
+from overlay.errors import InputError
 from overlay.gossip import feverfew_kernel as K
 from overlay.gossip.cycles import arrow_schema
 from overlay.gossip.feverfew import MEASURE_COLUMNS, STATE_COLUMNS, FeverfewParams
@@ -16,6 +18,9 @@ from overlay.gossip.theory import need, ttl0
 RESULT_SCHEMA = arrow_schema((*STATE_COLUMNS, *MEASURE_COLUMNS))
 STATE_SCHEMA = arrow_schema(STATE_COLUMNS)
 _EMPTY = np.zeros(0, np.int64)
+# What a held copy costs in a cycle: its message row and order (80 bytes), held at both ends as
+# three int64 values with room to grow, and its three state columns.
+COPY_BYTES = 200
 
 
 def _list(offsets: np.ndarray, values: np.ndarray, kind: pa.DataType) -> pa.ListArray:
@@ -43,8 +48,11 @@ class CompiledFeverfew:
     """Feverfew on `offsets`/`topics` (the subscriptions' CSR, topics ascending within a node),
     the whole network's state held as arrays between cycles."""
 
-    def __init__(self, params: FeverfewParams, offsets: np.ndarray, topics: np.ndarray) -> None:
+    def __init__(
+        self, params: FeverfewParams, offsets: np.ndarray, topics: np.ndarray, memory_bytes: int | None = None
+    ) -> None:
         params.check()
+        self.memory_bytes = memory_bytes
         self.params = params
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.topics = np.ascontiguousarray(topics, dtype=np.int64)
@@ -119,6 +127,7 @@ class CompiledFeverfew:
     def cycle(self, c: int) -> pa.Table:
         """Cycle c on the held state; the state after it with the cycle's measures."""
         p, n = self.params, self.network
+        self._check_budget(c)
         work = (
             np.full(n, K.NONE, np.int64),
             np.full(n, K.NONE, np.int64),
@@ -145,6 +154,19 @@ class CompiledFeverfew:
             buf, self.state, work, covered, needy,
         )  # fmt: skip
         return self.table(covered, needy, work[5])
+
+    def _check_budget(self, c: int) -> None:
+        """Refuse a cycle whose BubbleSample copies would not fit `memory_bytes`: every held copy
+        is sent and kept, so the copies double each cycle until their TTL runs out."""
+        held = int(self.state[13].sum()) // 3
+        if self.memory_bytes is None or held * COPY_BYTES <= self.memory_bytes:
+            return
+        raise InputError(
+            f"cycle {c} would carry {held:,} BubbleSample copies (about {human_bytes(held * COPY_BYTES)}; they "
+            f"double every cycle until their TTL runs out), past the simulation's memory budget of "
+            f"{human_bytes(self.memory_bytes)} (simulate.memory_budget in conf/lab.yaml): run fewer cycles, start "
+            "the bubble later (--bubble-start), or raise the budget on a machine that has the memory"
+        )
 
     def table(self, covered: np.ndarray, needy: np.ndarray, sent: np.ndarray) -> pa.Table:
         """The held state as rows (`STATE_COLUMNS`, lists as the Python protocol orders them) with
