@@ -48,6 +48,8 @@ def test_the_compiled_cycles_are_the_oracles_node_by_node(seed):
     simulator = CompiledFeverfew(params, csr.offsets, csr.topics)
     simulator.start()
     oracle = oracle_for(nodes, pairs, params)
+    start = rows_of(simulator.state_table())  # cycle 0, as the engine's memory regime starts
+    assert all({k: start[v][k] for k in oracle.state(v)} == oracle.state(v) for v in range(nodes))
     for cycle in range(1, CYCLES + 1):
         oracle.step(cycle)
         assert_same_states(rows_of(simulator.cycle(cycle)), oracle, cycle)

@@ -194,7 +194,12 @@ def _through_arrow(rows: Iterable[dict], schema: pa.Schema) -> list[dict]:
 class CompiledCycles(Protocol):
     """A protocol's cycles compiled over the whole network's state (the memory regime): `load`
     takes the state rows, `cycle(c)` runs cycle c and returns the state rows after it with the
-    measure columns, as the three steps over rows would."""
+    measure columns, as the three steps over rows would; `start` makes the cycle 0 state, which
+    `state_table` gives as rows."""
+
+    def start(self) -> None: ...
+
+    def state_table(self) -> pa.Table: ...
 
     def load(self, table: pa.Table) -> None: ...
 
@@ -232,7 +237,12 @@ class CycleEngine:
         self.result_schema = arrow_schema(self.result_columns)
 
     def start(self, spark, nodes: int) -> DataFrame:
-        """The cycle 0 state of nodes 0..nodes-1 (lazy)."""
+        """The cycle 0 state of nodes 0..nodes-1 (lazy; in the memory regime with compiled cycles,
+        made in this process)."""
+        if self.regime == MEMORY and self.compiled is not None:
+            simulator = self.compiled()
+            simulator.start()
+            return spark.createDataFrame(simulator.state_table(), schema=ddl(self.protocol.state_columns))
         shared, schema = self.shared, self.state_schema
 
         def start(batches):

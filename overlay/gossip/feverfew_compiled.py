@@ -168,9 +168,22 @@ class CompiledFeverfew:
             "the bubble later (--bubble-start), or raise the budget on a machine that has the memory"
         )
 
+    def state_table(self) -> pa.Table:
+        """The held state as rows (`STATE_COLUMNS`, lists as the Python protocol orders them)."""
+        columns = self._state_columns()
+        return pa.table([columns[f.name] for f in STATE_SCHEMA], schema=STATE_SCHEMA)
+
     def table(self, covered: np.ndarray, needy: np.ndarray, sent: np.ndarray) -> pa.Table:
-        """The held state as rows (`STATE_COLUMNS`, lists as the Python protocol orders them) with
-        the measures."""
+        """`state_table` with the cycle's measures."""
+        n = self.network
+        columns = self._state_columns()
+        covered_offsets = np.concatenate([[0], np.cumsum(np.bincount(self.slot_node[covered], minlength=n))])
+        columns["covered"] = _list(covered_offsets, self.topics[covered], pa.int64())
+        columns["needy"] = pa.array(needy.astype(np.int32))
+        columns["sent"] = _list(np.arange(0, 4 * n + 1, 4), sent.ravel(), pa.int32())
+        return pa.table([columns[f.name] for f in RESULT_SCHEMA], schema=RESULT_SCHEMA)
+
+    def _state_columns(self) -> dict:
         (rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, _) = self.state  # fmt: skip
         n = self.network
         i64, i32 = pa.int64(), pa.int32()
@@ -196,8 +209,4 @@ class CompiledFeverfew:
         columns["own_topic"] = _list(own_offsets, self.topics[started], i64)
         for j, name in enumerate(("own_started", "own_ttl", "own_first_match", "own_matches")):
             columns[name] = _list(own_offsets, own[started, j], i32)
-        covered_offsets = np.concatenate([[0], np.cumsum(np.bincount(self.slot_node[covered], minlength=n))])
-        columns["covered"] = _list(covered_offsets, self.topics[covered], i64)
-        columns["needy"] = pa.array(needy.astype(np.int32))
-        columns["sent"] = _list(np.arange(0, 4 * n + 1, 4), sent.ravel(), i32)
-        return pa.table([columns[f.name] for f in RESULT_SCHEMA], schema=RESULT_SCHEMA)
+        return columns
