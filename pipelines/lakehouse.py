@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -578,29 +579,36 @@ class Lakehouse:
         mostly commit latency on the driver, not executor work. `on_stored` is called on this
         thread as each table is stored; every write is waited for, then the first error raised.
         The run is not complete until its caller says so after this returns."""
-        self._at_once(run_id, [(table, self.write_run_rows, frame, key) for table, frame in frames], on_stored)
+        writes = [(table, partial(self.write_run_rows, table, run_id, frame, key)) for table, frame in frames]
+        self._at_once(writes, on_stored)
 
     def append_run_tables(self, run_id: str, frames: Sequence[tuple[S.TableSpec, DataFrame]]) -> None:
         """`append_run_rows` to several tables at once, each from a thread of its own."""
-        self._at_once(run_id, [(table, self.append_run_rows, frame) for table, frame in frames])
+        self._at_once([(table, partial(self.append_run_rows, table, run_id, frame)) for table, frame in frames])
 
-    def _at_once(self, run_id: str, writes: Sequence[tuple], on_stored=None) -> None:
-        """Writes `(table, write, *args)`, `write(table, run_id, *args)` each from a thread of its
-        own; every one is waited for, then the first error raised."""
-        names = [write[0].name for write in writes]
+    @staticmethod
+    def _at_once(calls: Sequence[tuple[S.TableSpec, Callable]], on_done=None) -> dict[str, object]:
+        """One call per table, each from a thread of its own (a small write or delete is mostly
+        commit latency on the driver); `on_done(table)` on this thread as each ends. Every call is
+        waited for, then the first error raised; each table's result."""
+        names = [table.name for table, _ in calls]
         if len(set(names)) != len(names):
-            raise ValueError(f"one write per table: {names}")
+            raise ValueError(f"one call per table: {names}")
         errors: list[BaseException] = []
-        with ThreadPoolExecutor(max_workers=max(1, len(writes)), thread_name_prefix=f"store-{run_id[:24]}") as pool:
-            pending = {pool.submit(write, table, run_id, *args): table for table, write, *args in writes}
+        results: dict[str, object] = {}
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(calls))), thread_name_prefix="store") as pool:
+            pending = {pool.submit(call): table for table, call in calls}
             for done in as_completed(pending):
                 error = done.exception()
                 if error is not None:
                     errors.append(error)
-                elif on_stored is not None:
-                    on_stored(pending[done])
+                    continue
+                results[pending[done].name] = done.result()
+                if on_done is not None:
+                    on_done(pending[done])
         if errors:
             raise errors[0]
+        return results
 
     def append_run_rows(self, table: S.TableSpec, run_id: str, frame: DataFrame) -> None:
         """Add rows of one run (a blind append: never conflicts with other runs' writes)."""
@@ -686,14 +694,8 @@ class Lakehouse:
         return int(result["num_affected_rows"]) if result is not None else 0
 
     def delete_rows_from(self, tables: Sequence[S.TableSpec], condition: str) -> dict[str, int]:
-        """`delete_rows` in several tables at once, each from a thread of its own (a delete is
-        mostly commit latency on the driver); how many went from each. Every delete is waited
-        for, then the first error raised."""
-        if not tables:
-            return {}
-        with ThreadPoolExecutor(max_workers=min(8, len(tables)), thread_name_prefix="delete") as pool:
-            pending = [pool.submit(self.delete_rows, table, condition) for table in tables]
-        return {table.name: done.result() for table, done in zip(tables, pending)}
+        """`delete_rows` in several tables at once; how many went from each."""
+        return self._at_once([(table, partial(self.delete_rows, table, condition)) for table in tables])
 
     def update_run(
         self, run_id: str, table: S.TableSpec = S.OVERLAY_RUNS, key: str = S.RUN_ID, **values: object

@@ -220,7 +220,7 @@ class _Pending:
         if self._sizes_frame is None:
             topics, subscribers = self.sizes
             table = pa.table({S.TOPIC_ID: topics, S.SUBSCRIBERS: subscribers})
-            self._sizes_frame = self.spark.createDataFrame(table).cache()
+            self._sizes_frame = self.spark.createDataFrame(table)
         return self._sizes_frame
 
     def commit(self, lakehouse: Lakehouse, run_id: str) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from overlay.gossip.event_rows import longer, taller
 from routing.rules import PROTOCOL_CODES, SCRIBE, send, spread
 
 __all__ = ["PROTOCOL_CODES", "route_publications"]
@@ -35,19 +36,9 @@ def _finger(f_offsets, f_dist, at, distance):
 
 
 @nb.njit(cache=True, nogil=True)
-def _grow(array, size):
-    bigger = np.empty(max(2 * len(array), size), dtype=array.dtype)
-    bigger[: len(array)] = array
-    return bigger
-
-
-@nb.njit(cache=True, nogil=True)
 def _emit(arrivals, lats, count, row, at, hops, lat, sender, target):
     """Append one arrival, growing the buffers when full."""
-    if count == arrivals.shape[0]:
-        bigger = np.empty((2 * count, 5), np.int64)
-        bigger[:count] = arrivals
-        arrivals, lats = bigger, _grow(lats, count + 1)
+    arrivals, lats = taller(arrivals, count + 1), longer(lats, count + 1)
     arrivals[count, 0], arrivals[count, 1], arrivals[count, 2] = row, at, hops
     arrivals[count, 3], arrivals[count, 4] = sender, target
     lats[count] = lat
@@ -122,8 +113,8 @@ def route_publications(
                     after = lat + f_lat[i]
                     arrivals, lats, count = _emit(arrivals, lats, count, row, nxt, hops + 1, after, at, nxt == new_low)
                     if tail == len(q_at):
-                        q_at, q_low, q_high = _grow(q_at, tail + 1), _grow(q_low, tail + 1), _grow(q_high, tail + 1)
-                        q_hops, q_lat = _grow(q_hops, tail + 1), _grow(q_lat, tail + 1)
+                        q_at, q_low, q_high = longer(q_at, tail + 1), longer(q_low, tail + 1), longer(q_high, tail + 1)
+                        q_hops, q_lat = longer(q_hops, tail + 1), longer(q_lat, tail + 1)
                     q_at[tail], q_low[tail], q_high[tail], q_hops[tail], q_lat[tail] = (
                         nxt,
                         new_low,
@@ -216,9 +207,9 @@ def route_publications(
                         node = children[key]
                     else:
                         if nodes == len(trie_at):
-                            trie_at, trie_parent = _grow(trie_at, nodes + 1), _grow(trie_parent, nodes + 1)
-                            trie_depth, trie_cum = _grow(trie_depth, nodes + 1), _grow(trie_cum, nodes + 1)
-                            trie_end = _grow(trie_end, nodes + 1)
+                            trie_at, trie_parent = longer(trie_at, nodes + 1), longer(trie_parent, nodes + 1)
+                            trie_depth, trie_cum = longer(trie_depth, nodes + 1), longer(trie_cum, nodes + 1)
+                            trie_end = longer(trie_end, nodes + 1)
                             trie_end[nodes:] = False
                         trie_at[nodes], trie_parent[nodes] = nxt, node
                         trie_depth[nodes] = trie_depth[node] + 1

@@ -322,22 +322,28 @@ class CycleEngine:
         return current.frame
 
     def _cycle_in_memory(self, spark, rows: list[dict], cycle: int) -> tuple[CycleState, list[dict]]:
-        """One cycle on the driver: `cycle`'s three steps with the sort and the Arrow round trips
-        of the spark regime; the new state (its DataFrame made on first use), and its rows for the
-        next cycle."""
-        protocol = self.protocol
-        messages = _through_arrow(protocol.act(rows, cycle), self.message_schema)
-        messages.sort(key=_message_order)
-        served = _through_arrow(
-            (m for node, group in _by_node(iter(messages)) for m in protocol.serve(node, group, cycle)),
-            self.message_schema,
-        )
-        served.sort(key=_message_order)
-        finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
-        table = pa.Table.from_batches(list(to_batches(finished, self.result_schema)), schema=self.result_schema)
+        """One cycle on the driver (`cycle_in_memory`): the new state (its DataFrame made on first
+        use), and its rows for the next cycle."""
+        table = cycle_in_memory(self.protocol, rows, cycle)
         return self._state_of(spark, table), table.select(self.state_schema.names).to_pylist()
 
     def _state_of(self, spark, table: pa.Table) -> CycleState:
         """A memory cycle's state: its rows, and their DataFrame made on first use."""
         columns = ddl(self.result_columns)
         return CycleState(table=table, make=lambda: spark.createDataFrame(table, schema=columns))
+
+
+def cycle_in_memory(protocol: CycleProtocol, rows: list[dict], cycle: int) -> pa.Table:
+    """`cycle`'s three steps of `protocol` over every node's state rows in this process, with the
+    sort and the Arrow round trips of the spark regime: the rows after it (state and measures)."""
+    message_schema = arrow_schema(protocol.message_columns)
+    result_schema = arrow_schema((*protocol.state_columns, *protocol.measure_columns))
+    messages = _through_arrow(protocol.act(rows, cycle), message_schema)
+    messages.sort(key=_message_order)
+    served = _through_arrow(
+        (m for node, group in _by_node(iter(messages)) for m in protocol.serve(node, group, cycle)),
+        message_schema,
+    )
+    served.sort(key=_message_order)
+    finished = (protocol.finish(node, group, cycle) for node, group in _by_node(iter(served)))
+    return pa.Table.from_batches(list(to_batches(finished, result_schema)), schema=result_schema)

@@ -1,6 +1,7 @@
 """What the compiled simulations share (numba): a binary heap of events as int64 rows, popped in
 lexicographic order of their columns; tables of rows that grow as needed (one row per node, a
-count of used columns per row); the latency model's delay between two positions."""
+count of used columns per row), buffers that grow as they fill; the latency model's delay between
+two positions."""
 
 from __future__ import annotations
 
@@ -67,6 +68,26 @@ def grown(table, used):
     wider = np.empty((table.shape[0], 2 * table.shape[1]), dtype=table.dtype)
     wider[:, : table.shape[1]] = table
     return wider
+
+
+@nb.njit(cache=True, nogil=True)
+def longer(array, size):
+    """`array`, or a copy at least twice as long when it holds fewer than `size` items."""
+    if size <= len(array):
+        return array
+    bigger = np.empty(max(2 * len(array), size, 8), dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
+
+
+@nb.njit(cache=True, nogil=True)
+def taller(rows, size):
+    """`rows`, or a copy with at least twice its rows when it has fewer than `size`."""
+    if size <= rows.shape[0]:
+        return rows
+    bigger = np.empty((max(2 * rows.shape[0], size, 64), rows.shape[1]), dtype=rows.dtype)
+    bigger[: rows.shape[0]] = rows
+    return bigger
 
 
 @nb.njit(cache=True, nogil=True)

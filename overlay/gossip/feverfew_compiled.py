@@ -76,8 +76,8 @@ class CompiledFeverfew:
             np.full((n, p.similar_view), K.NONE, np.int64), np.zeros(n, np.int64),
             np.full((n, p.agent_view), K.NONE, np.int64), np.full((n, p.agent_view), K.NONE, np.int64),
             np.zeros(n, np.int64),
-            K._ragged(empty, _EMPTY, n, 1), K._ragged(empty, _EMPTY, n, 1),
-            K._ragged(empty, _EMPTY, n, 3), K._ragged(empty, _EMPTY, n, 2),
+            K.ragged(empty, _EMPTY, n), K.ragged(empty, _EMPTY, n),
+            K.ragged(empty, _EMPTY, n), K.ragged(empty, _EMPTY, n),
             np.tile(np.array([K.NONE, 0, K.NONE, 0], np.int64), (len(self.topics), 1)),
         )  # fmt: skip
 
@@ -101,14 +101,15 @@ class CompiledFeverfew:
             columns = [col(name) for name in names]
             offsets = np.asarray(columns[0].offsets, dtype=np.int64) * len(names)
             values = np.stack([c.flatten().to_numpy(zero_copy_only=False).astype(np.int64) for c in columns], axis=1)
-            return K._ragged(offsets, values.ravel(), n, len(names))
+            return K.ragged(offsets, values.ravel(), n)
 
         reported = ragged("reported_origin", "reported_other")
         own = np.tile(np.array([K.NONE, 0, K.NONE, 0], np.int64), (len(self.topics), 1))
         topics = col("own_topic")
         owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.asarray(topics.offsets, dtype=np.int64)))
-        packed = self.slot_node * (int(self.topics.max(initial=0)) + 1) + self.topics
-        wanted = owner * (int(self.topics.max(initial=0)) + 1) + topics.flatten().to_numpy(zero_copy_only=False)
+        span = int(self.topics.max(initial=0)) + 1  # (node, topic) packed, in the slots' order
+        packed = self.slot_node * span + self.topics
+        wanted = owner * span + topics.flatten().to_numpy(zero_copy_only=False)
         slots = np.searchsorted(packed, wanted)
         for j, name in enumerate(("own_started", "own_ttl", "own_first_match", "own_matches")):
             own[slots, j] = col(name).flatten().to_numpy(zero_copy_only=False)
@@ -118,7 +119,7 @@ class CompiledFeverfew:
         )  # fmt: skip
 
     def _hold(self, rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, mb, held, reported, own) -> None:
-        keys = K._reported_keys(reported[0], reported[1], self.network)
+        keys = K.reported_keys(reported[0], reported[1], self.network)
         self.state = (
             rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n,
             lv[0], lv[1], mb[0], mb[1], held[0], held[1], reported[0], reported[1], own, keys,
@@ -137,18 +138,18 @@ class CompiledFeverfew:
             np.zeros((n, 4), np.int64),
         )
         uniform = p.pss == "uniform"
-        rows, pay_ids, pay_ages, buf = K._act(
+        rows, pay_ids, pay_ages, buf = K.act(
             c, p.seed, uniform, p.shuffle, p.bubble, p.bubble_start,
             self.offsets, self.topics, self.need, self.ttl, self.state, work,
         )  # fmt: skip
         order, starts = K.by_destination(rows, n)
-        answers, ans_ids, ans_ages = K._serve(
+        answers, ans_ids, ans_ages = K.serve(
             c, p.seed, p.shuffle, p.random_view, p.agent_view, self.offsets, self.topics,
             rows, order, pay_ids, pay_ages, buf, self.state, work,
         )  # fmt: skip
         ans_order, ans_starts = K.by_destination(answers, n)
         covered, needy = np.zeros(len(self.topics), np.bool_), np.zeros(n, np.int64)
-        K._finish(
+        K.finish(
             c, (p.random_view, p.similar_view, p.delta, p.clear_similar), self.offsets, self.topics, self.need,
             rows, order, starts, pay_ids, answers, ans_order, ans_starts, ans_ids, ans_ages,
             buf, self.state, work, covered, needy,
@@ -193,15 +194,15 @@ class CompiledFeverfew:
         columns = {"node_id": pa.array(np.arange(n, dtype=np.int64)), "rv": _list(rv_offsets, rv_values, i64)}
         columns["rv_age"] = _list(rv_offsets, age_values, i32)
         columns["sv"] = _list(*_rows_of(sv_id, sv_n), i64)
-        columns["lv"] = _list(*K._flat(lv, lv_n, False, 1), i64)
-        columns["mb"] = _list(*K._flat(mb, mb_n, True, 1), i64)
+        columns["lv"] = _list(*K.flat(lv, lv_n, False, 1), i64)
+        columns["mb"] = _list(*K.flat(mb, mb_n, True, 1), i64)
         columns["av_origin"] = _list(*_rows_of(av_o, av_n), i64)
         columns["av_topic"] = _list(*_rows_of(av_t, av_n), i64)
         for names, lists, counts, width in (
             (("reported_origin", "reported_other"), reported, rep_n, 2),
             (("held_origin", "held_topic", "held_ttl"), held, held_n, 3),
         ):
-            offsets, values = K._flat(lists, counts, width == 2, width)
+            offsets, values = K.flat(lists, counts, width == 2, width)
             for j, name in enumerate(names):
                 columns[name] = _list(offsets // width, values[j::width], i32 if name == "held_ttl" else i64)
         started = own[:, 0] != K.NONE

@@ -1,18 +1,19 @@
 """Feverfew's cycle compiled (numba) over columnar state: the protocol of `overlay.gossip.feverfew`
 (our reading: docs/readings/feverfew.md), the whole network at once, for the memory regime.
 
-A cycle is the engine's three steps with the same sort between them: `_act` writes every node's
+A cycle is the engine's three steps with the same sort between them: `act` writes every node's
 requests, copies and matches as message rows, the rows are sorted by (dst, kind, src, seq),
-`_serve` walks them destination by destination and writes the answers, the answers are sorted the
-same way, and `_finish` rebuilds each node's views. Every draw is the keyed SplitMix64 draw of
+`serve` walks them destination by destination and writes the answers, the answers are sorted the
+same way, and `finish` rebuilds each node's views. Every draw is the keyed SplitMix64 draw of
 `overlay.draws` (`overlay.draws_compiled`), so a seed gives the Python protocol's rows exactly
 (`tests/test_feverfew_kernel.py` holds them equal on random instances).
 
 State, per node: the random view as fixed-width rows (`rv_id`, `rv_age`, `rv_n`: at most
 `random_view` entries, in no order: the protocol reads it as a set), the similar view and the agent
 view likewise (in their order), a diffusion's four numbers per subscription slot (`own_*`, aligned
-with the subscriptions' CSR), and what grows without a bound as ragged rows (`Ragged`: the
-ln-covered view, the matches received, the copies held, the pairs reported).
+with the subscriptions' CSR), and what grows without a bound as growable rows (`ragged`: the
+ln-covered view, the matches received, the copies held as (origin, topic, ttl) triples, the
+pairs reported as (origin, other) pairs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from numba.typed import Dict, List
 
 from overlay.draws import CYCLON_ANSWER, CYCLON_SEND, GOSSIP_BOOTSTRAP, GOSSIP_PEER, UNIFORM_SAMPLE
 from overlay.draws_compiled import fold, key
-from overlay.gossip.event_rows import find
+from overlay.gossip.event_rows import find, longer, taller
 from overlay.gossip.select import ln_covered_order
 
 NONE = -1
@@ -143,40 +144,11 @@ def _jaccards(sub_off, sub_top, node, rest, rest_count, q, mark):
 
 
 @nb.njit(cache=True, nogil=True)
-def _grow(array, size):
-    if size <= len(array):
-        return array
-    bigger = np.empty(max(2 * len(array), size, 8), array.dtype)
-    bigger[: len(array)] = array
-    return bigger
-
-
-@nb.njit(cache=True, nogil=True)
-def _grow_rows(rows, size):
-    if size <= rows.shape[0]:
-        return rows
-    bigger = np.empty((max(2 * rows.shape[0], size, 64), rows.shape[1]), rows.dtype)
-    bigger[: rows.shape[0]] = rows
-    return bigger
-
-
-@nb.njit(cache=True, nogil=True)
 def _push(lists, counts, node, value):
     n = counts[node]
-    lists[node] = _grow(lists[node], n + 1)
+    lists[node] = longer(lists[node], n + 1)
     lists[node][n] = value
     counts[node] = n + 1
-
-
-@nb.njit(cache=True, nogil=True)
-def _sorted_unique(values, n):
-    out = np.sort(values[:n])
-    k = 0
-    for i in range(n):
-        if i == 0 or out[i] != out[k - 1]:
-            out[k] = out[i]
-            k += 1
-    return out[:k]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -192,7 +164,7 @@ def bootstrap(seed, network, random_view, rv_id, rv_age, rv_n):
 
 
 @nb.njit(cache=True, nogil=True)
-def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need, ttl, state, work):
+def act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need, ttl, state, work):
     """Step 1 of cycle c for every node: the messages (rows, payload ids and ages)."""
     rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
         state
@@ -243,20 +215,16 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
                 for i in range(len(chosen)):
                     sent_ids[p, i] = chosen[i]
                 sent_n[p] = len(chosen)
-                rows = _grow_rows(rows, m + 1)
-                pay_ids = _grow(pay_ids, pay + 1 + len(chosen))
-                pay_ages = _grow(pay_ages, pay + 1 + len(chosen))
+                rows = taller(rows, m + 1)
+                pay_ids = longer(pay_ids, pay + 1 + len(chosen))
+                pay_ages = longer(pay_ages, pay + 1 + len(chosen))
                 rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = t, CYCLON_REQUEST, p, 0
                 rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = NONE, 0, NONE
                 rows[m, AT], rows[m, LEN] = pay, 1 + len(chosen)
                 pay_ids[pay], pay_ages[pay] = p, 0
                 for i in range(len(chosen)):
                     q = chosen[i]
-                    age = 0
-                    for j in range(n):
-                        if rv_id[p, j] == q:
-                            age = rv_age[p, j]
-                    pay_ids[pay + 1 + i], pay_ages[pay + 1 + i] = q, age
+                    pay_ids[pay + 1 + i], pay_ages[pay + 1 + i] = q, rv_age[p, find(rv_id[p], n, q)]
                 pay += 1 + len(chosen)
                 m += 1
                 sent[p, 0] += 1
@@ -271,16 +239,16 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
         if len(pool):
             peer[p] = pool[np.int64(fold(fold(key(seed, GOSSIP_PEER), c), p) % np.uint64(len(pool)))]
         both = np.concatenate((rv_id[p, : rv_n[p]], sv_id[p, : sv_n[p]]))
-        mine = _sorted_unique(both, len(both))
-        buf = _grow(buf, buf_n + len(mine))
+        mine = np.unique(both)
+        buf = longer(buf, buf_n + len(mine))
         buf[buf_n : buf_n + len(mine)] = mine
         buf_off[p] = buf_n
         buf_n += len(mine)
         buf_off[p + 1] = buf_n
         if peer[p] != NONE:
-            rows = _grow_rows(rows, m + 1)
-            pay_ids = _grow(pay_ids, pay + len(mine))
-            pay_ages = _grow(pay_ages, pay + len(mine))
+            rows = taller(rows, m + 1)
+            pay_ids = longer(pay_ids, pay + len(mine))
+            pay_ages = longer(pay_ages, pay + len(mine))
             rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = peer[p], GOSSIP_REQUEST, p, 0
             rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = NONE, 0, NONE
             rows[m, AT], rows[m, LEN] = pay, len(mine)
@@ -312,7 +280,7 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
         for i in range(held_n[p] // 3):
             origin, t, left = h[3 * i], h[3 * i + 1], h[3 * i + 2]
             if target[p] != NONE:
-                rows = _grow_rows(rows, m + 1)
+                rows = taller(rows, m + 1)
                 rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = target[p], COPY, p, seq
                 rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = t, left - 1, origin
                 rows[m, AT], rows[m, LEN] = pay, 0
@@ -335,7 +303,7 @@ def _act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need
                 keys[packed] = np.int8(1)
                 _push(reported, rep_n, p, origin)
                 _push(reported, rep_n, p, r)
-                rows = _grow_rows(rows, m + 2)
+                rows = taller(rows, m + 2)
                 rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = origin, MATCH_ORIGIN, p, seq
                 rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = t, 0, r
                 rows[m, AT], rows[m, LEN] = pay, 0
@@ -371,7 +339,7 @@ def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
 
 
 @nb.njit(cache=True, nogil=True)
-def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, order, pay_ids, pay_ages, buf, state, work):  # fmt: skip
+def serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, order, pay_ids, pay_ages, buf, state, work):  # fmt: skip
     """Step 2: each destination walks its rows in (dst, kind, src, seq) order (`order`, of
     `by_destination`); the answers."""
     rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
@@ -395,8 +363,8 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, or
             if kind == CYCLON_REQUEST:
                 base = fold(fold(fold(key(seed, CYCLON_ANSWER), c), q), r)
                 answer = _smallest(start_ids, len(start_ids), shuffle, base)
-                out_ids = _grow(out_ids, pay + len(answer))
-                out_ages = _grow(out_ages, pay + len(answer))
+                out_ids = longer(out_ids, pay + len(answer))
+                out_ages = longer(out_ages, pay + len(answer))
                 for k in range(len(answer)):
                     out_ids[pay + k] = answer[k]
                     out_ages[pay + k] = start_ages[find(start_ids, len(start_ids), answer[k])]
@@ -411,8 +379,8 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, or
                 )
             elif kind == GOSSIP_REQUEST:
                 first, last = buf_off[q], buf_off[q + 1]
-                out_ids = _grow(out_ids, pay + last - first)
-                out_ages = _grow(out_ages, pay + last - first)
+                out_ids = longer(out_ids, pay + last - first)
+                out_ages = longer(out_ages, pay + last - first)
                 out_ids[pay : pay + last - first] = buf[first:last]
                 out_ages[pay : pay + last - first] = 0
                 out[m, DST], out[m, KIND], out[m, SRC], out[m, SEQ] = r, GOSSIP_ANSWERED, q, 0
@@ -454,7 +422,7 @@ def _serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, or
 
 
 @nb.njit(cache=True, nogil=True)
-def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, pay_ids, answers, ans_order, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
+def finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, pay_ids, answers, ans_order, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
     """Step 3: each node merges its Cyclon answer, chooses its similar view from everything it
     heard, and every `delta` cycles rebuilds its ln-covered view (Alg. 3); the coverage it gives
     (`covered`: a flag per subscription slot, `needy`: topics of two subscribers or more)."""
@@ -495,7 +463,7 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
                 at, length = requests[i, AT], requests[i, LEN]
                 pool[size : size + length] = pay_ids[at : at + length]
                 size += length
-        pool = _sorted_unique(pool, len(pool))
+        pool = np.unique(pool)
         first, last = sub_off[p], sub_off[p + 1]
         _mark(sub_off, sub_top, p, mark, True)
         rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p], mark)
@@ -523,7 +491,7 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
         sv_n[p] = take
         if c % delta == 0:
             both = np.concatenate((sv_id[p, :take], lv[p][: lv_n[p]], mb[p][: mb_n[p]]))
-            candidates = _sorted_unique(both, len(both))
+            candidates = np.unique(both)
             kept = 0
             for a in range(len(candidates)):
                 if candidates[a] != p:
@@ -547,7 +515,7 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
             for j in range(last - first):
                 needs[j] = need[sub_top[first + j]]
             chosen = ln_covered_order(member, sizes, needs)
-            lv[p] = _grow(lv[p], len(chosen))
+            lv[p] = longer(lv[p], len(chosen))
             for a in range(len(chosen)):
                 lv[p][a] = candidates[chosen[a]]
             lv_n[p] = len(chosen)
@@ -564,8 +532,9 @@ def _finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, p
 
 
 @nb.njit(cache=True, nogil=True)
-def _ragged(offsets, values, nodes, width):
-    """Ragged rows from an Arrow list column's offsets and values (`width` values per item)."""
+def ragged(offsets, values, nodes):
+    """Growable rows (a list of arrays and their used lengths) from a list column's offsets and
+    values."""
     lists = List()
     counts = np.zeros(nodes, np.int64)
     for p in range(nodes):
@@ -578,7 +547,7 @@ def _ragged(offsets, values, nodes, width):
 
 
 @nb.njit(cache=True, nogil=True)
-def _flat(lists, counts, sort, width):
+def flat(lists, counts, sort, width):
     """A ragged row set as (offsets in items, values): each row's items of `width` values,
     sorted by their values (lexicographically) when `sort`."""
     nodes = len(counts)
@@ -604,7 +573,7 @@ def _flat(lists, counts, sort, width):
 
 
 @nb.njit(cache=True, nogil=True)
-def _reported_keys(reported, rep_n, network):
+def reported_keys(reported, rep_n, network):
     """The pairs every node reported, packed (node, origin, other) for the membership test."""
     keys = Dict.empty(key_type=types.int64, value_type=types.int8)
     for p in range(len(rep_n)):
