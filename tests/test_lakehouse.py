@@ -268,5 +268,5 @@ def test_a_run_stores_several_tables_at_once_and_a_failed_one_is_raised(spark, l
         lakehouse.write_run_tables("s", [(S.RING, ring([(5, 0)])), (S.OVERLAY_EDGES, broken)])
     assert lakehouse.read(S.RING).filter(F.col(S.RUN_ID) == "s").count() == 1
     assert lakehouse.read(S.OVERLAY_EDGES).filter(F.col(S.RUN_ID) == "s").count() == 0
-    with pytest.raises(ValueError, match="one write per table"):
+    with pytest.raises(ValueError, match="one call per table"):
         lakehouse.write_run_tables("t", [(S.RING, ring([(0, 0)])), (S.RING, ring([(1, 0)]))])
