@@ -213,10 +213,15 @@ COMPONENTS = "connected components"
 
 ENGINES: tuple[Engine, ...] = (
     Engine(
+        "memory",
+        ROUTING_ENGINE,
+        "the routing tables, publications and arrivals in this process: compiled routing, outcome with numpy",
+        default=True,
+    ),
+    Engine(
         "compiled",
         ROUTING_ENGINE,
         "each Spark task routes its publications to the end, the routing tables broadcast from the driver",
-        default=True,
     ),
     Engine(
         "supersteps",

@@ -22,12 +22,15 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+import pyarrow as pa
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from overlay import schema as S
+from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS
 from overlay.errors import InputError
 from overlay.frames import local_frame
 from pipelines import ledger
@@ -37,7 +40,8 @@ from pipelines.progress import Progress
 from pipelines.rappel import PROTOCOL as RAPPEL
 from pipelines.rappel import node_coordinates
 from pipelines.spark import jobs_started, shuffle_partitions
-from routing.engines import DEFAULT_ENGINE, ENGINES
+from routing.engines import DEFAULT_ENGINE, ENGINES, MEMORY, SPARK_ENGINES
+from routing.in_memory import placed_publications, route_in_memory, routing_tables, summarise_in_memory
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS
@@ -153,22 +157,28 @@ def run_route(
     clock = time.monotonic()
     with ledger.failing(lakehouse, claimed, "routing run"):
         key = request.inputs_key()
+        in_memory = request.engine == MEMORY
         if inputs is not None and key in inputs:
             network, placed = inputs[key]
         else:
-            network, placed = _network_and_workload(spark, lakehouse, request, run, ring, feeds)
+            build = _tables_and_workload if in_memory else _network_and_workload
+            network, placed = build(spark, lakehouse, request, run, ring, feeds)
             if inputs is not None:
                 inputs[key] = (network, placed)
         log.info("routing %d publications of run %s with %s", request.publications, request.run_id, request.protocol)
         with Progress(routing_run_id, unit="step", enabled=progress, logger=log) as bar:
-            simulation = ENGINES[request.engine](
-                network,
-                placed,
-                request.protocol,
-                on_step=bar.on_step,
-                partitions=shuffle_partitions(spark),
-            )
-            outcome = summarise(simulation, network, placed)
+            if in_memory:
+                simulation = route_in_memory(network, placed, request.protocol, on_step=bar.on_step)
+                outcome = summarise_in_memory(simulation, network, placed)
+            else:
+                simulation = SPARK_ENGINES[request.engine](
+                    network,
+                    placed,
+                    request.protocol,
+                    on_step=bar.on_step,
+                    partitions=shuffle_partitions(spark),
+                )
+                outcome = summarise(simulation, network, placed)
             metrics = {**outcome.metrics, S.RUN_ID: request.run_id, S.PROTOCOL: request.protocol, S.COMPUTED_AT: _now()}
             columns = [c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID]
             row = local_frame(
@@ -179,9 +189,9 @@ def run_route(
             lakehouse.write_run_tables(
                 routing_run_id,
                 [
-                    (S.ROUTING_PUBLICATIONS, outcome.per_publication),
-                    (S.ROUTING_DELIVERIES, outcome.deliveries),
-                    (S.ROUTING_LOAD, outcome.load),
+                    (S.ROUTING_PUBLICATIONS, _frame(spark, outcome.per_publication)),
+                    (S.ROUTING_DELIVERIES, _frame(spark, outcome.deliveries)),
+                    (S.ROUTING_LOAD, _frame(spark, outcome.load)),
                     (S.ROUTING_METRICS, row),
                 ],
                 key=S.ROUTING_RUN_ID,
@@ -233,6 +243,42 @@ def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Ro
         )
     )
     return network, placed
+
+
+def _tables_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, ring, feeds):
+    """`_network_and_workload` for the memory regime: the routing tables as arrays and the placed
+    publications as an Arrow table, read at once (each read is mostly a Spark job's latency)."""
+    instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
+    subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
+    coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
+    if roots is None:
+        workload = publications(subscriptions, request.publications, request.seed, lakehouse.lineage)
+    else:
+        workload = feed_publications(roots, request.publications, lakehouse.lineage)
+    reads = {
+        "ring": ring,
+        "fingers": lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id).select(S.NODE_ID, S.FINGER),
+        "subscriptions": subscriptions.select(S.NODE_ID, S.TOPIC_ID).limit(MAX_DRIVER_SUBSCRIPTIONS + 1),
+        "coordinates": coordinates,
+        "workload": workload,
+        **({} if roots is None else {"roots": roots}),
+    }
+    with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
+        rows = dict(zip(reads, pool.map(lambda frame: frame.toArrow(), reads.values())))
+    tables = routing_tables(
+        rows["ring"],
+        rows["fingers"],
+        rows["subscriptions"],
+        int(instance[S.NODES]),
+        rows["coordinates"],
+        rows.get("roots"),
+    )
+    return tables, placed_publications(tables, rows["workload"])
+
+
+def _frame(spark: SparkSession, rows):
+    """A result as a DataFrame: the memory regime's Arrow tables handed to Spark to be written."""
+    return spark.createDataFrame(rows) if isinstance(rows, pa.Table) else rows
 
 
 def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | None:

@@ -29,9 +29,10 @@ from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS
 from overlay.errors import InputError
 from overlay.progress import OnStep, report
 from routing import kernels
+from routing.in_memory import route_batch
 from routing.network import AT, FDIST, FLAT, HOPS, RP, Network
 from routing.protocols import PROTOCOLS
-from routing.simulate import ARRIVAL_COLUMNS, ARRIVAL_SCHEMA, Simulation, default_max_supersteps
+from routing.simulate import ARRIVAL_SCHEMA, Simulation, default_max_supersteps
 from routing.trees import rendezvous_of
 
 
@@ -108,41 +109,18 @@ def simulate_compiled(
     tables = spark.sparkContext.broadcast((ids, f_offsets, f_dist, f_lat, t_offsets, t_subs, t_root))
 
     def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ids, f_offsets, f_dist, f_lat, t_offsets, t_subs, t_root = tables.value
+        held = tables.value
         for batch in batches:
-            pub = batch.column(S.PUB_ID).to_numpy(zero_copy_only=False).astype(np.int64)
-            topic = batch.column(S.TOPIC_ID).to_numpy(zero_copy_only=False).astype(np.int64)
-            publisher = batch.column(S.PUBLISHER).to_numpy(zero_copy_only=False).astype(np.int64)
-            index = np.minimum(np.searchsorted(ids, topic), max(len(ids) - 1, 0))
-            known = (index < len(ids)) & (ids[index] == topic) if len(ids) else np.zeros(len(topic), bool)
-            rows = np.flatnonzero(known)  # a topic without subscribers: the supersteps' join drops it
-            got, latency = kernels.route_publications(
+            yield route_batch(
                 code,
                 n,
                 limit,
                 has_latency,
-                index[rows],
-                publisher[rows],
-                f_offsets,
-                f_dist,
-                f_lat,
-                t_offsets,
-                t_subs,
-                t_root,
-            )
-            source = rows[got[:, 0]]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(pub[source]),
-                    pa.array(topic[source]),
-                    pa.array(publisher[source]),
-                    pa.array(got[:, 1]),
-                    pa.array(got[:, 2].astype(np.int32)),
-                    pa.array(latency, mask=None if has_latency else np.ones(len(latency), bool)),
-                    pa.array(got[:, 3]),
-                    pa.array(got[:, 4].astype(bool)),
-                ],
-                names=list(ARRIVAL_COLUMNS),
+                held,
+                *(
+                    batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64)
+                    for c in (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER)
+                ),  # fmt: skip
             )
 
     source = publications.select(S.PUB_ID, S.TOPIC_ID, S.PUBLISHER)

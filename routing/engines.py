@@ -1,10 +1,14 @@
 """The routing engines by the name `route --engine` takes, and the default.
 
-Both route every publication of a workload to completion and give the same arrivals, message by
-message (tests/test_routing.py runs every protocol on both against the oracle); the hop rules
+All route every publication of a workload to completion and give the same arrivals, message by
+message (tests/test_routing.py runs every protocol on each against the oracle); the hop rules
 they evaluate are one set of functions (`routing.rules`).
 
-* `compiled` (the default): each Spark task carries its publications through every superstep in
+* `memory` (the default, the memory regime): the routing tables, publications and arrivals in
+  the driver process, routed by the compiled kernel and summarised with numpy
+  (`routing.in_memory`); Spark reads the inputs and writes the results. The routing tables are
+  capped as the compiled engine's are; the arrivals grow with the workload.
+* `compiled` (the Spark regime): each Spark task carries its publications through every superstep in
   numba (`routing.compiled`), one Spark job a run whatever the number of supersteps; the
   routing tables are broadcast from the driver, which caps the subscriptions it takes.
 * `supersteps`: the Pregel-style form (`routing.simulate`), every message one hop a superstep as
@@ -19,8 +23,12 @@ from overlay import registry
 from routing.compiled import simulate_compiled
 from routing.simulate import simulate
 
-# Named (with their summaries for --help) in overlay.registry; here, what runs each name.
-ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
+# Named (with their summaries for --help) in overlay.registry; here, what runs each name. The
+# memory regime (`routing.in_memory`) routes and summarises in the driver process: no Spark
+# simulation to hand back, so the route job calls it itself.
+MEMORY = "memory"
+SPARK_ENGINES = {"compiled": simulate_compiled, "supersteps": simulate}
+ENGINES = (MEMORY, *SPARK_ENGINES)
 DEFAULT_ENGINE = registry.default_engine(registry.ROUTING_ENGINE)
 if set(ENGINES) != set(registry.engines(registry.ROUTING_ENGINE)):
     raise ImportError("routing.engines and overlay.registry name different routing engines")

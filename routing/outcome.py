@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -30,9 +31,9 @@ from routing.simulate import Simulation
 
 @dataclass
 class Outcome:
-    deliveries: DataFrame  # (pub_id, node_id, hops, latency_ms, direct_ms)
-    load: DataFrame  # (node_id, received, pure_forwards, delivered, sent)
-    per_publication: DataFrame  # (pub_id, topic_id, publisher, received, pure_forwards, deliveries)
+    deliveries: DataFrame | pa.Table  # (pub_id, node_id, hops, latency_ms, direct_ms)
+    load: DataFrame | pa.Table  # (node_id, received, pure_forwards, delivered, sent)
+    per_publication: DataFrame | pa.Table  # (pub_id, topic_id, publisher, received, pure_forwards, deliveries)
     metrics: dict
     counter_example: str | None
 
@@ -173,10 +174,20 @@ def _counter_example(check: DataFrame, node_of: DataFrame) -> str | None:
             F.col(AT).isin([row[AT], row[S.PUBLISHER]] if row[S.PUBLISHER] is not None else [row[AT]])
         ).collect()
     )
-    node = nodes.get(row[AT])
-    if row["_expected"] is None:
-        return f"publication {row[S.PUB_ID]}: node {node} was delivered it {row['_times']} times but does not subscribe"
+    return counter_example_text(
+        row[S.PUB_ID],
+        row[S.TOPIC_ID] if row["_expected"] is not None else None,
+        nodes.get(row[S.PUBLISHER]),
+        nodes.get(row[AT]),
+        row["_times"],
+    )
+
+
+def counter_example_text(pub_id: int, topic: int | None, publisher: int | None, node: int, times: int) -> str:
+    """A pair not delivered exactly once, in words; `topic` None: the node does not subscribe."""
+    if topic is None:
+        return f"publication {pub_id}: node {node} was delivered it {times} times but does not subscribe"
     return (
-        f"publication {row[S.PUB_ID]} (topic {row[S.TOPIC_ID]}, published by node {nodes.get(row[S.PUBLISHER])}): "
-        f"subscriber node {node} received it {row['_times']} times, not once"
+        f"publication {pub_id} (topic {topic}, published by node {publisher}): "
+        f"subscriber node {node} received it {times} times, not once"
     )

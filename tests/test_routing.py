@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -20,8 +21,9 @@ from overlay.rappel.coordinates import LatencyModel
 from overlay.smallworld.gswico import small_world_overlay
 from routing import rules
 from routing.compiled import simulate_compiled
-from routing.engines import DEFAULT_ENGINE, ENGINES
-from routing.network import AT, FDIST, SUBS, build_network
+from routing.engines import ENGINES, MEMORY, SPARK_ENGINES
+from routing.in_memory import Routed, route_in_memory, routing_tables, spark_percentile, summarise_in_memory
+from routing.network import AT, FDIST, HOPS, SENDER, SUBS, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS, hop_messages
 from routing.simulate import Simulation, simulate
@@ -87,6 +89,28 @@ class Case:
     publications: object  # (pub_id, topic_id, publisher position)
     coordinates: dict  # node -> (x, y) ms
     roots: dict | None  # topic -> the node its tree is rooted at (None: hashed)
+    tables: object  # the memory regime's routing tables (`routing.in_memory.Tables`)
+
+
+def tables_of(overlay, frame, n, coordinate_frame, root_frame):
+    """The memory regime's routing tables of the same inputs as `build_network`'s."""
+    return routing_tables(
+        overlay.ring.select(S.NODE_ID, S.POSITION).toArrow(),
+        overlay.fingers.select(S.NODE_ID, S.FINGER).toArrow(),
+        frame.toArrow(),
+        n,
+        coordinate_frame.toArrow(),
+        None if root_frame is None else root_frame.toArrow(),
+    )
+
+
+def arrivals_of(engine, network, tables, placed, protocol, partitions=2):
+    """The arrivals of a run on one engine, as rows, and its messages and supersteps."""
+    if engine == MEMORY:
+        routed = route_in_memory(tables, placed.toArrow(), protocol)
+        return routed.arrivals.to_pylist(), routed.messages, routed.supersteps
+    routed = SPARK_ENGINES[engine](network, placed, protocol, partitions=partitions)
+    return [r.asDict() for r in routed.arrivals.collect()], routed.messages, routed.supersteps
 
 
 def coordinates_of(spark, n, seed):
@@ -121,7 +145,8 @@ def small_overlays(spark):
             .select(S.PUB_ID, S.TOPIC_ID, F.col(AT).alias(S.PUBLISHER))
             .localCheckpoint(eager=True)
         )
-        cases.append(Case(n, subscriptions, frame, overlay, network, placed, coordinates, roots))
+        tables = tables_of(overlay, frame, n, coordinate_frame, root_frame)
+        cases.append(Case(n, subscriptions, frame, overlay, network, placed, coordinates, roots, tables))
     return cases
 
 
@@ -169,13 +194,14 @@ def hard_cases(spark):
         else:
             publishers += [(roots[t], t) for t in topics]
         placed = _placed(frame, network, [(i, t, node) for i, (node, t) in enumerate(publishers)])
-        cases.append((n, network, placed, position, fingers, subs, coordinates, roots))
+        tables = tables_of(overlay, frame, n, coordinate_frame, root_frame)
+        cases.append((n, network, placed, position, fingers, subs, coordinates, roots, tables))
     return cases
 
 
 def _oracle_arrivals(case, protocol, pubs):
     """The oracle's arrivals of the publications: {(pub_id, at, hops, target, latency, sender): times}."""
-    n, _, _, position, fingers, subs, coordinates, roots = case
+    n, _, _, position, fingers, subs, coordinates, roots, _ = case
     xy = {p: coordinates[node] for node, p in position.items()}
 
     def link(u, v):
@@ -210,15 +236,12 @@ def test_every_protocol_on_every_engine_matches_the_oracle(spark, hard_cases, pr
     run's message and superstep counts, against the message-level oracle."""
     for case in hard_cases:
         network, placed = case[1], case[2]
-        routed = ENGINES[engine](network, placed, protocol, partitions=2)
-        got = Counter(
-            (r[S.PUB_ID], r[AT], r["hops"], r["target"], round(r["latency"], 9), r["sender"])
-            for r in routed.arrivals.collect()
-        )
+        rows, messages, supersteps = arrivals_of(engine, network, case[8], placed, protocol)
+        got = Counter((r[S.PUB_ID], r[AT], r["hops"], r["target"], round(r["latency"], 9), r["sender"]) for r in rows)
         expected = _oracle_arrivals(case, protocol, placed.collect())
         assert got == expected
-        assert routed.messages == sum(expected.values())
-        assert routed.supersteps == max(hops for _, _, hops, *_ in expected)
+        assert messages == sum(expected.values())
+        assert supersteps == max(hops for _, _, hops, *_ in expected)
 
 
 def test_the_hashed_rendezvous_is_one_rule(spark):
@@ -241,7 +264,7 @@ def test_the_outcome_agrees_with_the_oracle(spark, small_overlays, protocol):
     for case in small_overlays:
         n, network, placed = case.n, case.network, case.publications
         position, fingers, subs = ring_network(case.overlay, case.subscriptions)
-        outcome = summarise(ENGINES[DEFAULT_ENGINE](network, placed, protocol), network, placed)
+        outcome = summarise(simulate_compiled(network, placed, protocol), network, placed)
         node_at = {p: node for node, p in position.items()}
         xy = {p: case.coordinates[node] for node, p in position.items()}
 
@@ -300,6 +323,60 @@ def test_a_lost_delivery_is_the_counter_example(spark, small_overlays):
     assert broken.counter_example.startswith(f"publication {first[S.PUB_ID]} ")
     assert f"subscriber node {first[S.NODE_ID]} received it 0 times" in broken.counter_example
     assert broken.metrics[S.MISSING_DELIVERIES] == 1 and broken.metrics[S.DELIVERY_RATIO] < 1
+
+
+def _outcome_rows(outcome):
+    """An outcome's tables as sorted rows and its metrics, whichever regime made it."""
+
+    def rows(table):
+        if isinstance(table, pa.Table):
+            return sorted(tuple(r.values()) for r in table.to_pylist())
+        return sorted(tuple(r) for r in table.collect())
+
+    return (
+        rows(outcome.deliveries),
+        rows(outcome.load),
+        rows(outcome.per_publication),
+        outcome.metrics,
+        outcome.counter_example,
+    )
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_memory_regimes_outcome_is_the_spark_regimes(spark, small_overlays, hard_cases, protocol):
+    """`summarise_in_memory` against `summarise` on the same arrivals, row for row and metric for
+    metric (doubles equal, not close), on runs that deliver exactly once and on the same runs with
+    a delivery lost and another duplicated (the counter-example's words too)."""
+    cases = [(c.network, c.publications, c.tables) for c in small_overlays] + [(c[1], c[2], c[8]) for c in hard_cases]
+    for network, placed, tables in cases:
+        routed = simulate_compiled(network, placed, protocol)
+        arrivals = routed.arrivals.localCheckpoint(eager=True)
+        memory = route_in_memory(tables, placed.toArrow(), protocol)
+        broken = arrivals.orderBy(S.PUB_ID, AT, HOPS, SENDER).collect()
+        delivered = [r for r in broken if r["target"] and r[AT] != r[S.PUBLISHER]]
+        variants = [(arrivals, memory.arrivals)]
+        if delivered:
+            lost, twice = delivered[0], delivered[-1]
+            kept = [r for r in broken if r != lost] + [twice]
+            frame = spark.createDataFrame(kept, arrivals.schema)
+            variants.append((frame, pa.Table.from_pylist([r.asDict() for r in kept], schema=memory.arrivals.schema)))
+        for frame, table in variants:
+            spark_regime = summarise(Simulation(frame, routed.supersteps, routed.messages, []), network, placed)
+            in_memory = summarise_in_memory(Routed(table, routed.supersteps, routed.messages), tables, placed.toArrow())
+            assert _outcome_rows(in_memory) == _outcome_rows(spark_regime)
+            assert (in_memory.counter_example is None) == (frame is arrivals)
+        assert memory.messages == routed.messages and memory.supersteps == routed.supersteps
+
+
+def test_the_memory_regimes_percentile_is_sparks(spark):
+    """Spark's exact percentile (ties, one value, none) against `spark_percentile`, bit for bit."""
+    draw = random.Random(3)
+    for size in (0, 1, 2, 3, 7, 40, 101):
+        values = [round(draw.uniform(0, 90), draw.choice([0, 1, 6])) for _ in range(size)]
+        frame = spark.createDataFrame([(v,) for v in values], "v double")
+        for fraction in (0.5, 0.95, 0.05, 1.0, 0.0):
+            expected = frame.agg(F.percentile("v", F.lit(fraction))).first()[0]
+            assert spark_percentile(np.asarray(values, dtype=np.float64), fraction) == expected, (values, fraction)
 
 
 def test_publications_pick_topics_uniformly_and_publishers_among_subscribers(spark):
@@ -387,6 +464,7 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
         None if roots is None else local_frame(spark, sorted(roots.items()), f"{S.TOPIC_ID} long, {S.NODE_ID} long")
     )
     network = build_network(overlay.ring, overlay.fingers, frame, n, coordinate_frame, root_frame)
+    tables = tables_of(overlay, frame, n, coordinate_frame, root_frame)
     workload = publications(frame, 150, seed=trial) if roots is None else feed_publications(root_frame, 150)
     placed = (
         workload.join(network.positions.withColumnRenamed(S.NODE_ID, S.PUBLISHER), on=S.PUBLISHER)
@@ -400,12 +478,9 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
         return math.dist(xy[u], xy[v])
 
     pubs = placed.collect()
-    for protocol in ("po", "pa1", "pie", "scribe", "iscribe"):
-        routed = simulate_compiled(network, placed, protocol, partitions=3)
-        got = Counter(
-            (r[S.PUB_ID], r[AT], r["hops"], r["target"], round(r["latency"], 9), r["sender"])
-            for r in routed.arrivals.collect()
-        )
+    for protocol, engine in [(p, e) for p in PROTOCOLS for e in ("compiled", MEMORY)]:
+        rows, messages, supersteps = arrivals_of(engine, network, tables, placed, protocol, partitions=3)
+        got = Counter((r[S.PUB_ID], r[AT], r["hops"], r["target"], round(r["latency"], 9), r["sender"]) for r in rows)
         expected = Counter()
         for row in pubs:
             rp = None if roots is None else position[roots[row[S.TOPIC_ID]]]
@@ -414,6 +489,6 @@ def test_compiled_routing_matches_the_oracle_arrival_by_arrival(spark, trial, n,
             )
             for at, hops, target, ms, sender in oracle_run.arrivals:
                 expected[row[S.PUB_ID], at, hops, target, round(ms, 9), sender] += 1
-        assert got == expected, protocol
-        assert routed.messages == sum(expected.values())
-        assert routed.supersteps == max(hops for _, _, hops, *_ in expected)
+        assert got == expected, (protocol, engine)
+        assert messages == sum(expected.values())
+        assert supersteps == max(hops for _, _, hops, *_ in expected)
