@@ -81,11 +81,12 @@ def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, s
 
 
 ROUTE_COMMITS = 6  # claim, publications, deliveries, load, metrics, completion
-ROUTE_JOBS = {"compiled": 69, "supersteps": 94}
+ROUTE_JOBS = {"memory": 41, "compiled": 69, "supersteps": 94}
 
 
-@pytest.mark.slow  # a routing run per engine
-@pytest.mark.parametrize("engine", ["compiled", "supersteps"])
+@pytest.mark.parametrize(
+    "engine", ["memory", *(pytest.param(e, marks=pytest.mark.slow) for e in ("compiled", "supersteps"))]
+)
 def test_a_routing_run_counts_its_spark_jobs_and_delta_commits(spark, lakehouse, small_world, scribed, engine):
     """The counts are stored on the routing run row and pinned here, so fixed costs cannot creep
     back (`scribed` has created the routing tables whichever test a worker runs first: no creation
@@ -163,9 +164,9 @@ def test_routing_needs_a_small_world_run(spark, lakehouse, small_world, write_te
         run_route(spark, lakehouse, RouteRequest(small_world[S.RUN_ID], "po", 7), "lossy")
 
 
-@pytest.mark.slow  # both engines on one workload (every protocol on both: tests/test_routing.py)
+@pytest.mark.slow  # every engine on one workload (every protocol on each: tests/test_routing.py)
 def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
-    """`--engine compiled` and `--engine supersteps` store the same metrics, deliveries and load,
+    """`--engine memory`, `compiled` and `supersteps` store the same metrics, deliveries and load,
     and the same stored request (the engine is not part of it)."""
     stored = {}
     for engine in route.ENGINES:
@@ -187,7 +188,7 @@ def test_both_engines_store_the_same_routing_run(spark, lakehouse, small_world):
             ),
             sorted(tuple(r)[1:] for r in rows_of(lakehouse, S.ROUTING_LOAD, routing_run_id)),
         )
-    assert stored["compiled"] == stored["supersteps"]
+    assert stored["memory"] == stored["compiled"] == stored["supersteps"]
     assert stored["compiled"][3][S.DELIVERIES] > 0
 
 
