@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
@@ -45,7 +46,7 @@ from routing.in_memory import placed_publications, route_in_memory, routing_tabl
 from routing.network import AT, build_network
 from routing.outcome import summarise
 from routing.protocols import PROTOCOLS
-from routing.workload import feed_publications, publications
+from routing.workload import feed_publications, feed_publications_in_memory, publications, publications_in_memory
 
 log = logging.getLogger(__name__)
 __all__ = ["ENGINES", "PROTOCOLS", "RouteRequest", "RoutingError", "run_route"]
@@ -223,7 +224,7 @@ def _network_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Ro
     instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
     fingers = lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id)
-    coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
+    coordinates, roots, _ = _inputs(spark, lakehouse, request, run, instance, feeds)
     network = build_network(
         ring,
         fingers,
@@ -250,17 +251,11 @@ def _tables_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Rou
     publications as an Arrow table, read at once (each read is mostly a Spark job's latency)."""
     instance = lakehouse.instance_version(run[S.INSTANCE], run[S.INGEST_ID])
     subscriptions = lakehouse.instance_rows(S.SUBSCRIPTIONS_TABLE, run[S.INSTANCE], run[S.INGEST_ID])
-    coordinates, roots = _inputs(spark, lakehouse, request, run, instance, feeds)
-    if roots is None:
-        workload = publications(subscriptions, request.publications, request.seed, lakehouse.lineage)
-    else:
-        workload = feed_publications(roots, request.publications, lakehouse.lineage)
+    _, roots, xy = _inputs(spark, lakehouse, request, run, instance, feeds)
     reads = {
         "ring": ring,
         "fingers": lakehouse.read(S.FINGERS).filter(F.col(S.RUN_ID) == request.run_id).select(S.NODE_ID, S.FINGER),
         "subscriptions": subscriptions.select(S.NODE_ID, S.TOPIC_ID).limit(MAX_DRIVER_SUBSCRIPTIONS + 1),
-        "coordinates": coordinates,
-        "workload": workload,
         **({} if roots is None else {"roots": roots}),
     }
     with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
@@ -270,10 +265,14 @@ def _tables_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Rou
         rows["fingers"],
         rows["subscriptions"],
         int(instance[S.NODES]),
-        rows["coordinates"],
+        pa.table({S.NODE_ID: np.arange(len(xy), dtype=np.int64), S.X_MS: xy[:, 0], S.Y_MS: xy[:, 1]}),
         rows.get("roots"),
     )
-    return tables, placed_publications(tables, rows["workload"])
+    if roots is None:
+        workload = publications_in_memory(rows["subscriptions"], request.publications, request.seed)
+    else:
+        workload = feed_publications_in_memory(rows["roots"], request.publications)
+    return tables, placed_publications(tables, workload)
 
 
 def _frame(spark: SparkSession, rows):
@@ -299,8 +298,9 @@ def _feeds_run(lakehouse: Lakehouse, request: RouteRequest, run: Row) -> Row | N
 def _inputs(
     spark: SparkSession, lakehouse: Lakehouse, request: RouteRequest, run: Row, instance: Row, feeds: Row | None
 ):
-    """The nodes' coordinates (node_id, x_ms, y_ms) and, with --feeds, each feed's publisher
-    (topic_id, node_id) of that Rappel run (with its model seed)."""
+    """The nodes' coordinates (node_id, x_ms, y_ms), with --feeds each feed's publisher
+    (topic_id, node_id) of that Rappel run (with its model seed), and the coordinates by node id
+    as the model gives them (the stored rows' values)."""
     model_seed, roots = request.model_seed, None
     if feeds is not None:
         model_seed = json.loads(feeds[S.PARAMS])["request"]["model_seed"]
@@ -309,7 +309,7 @@ def _inputs(
             .filter((F.col(S.RUN_ID) == request.feeds) & (F.col(S.SUBSCRIBERS) > 0))
             .select(S.TOPIC_ID, F.col(S.PUBLISHER).alias(S.NODE_ID))
         )
-    node_coordinates(spark, lakehouse, run[S.INSTANCE], run[S.INGEST_ID], model_seed, int(instance[S.NODES]))
+    xy = node_coordinates(spark, lakehouse, run[S.INSTANCE], run[S.INGEST_ID], model_seed, int(instance[S.NODES]))
     coordinates = (
         lakehouse.read(S.NODE_COORDINATES)
         .filter(
@@ -319,4 +319,4 @@ def _inputs(
         )
         .select(S.NODE_ID, S.X_MS, S.Y_MS)
     )
-    return coordinates, roots
+    return coordinates, roots, xy

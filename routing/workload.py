@@ -3,11 +3,15 @@ among the topics with subscribers, and a publisher uniformly among that topic's 
 or, for feeds with one publisher each (Rappel's), each feed in turn, by its publisher.
 
 Draws are `xxhash64(seed, what, pub_id)` scaled to [0, 1): the same seed gives the same
-publications on any cluster layout.
+publications on any cluster layout. The memory regime draws the same publications with numpy
+(`publications_in_memory`, `feed_publications_in_memory`): Spark's xxhash64 is the reference
+XXH64 over each value's bytes in turn, seeded 42, which `tests/test_routing.py` holds to Spark's.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -58,3 +62,85 @@ def feed_publications(publishers: DataFrame, count: int, lineage: Lineage = LOCA
         .join(F.broadcast(feeds), on="_f")
         .select(S.PUB_ID, S.TOPIC_ID, F.col(S.NODE_ID).alias(S.PUBLISHER))
     )
+
+
+_PRIMES = tuple(
+    np.uint64(p)
+    for p in (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
+)
+
+
+def _rotate(x: np.ndarray, bits: int) -> np.ndarray:
+    return (x << np.uint64(bits)) | (x >> np.uint64(64 - bits))
+
+
+def _xxhash64(data: bytes, seeds: np.ndarray) -> np.ndarray:
+    """XXH64 of the same short byte string (under 32 bytes: all Spark hashes here) under each seed."""
+    if len(data) >= 32:
+        raise ValueError("only inputs shorter than 32 bytes are hashed here")
+    p1, p2, p3, p4, p5 = _PRIMES
+    h = seeds.astype(np.uint64) + p5 + np.uint64(len(data))
+    at = 0
+    while at + 8 <= len(data):
+        lane = np.uint64(int.from_bytes(data[at : at + 8], "little"))
+        h = _rotate(h ^ (_rotate(np.full_like(h, lane) * p2, 31) * p1), 27) * p1 + p4
+        at += 8
+    if at + 4 <= len(data):
+        h = _rotate(h ^ (np.uint64(int.from_bytes(data[at : at + 4], "little")) * p1), 23) * p2 + p3
+        at += 4
+    for byte in data[at:]:
+        h = _rotate(h ^ (np.uint64(byte) * p5), 11) * p1
+    h = (h ^ (h >> np.uint64(33))) * p2
+    h = (h ^ (h >> np.uint64(29))) * p3
+    return h ^ (h >> np.uint64(32))
+
+
+def _xxhash64_longs(values: np.ndarray, seed: np.uint64) -> np.ndarray:
+    """XXH64 of each int64 (its 8 little-endian bytes) under one seed."""
+    p1, p2, p3, p4, p5 = _PRIMES
+    lane = values.astype(np.int64).view(np.uint64)
+    h = np.full(len(values), seed + p5 + np.uint64(8), np.uint64)
+    h = _rotate(h ^ (_rotate(lane * p2, 31) * p1), 27) * p1 + p4
+    h = (h ^ (h >> np.uint64(33))) * p2
+    h = (h ^ (h >> np.uint64(29))) * p3
+    return h ^ (h >> np.uint64(32))
+
+
+def uniform_in_memory(seed: int, what: str, keys: np.ndarray) -> np.ndarray:
+    """`_uniform(seed, what, key)` with numpy: Spark hashes a literal int seed as 4 bytes (8 past
+    the int range), then the string's UTF-8 bytes, then the long key, each under the last hash."""
+    size = 4 if -(1 << 31) <= seed < 1 << 31 else 8
+    with np.errstate(over="ignore"):
+        first = _xxhash64(seed.to_bytes(size, "little", signed=True), np.array([42], np.uint64))
+        second = _xxhash64(what.encode(), first)
+        hashed = _xxhash64_longs(keys, second[0])
+    return (hashed & np.uint64(_UNIT - 1)).astype(np.float64) / float(_UNIT)
+
+
+def publications_in_memory(subscriptions: pa.Table, count: int, seed: int) -> pa.Table:
+    """`publications` over rows in memory (node_id, topic_id): the same (pub_id, topic_id,
+    publisher) rows, no Spark job."""
+    pairs = np.unique(
+        np.stack(
+            [subscriptions.column(S.TOPIC_ID).to_numpy(), subscriptions.column(S.NODE_ID).to_numpy()], axis=1
+        ).astype(np.int64),  # fmt: skip
+        axis=0,
+    )  # by topic, then node: each topic's members in node order
+    if len(pairs) == 0:
+        raise ValueError("no topic has a subscriber: nothing to publish")
+    topics, starts, sizes = np.unique(pairs[:, 0], return_index=True, return_counts=True)
+    pub_ids = np.arange(count, dtype=np.int64)
+    topic = np.floor(uniform_in_memory(seed, "topic", pub_ids) * float(len(topics))).astype(np.int64)
+    member = np.floor(uniform_in_memory(seed, "publisher", pub_ids) * sizes[topic].astype(np.float64)).astype(np.int64)
+    return pa.table({S.PUB_ID: pub_ids, S.TOPIC_ID: topics[topic], S.PUBLISHER: pairs[starts[topic] + member, 1]})
+
+
+def feed_publications_in_memory(publishers: pa.Table, count: int) -> pa.Table:
+    """`feed_publications` over rows in memory (topic_id, node_id: one row per feed)."""
+    topic = publishers.column(S.TOPIC_ID).to_numpy().astype(np.int64)
+    node = publishers.column(S.NODE_ID).to_numpy().astype(np.int64)
+    if len(topic) == 0:
+        raise ValueError("no feed has a subscriber: nothing to publish")
+    order = np.argsort(topic, kind="stable")
+    feed = np.arange(count, dtype=np.int64) % len(topic)
+    return pa.table({S.PUB_ID: np.arange(count, dtype=np.int64), S.TOPIC_ID: topic[order][feed], S.PUBLISHER: node[order][feed]})  # fmt: skip

@@ -81,7 +81,7 @@ def test_a_routing_run_stores_consistent_tables(spark, lakehouse, small_world, s
 
 
 ROUTE_COMMITS = 6  # claim, publications, deliveries, load, metrics, completion
-ROUTE_JOBS = {"memory": 41, "compiled": 69, "supersteps": 94}
+ROUTE_JOBS = {"memory": 26, "compiled": 69, "supersteps": 94}
 
 
 @pytest.mark.parametrize(

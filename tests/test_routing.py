@@ -28,7 +28,7 @@ from routing.outcome import summarise
 from routing.protocols import PROTOCOLS, hop_messages
 from routing.simulate import Simulation, simulate
 from routing.trees import rendezvous, rendezvous_of
-from routing.workload import feed_publications, publications
+from routing.workload import feed_publications, feed_publications_in_memory, publications, publications_in_memory
 from tests import routing_oracle as oracle
 from tests.helpers import ring_network
 
@@ -377,6 +377,25 @@ def test_the_memory_regimes_percentile_is_sparks(spark):
         for fraction in (0.5, 0.95, 0.05, 1.0, 0.0):
             expected = frame.agg(F.percentile("v", F.lit(fraction))).first()[0]
             assert spark_percentile(np.asarray(values, dtype=np.float64), fraction) == expected, (values, fraction)
+
+
+@pytest.mark.parametrize("seed", [1, 0, -7, 2**31 - 1, 2**31, -(2**31) - 1, 2**40 + 3])
+def test_the_memory_regimes_workload_is_sparks(spark, seed):
+    """The numpy draws (`publications_in_memory`, `feed_publications_in_memory`) pick the same
+    publications as the Spark ones, row for row, for seeds hashed as ints and as longs."""
+    draw = random.Random(seed % 1000)
+    subscriptions = _instance(draw, draw.randint(5, 40), topics=draw.randint(1, 12), per_node=4)
+    subscriptions += subscriptions[:3]  # duplicates count once
+    frame = local_frame(spark, subscriptions, SUBSCRIPTION_SCHEMA)
+    count = draw.randint(1, 300)
+    expected = sorted(tuple(r) for r in publications(frame, count, seed).collect())
+    got = publications_in_memory(pa.Table.from_pylist([dict(zip((S.NODE_ID, S.TOPIC_ID), r)) for r in subscriptions]), count, seed)  # fmt: skip
+    assert sorted(tuple(r.values()) for r in got.to_pylist()) == expected
+    feeds = sorted({t: node for node, t in subscriptions}.items())
+    feed_frame = local_frame(spark, feeds, f"{S.TOPIC_ID} long, {S.NODE_ID} long")
+    expected = sorted(tuple(r) for r in feed_publications(feed_frame, count).collect())
+    got = feed_publications_in_memory(pa.Table.from_pylist([{S.TOPIC_ID: t, S.NODE_ID: v} for t, v in reversed(feeds)]), count)  # fmt: skip
+    assert sorted(tuple(r.values()) for r in got.to_pylist()) == expected
 
 
 def test_publications_pick_topics_uniformly_and_publishers_among_subscribers(spark):
