@@ -1,7 +1,7 @@
 """Spark's `xxhash64` in compiled form (`org.apache.spark.sql.catalyst.expressions.XXH64`, seed
 42), for kernels that must break ties or pick samples as the DataFrame form of the same rule does:
-`xxhash64(a, b, ...)` folds each argument into the running hash, an int with `hash_int` and a long
-with `hash_long`, starting from `SPARK_SEED`; Spark's column is the result read as a signed long."""
+`xxhash64(a, b, ...)` folds each argument into the running hash, an int with `hash_int`, a long
+with `hash_long` and a string with `hash_bytes` (its UTF-8 bytes), starting from `SPARK_SEED`; Spark's column is the result read as a signed long."""
 
 from __future__ import annotations
 
@@ -45,3 +45,50 @@ def hash_long(value, seed):
     h = seed + _PRIME5 + np.uint64(8)
     h ^= _rotl(np.uint64(value) * _PRIME2, 31) * _PRIME1
     return _fmix(_rotl(h, 27) * _PRIME1 + _PRIME4)
+
+
+@nb.njit(cache=True, nogil=True)
+def _lane(data, at):
+    """The 8 bytes of `data` from `at` as a little-endian word."""
+    word = np.uint64(0)
+    for i in range(8):
+        word |= np.uint64(data[at + i]) << np.uint64(8 * i)
+    return word
+
+
+@nb.njit(cache=True, nogil=True)
+def _accumulate(acc, lane):
+    return _rotl(acc + lane * _PRIME2, 31) * _PRIME1
+
+
+@nb.njit(cache=True, nogil=True)
+def hash_bytes(data, seed):
+    """Fold a byte string (uint8 array: a string's UTF-8 bytes) into `seed`: the reference XXH64."""
+    n, at = len(data), 0
+    if n >= 32:
+        v1, v2, v3, v4 = seed + _PRIME1 + _PRIME2, seed + _PRIME2, seed, seed - _PRIME1
+        while at + 32 <= n:
+            v1 = _accumulate(v1, _lane(data, at))
+            v2 = _accumulate(v2, _lane(data, at + 8))
+            v3 = _accumulate(v3, _lane(data, at + 16))
+            v4 = _accumulate(v4, _lane(data, at + 24))
+            at += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        for v in (v1, v2, v3, v4):
+            h = (h ^ _accumulate(np.uint64(0), v)) * _PRIME1 + _PRIME4
+    else:
+        h = seed + _PRIME5
+    h += np.uint64(n)
+    while at + 8 <= n:
+        h = _rotl(h ^ _accumulate(np.uint64(0), _lane(data, at)), 27) * _PRIME1 + _PRIME4
+        at += 8
+    if at + 4 <= n:
+        word = np.uint64(0)
+        for i in range(4):
+            word |= np.uint64(data[at + i]) << np.uint64(8 * i)
+        h = _rotl(h ^ (word * _PRIME1), 23) * _PRIME2 + _PRIME3
+        at += 4
+    while at < n:
+        h = _rotl(h ^ (np.uint64(data[at]) * _PRIME5), 11) * _PRIME1
+        at += 1
+    return _fmix(h)

@@ -4,12 +4,13 @@ or, for feeds with one publisher each (Rappel's), each feed in turn, by its publ
 
 Draws are `xxhash64(seed, what, pub_id)` scaled to [0, 1): the same seed gives the same
 publications on any cluster layout. The memory regime draws the same publications with numpy
-(`publications_in_memory`, `feed_publications_in_memory`): Spark's xxhash64 is the reference
-XXH64 over each value's bytes in turn, seeded 42, which `tests/test_routing.py` holds to Spark's.
+(`publications_in_memory`, `feed_publications_in_memory`): Spark's xxhash64 in compiled form
+(`overlay.spark_hash`), which `tests/test_routing.py` holds to Spark's draws.
 """
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.instance.ids import with_dense_id
 from overlay.lineage import LOCAL, Lineage
+from overlay.spark_hash import SPARK_SEED, hash_bytes, hash_int, hash_long
 
 _UNIT = 1 << 53
 
@@ -64,57 +66,20 @@ def feed_publications(publishers: DataFrame, count: int, lineage: Lineage = LOCA
     )
 
 
-_PRIMES = tuple(
-    np.uint64(p)
-    for p in (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
-)
-
-
-def _rotate(x: np.ndarray, bits: int) -> np.ndarray:
-    return (x << np.uint64(bits)) | (x >> np.uint64(64 - bits))
-
-
-def _xxhash64(data: bytes, seeds: np.ndarray) -> np.ndarray:
-    """XXH64 of the same short byte string (under 32 bytes: all Spark hashes here) under each seed."""
-    if len(data) >= 32:
-        raise ValueError("only inputs shorter than 32 bytes are hashed here")
-    p1, p2, p3, p4, p5 = _PRIMES
-    h = seeds.astype(np.uint64) + p5 + np.uint64(len(data))
-    at = 0
-    while at + 8 <= len(data):
-        lane = np.uint64(int.from_bytes(data[at : at + 8], "little"))
-        h = _rotate(h ^ (_rotate(np.full_like(h, lane) * p2, 31) * p1), 27) * p1 + p4
-        at += 8
-    if at + 4 <= len(data):
-        h = _rotate(h ^ (np.uint64(int.from_bytes(data[at : at + 4], "little")) * p1), 23) * p2 + p3
-        at += 4
-    for byte in data[at:]:
-        h = _rotate(h ^ (np.uint64(byte) * p5), 11) * p1
-    h = (h ^ (h >> np.uint64(33))) * p2
-    h = (h ^ (h >> np.uint64(29))) * p3
-    return h ^ (h >> np.uint64(32))
-
-
-def _xxhash64_longs(values: np.ndarray, seed: np.uint64) -> np.ndarray:
-    """XXH64 of each int64 (its 8 little-endian bytes) under one seed."""
-    p1, p2, p3, p4, p5 = _PRIMES
-    lane = values.astype(np.int64).view(np.uint64)
-    h = np.full(len(values), seed + p5 + np.uint64(8), np.uint64)
-    h = _rotate(h ^ (_rotate(lane * p2, 31) * p1), 27) * p1 + p4
-    h = (h ^ (h >> np.uint64(33))) * p2
-    h = (h ^ (h >> np.uint64(29))) * p3
-    return h ^ (h >> np.uint64(32))
+@nb.njit(cache=True, nogil=True)
+def _uniforms(keys, seed):
+    out = np.empty(len(keys), np.float64)
+    for i in range(len(keys)):
+        out[i] = float(hash_long(keys[i], seed) & np.uint64(_UNIT - 1)) / float(_UNIT)
+    return out
 
 
 def uniform_in_memory(seed: int, what: str, keys: np.ndarray) -> np.ndarray:
-    """`_uniform(seed, what, key)` with numpy: Spark hashes a literal int seed as 4 bytes (8 past
-    the int range), then the string's UTF-8 bytes, then the long key, each under the last hash."""
-    size = 4 if -(1 << 31) <= seed < 1 << 31 else 8
-    with np.errstate(over="ignore"):
-        first = _xxhash64(seed.to_bytes(size, "little", signed=True), np.array([42], np.uint64))
-        second = _xxhash64(what.encode(), first)
-        hashed = _xxhash64_longs(keys, second[0])
-    return (hashed & np.uint64(_UNIT - 1)).astype(np.float64) / float(_UNIT)
+    """`_uniform(seed, what, key)` of each key with numpy: Spark folds a literal int seed as an int
+    (a long past the int range), then the string, then the long key (`overlay.spark_hash`)."""
+    first = hash_int(seed, SPARK_SEED) if -(1 << 31) <= seed < 1 << 31 else hash_long(seed, SPARK_SEED)
+    folded = np.uint64(hash_bytes(np.frombuffer(what.encode(), np.uint8), np.uint64(first)))
+    return _uniforms(keys.astype(np.int64), folded)
 
 
 def publications_in_memory(subscriptions: pa.Table, count: int, seed: int) -> pa.Table:
