@@ -130,12 +130,18 @@ def _jaccards(sub_off, sub_top, node, rest, rest_count, q, mark):
     (`mark`: the node's topics marked)."""
     both = 0
     both_rest = 0
-    for b in range(sub_off[q], sub_off[q + 1]):
-        j = mark[sub_top[b]]
-        if j:
-            both += 1
-            both_rest += rest[j - 1]
-    size_q = sub_off[q + 1] - sub_off[q]
+    first, size_q = sub_off[node], sub_off[q + 1] - sub_off[q]
+    if size_q > 8 * (sub_off[node + 1] - first):  # a hub: search the node's topics in its list
+        for j in range(sub_off[node + 1] - first):
+            if _subscribes(sub_off, sub_top, q, sub_top[first + j]):
+                both += 1
+                both_rest += rest[j]
+    else:
+        for b in range(sub_off[q], sub_off[q + 1]):
+            j = mark[sub_top[b]]
+            if j:
+                both += 1
+                both_rest += rest[j - 1]
     union_rest = rest_count + size_q - both_rest
     union = (sub_off[node + 1] - sub_off[node]) + size_q - both
     u2 = both_rest / union_rest if union_rest else 0.0
@@ -422,6 +428,35 @@ def serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, ord
 
 
 @nb.njit(cache=True, nogil=True)
+def _pool(p, buf, buf_off, answers, ans_order, ans_start, ans_ids, requests, req_order, req_start, pay_ids):
+    """The distinct ids p heard this cycle, ascending: its buffer, its peer's gossip answer and its
+    requesters' gossip."""
+    size = buf_off[p + 1] - buf_off[p]
+    for k in range(ans_start[p], ans_start[p + 1]):
+        if answers[ans_order[k], KIND] == GOSSIP_ANSWERED:
+            size += answers[ans_order[k], LEN]
+    for k in range(req_start[p], req_start[p + 1]):
+        if requests[req_order[k], KIND] == GOSSIP_REQUEST:
+            size += requests[req_order[k], LEN]
+    pool = np.empty(size, np.int64)
+    size = buf_off[p + 1] - buf_off[p]
+    pool[:size] = buf[buf_off[p] : buf_off[p + 1]]
+    for k in range(ans_start[p], ans_start[p + 1]):
+        i = ans_order[k]
+        if answers[i, KIND] == GOSSIP_ANSWERED:
+            at, length = answers[i, AT], answers[i, LEN]
+            pool[size : size + length] = ans_ids[at : at + length]
+            size += length
+    for k in range(req_start[p], req_start[p + 1]):
+        i = req_order[k]
+        if requests[i, KIND] == GOSSIP_REQUEST:
+            at, length = requests[i, AT], requests[i, LEN]
+            pool[size : size + length] = pay_ids[at : at + length]
+            size += length
+    return np.unique(pool)
+
+
+@nb.njit(cache=True, nogil=True)
 def finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, pay_ids, answers, ans_order, ans_start, ans_ids, ans_ages, buf, state, work, covered, needy):  # fmt: skip
     """Step 3: each node merges its Cyclon answer, chooses its similar view from everything it
     heard, and every `delta` cycles rebuilds its ln-covered view (Alg. 3); the coverage it gives
@@ -434,60 +469,43 @@ def finish(c, params, sub_off, sub_top, need, requests, req_order, req_start, pa
     network = len(rv_n)
     mark = np.zeros(len(need), np.int64)
     for p in range(network):
-        size = buf_off[p + 1] - buf_off[p]  # the pool: p's buffer, its requesters' and its peer's answer
-        for k in range(ans_start[p], ans_start[p + 1]):
-            if answers[ans_order[k], KIND] == GOSSIP_ANSWERED:
-                size += answers[ans_order[k], LEN]
-        for k in range(req_start[p], req_start[p + 1]):
-            if requests[req_order[k], KIND] == GOSSIP_REQUEST:
-                size += requests[req_order[k], LEN]
-        pool = np.empty(size, np.int64)
-        size = buf_off[p + 1] - buf_off[p]
-        pool[:size] = buf[buf_off[p] : buf_off[p + 1]]
         for k in range(ans_start[p], ans_start[p + 1]):
             i = ans_order[k]
-            at, length = answers[i, AT], answers[i, LEN]
             if answers[i, KIND] == CYCLON_ANSWERED:
-                n = rv_n[p]
+                at, length, n = answers[i, AT], answers[i, LEN], rv_n[p]
                 gone = find(rv_id[p], n, target[p])
                 if gone >= 0:  # the contacted node leaves the view; its answer takes the slots of what p sent
                     rv_id[p, gone], rv_age[p, gone] = rv_id[p, n - 1], rv_age[p, n - 1]
                     rv_n[p] = n - 1
                 _merge(rv_id, rv_age, rv_n, p, ans_ids[at : at + length], ans_ages[at : at + length], sent_ids[p, : sent_n[p]], random_view)  # fmt: skip
-            else:
-                pool[size : size + length] = ans_ids[at : at + length]
-                size += length
-        for k in range(req_start[p], req_start[p + 1]):
-            i = req_order[k]
-            if requests[i, KIND] == GOSSIP_REQUEST:
-                at, length = requests[i, AT], requests[i, LEN]
-                pool[size : size + length] = pay_ids[at : at + length]
-                size += length
-        pool = np.unique(pool)
         first, last = sub_off[p], sub_off[p + 1]
         _mark(sub_off, sub_top, p, mark, True)
         rest = _rest(sub_off, sub_top, need, p, lv[p], lv_n[p], mark)
         rest_count = 0
         for j in range(len(rest)):
             rest_count += rest[j]
-        # SelectSimilarNeighbors: by (u2 desc, u1 desc, id asc), u2 > 0
-        ids = np.empty(len(pool), np.int64)
-        u2s = np.empty(len(pool), np.float64)
-        u1s = np.empty(len(pool), np.float64)
-        k = 0
-        for q in pool:
-            if q == p:
-                continue
-            u2, u1 = _jaccards(sub_off, sub_top, p, rest, rest_count, q, mark)
-            if u2 > 0.0:
-                ids[k], u2s[k], u1s[k] = q, u2, u1
-                k += 1
-        # ids ascending already (the pool is sorted): two stable sorts give (u2 desc, u1 desc, id asc)
-        order = np.argsort(-u1s[:k], kind="mergesort")
-        order = order[np.argsort(-u2s[order], kind="mergesort")]
-        take = min(k, similar_view)
-        for a in range(take):
-            sv_id[p, a] = ids[order[a]]
+        # SelectSimilarNeighbors: by (u2 desc, u1 desc, id asc), u2 > 0, over the pool: p's buffer,
+        # its requesters' and its peer's answer (a node with nothing left to cover has u2 = 0 for all)
+        take = 0
+        if rest_count > 0:
+            pool = _pool(p, buf, buf_off, answers, ans_order, ans_start, ans_ids, requests, req_order, req_start, pay_ids)  # fmt: skip
+            ids = np.empty(len(pool), np.int64)
+            u2s = np.empty(len(pool), np.float64)
+            u1s = np.empty(len(pool), np.float64)
+            k = 0
+            for q in pool:
+                if q == p:
+                    continue
+                u2, u1 = _jaccards(sub_off, sub_top, p, rest, rest_count, q, mark)
+                if u2 > 0.0:
+                    ids[k], u2s[k], u1s[k] = q, u2, u1
+                    k += 1
+            # ids ascending already (the pool is sorted): two stable sorts give (u2 desc, u1 desc, id asc)
+            order = np.argsort(-u1s[:k], kind="mergesort")
+            order = order[np.argsort(-u2s[order], kind="mergesort")]
+            take = min(k, similar_view)
+            for a in range(take):
+                sv_id[p, a] = ids[order[a]]
         sv_n[p] = take
         if c % delta == 0:
             both = np.concatenate((sv_id[p, :take], lv[p][: lv_n[p]], mb[p][: mb_n[p]]))
