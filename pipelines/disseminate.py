@@ -17,8 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -26,11 +29,12 @@ from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
 from overlay.frames import local_frame
+from overlay.gossip.cycles import MEMORY
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
 from overlay.gossip.feverfew import FeverfewParams
 from overlay.gossip.gossipsub import GossipsubParams
 from overlay.gossip.healing import heal_and_disseminate
-from overlay.gossip.spread import DELIVERY, SUMMARY, SpreadParams, spread_publications
+from overlay.gossip.spread import DELIVERY, SUMMARY, SpreadParams, spread_in_memory, spread_publications
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run, run_inputs
@@ -38,6 +42,7 @@ from pipelines.progress import Progress
 from pipelines.route import claim_run
 from pipelines.simulate import last_snapshot, stored_state
 from pipelines.spark import jobs_started, task_slots
+from routing.in_memory import spark_percentile
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +167,9 @@ def run_dissemination(
             bar.step(f"{chosen} publications chosen", publications=chosen)
             steps, messages = request.cycles, None
             if request.spreads:
-                steps, messages = _spread(spark, lakehouse, run, request, routing_run_id, subscriptions, links, topics)
+                steps, messages = _spread(
+                    spark, lakehouse, run, instance, request, routing_run_id, subscriptions, links, topics
+                )
                 bar.step("stored the deliveries and their metrics", stored=S.ROUTING_METRICS.name)
             else:
                 if request.live:
@@ -189,10 +196,11 @@ def run_dissemination(
     return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)
 
 
-def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, routing_run_id: str, subscriptions, links, topics) -> tuple[int, int]:  # fmt: skip
+def _spread(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: DisseminateRequest, routing_run_id: str, subscriptions, links, topics) -> tuple[int, int]:  # fmt: skip
     """A spread's deliveries, publications and metrics stored (`overlay.gossip.spread`): flood on
     the run's topic subgraphs, or gossipsub's push along the meshes of a gossipsub run with its
-    lazy gossip. Returns the deepest delivery's hops and the copies sent."""
+    lazy gossip; in the driver's memory when the instance's regime is memory (`lakehouse.cycles`),
+    else on the executors. Returns the deepest delivery's hops and the copies sent."""
     if request.kind == GOSSIPSUB_SPREAD:
         if run[S.ALGORITHM] != "gossipsub":
             raise InputError(
@@ -224,42 +232,16 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
     if request.kind == GOSSIPSUB_SPREAD and mesh_params.peers:
         stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
         connections = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
-    rows = lakehouse.lineage.cut(
-        spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params, connections)
+    spread_inputs = (
+        subscriptions.select(S.NODE_ID, S.TOPIC_ID),
+        push,
+        topics.select(S.PUB_ID, S.TOPIC_ID),
+        connections,
     )
-    deliveries = rows.filter(F.col("row_kind") == DELIVERY).select(
-        S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS
-    )
-    summaries = rows.filter(F.col("row_kind") == SUMMARY)
-    counted = deliveries.groupBy(S.PUB_ID).agg(F.count(F.lit(1)).alias(S.DELIVERIES))
-    publications = summaries.join(counted, S.PUB_ID, "left").select(
-        S.PUB_ID,
-        S.TOPIC_ID,
-        S.PUBLISHER,
-        F.col("messages").alias(S.RECEIVED),
-        F.lit(0).cast("long").alias(S.PURE_FORWARDS),
-        F.coalesce(S.DELIVERIES, F.lit(0)).cast("long").alias(S.DELIVERIES),
-        F.col("expected").alias(S.EXPECTED_DELIVERIES),
-        F.col("duplicates").alias(S.DUPLICATE_DELIVERIES),
-        F.col("ihave").alias(S.IHAVE),
-        F.col("iwant").alias(S.IWANT),
-        F.col("idontwant").alias(S.IDONTWANT),
-        F.col("bytes_sent").alias(S.BYTES_SENT),
-    )
-    summary, delivery = F.col("row_kind") == SUMMARY, F.col("row_kind") == DELIVERY
-    counted = rows.agg(  # one pass over both kinds of rows
-        F.count(F.when(summary, 1)).alias(S.PUBLICATIONS),
-        F.sum(F.when(summary, F.col("messages"))).alias(S.MESSAGES),
-        F.sum(F.when(summary, F.col("duplicates"))).alias(S.DUPLICATE_DELIVERIES),
-        F.sum(F.when(summary, F.col("bytes_sent"))).alias(S.BYTES_SENT),
-        F.sum(F.when(summary, F.col("expected"))).alias(S.EXPECTED_DELIVERIES),
-        F.count(F.when(delivery, 1)).alias(S.DELIVERIES),
-        F.avg(F.when(delivery, F.col(S.HOPS))).alias(S.AVG_PATH_LENGTH),
-        F.max(F.when(delivery, F.col(S.HOPS))).alias(S.MAX_PATH_LENGTH),
-        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.5).alias(S.LATENCY_MEDIAN),
-        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.95).alias(S.LATENCY_P95),
-        F.percentile(F.when(delivery, F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS)), 0.5).alias(S.STRETCH_MEDIAN),
-    ).first()
+    if lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS])) == MEMORY:
+        deliveries, publications, counted = _spread_in_memory(spark, request, params, *spread_inputs)
+    else:
+        deliveries, publications, counted = _spread_on_spark(lakehouse, request, params, *spread_inputs)
     expected, delivered = int(counted[S.EXPECTED_DELIVERIES] or 0), int(counted[S.DELIVERIES])
     deepest = int(counted[S.MAX_PATH_LENGTH] or 0)
     metrics = {
@@ -284,13 +266,113 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, request: DisseminateRequest, 
     }
     columns = tuple(c for c in S.ROUTING_METRICS.columns if c != S.ROUTING_RUN_ID)
     row = local_frame(spark, [tuple(metrics[c] for c in columns)], S.frame_schema(S.ROUTING_METRICS, columns))
-    for table, frame in (
-        (S.ROUTING_DELIVERIES, deliveries),
-        (S.ROUTING_PUBLICATIONS, publications),
-        (S.ROUTING_METRICS, row),
-    ):
-        lakehouse.write_run_rows(table, routing_run_id, frame, key=S.ROUTING_RUN_ID)
+    lakehouse.write_run_tables(
+        routing_run_id,
+        [(S.ROUTING_DELIVERIES, deliveries), (S.ROUTING_PUBLICATIONS, publications), (S.ROUTING_METRICS, row)],
+        key=S.ROUTING_RUN_ID,
+    )
     return deepest, metrics[S.MESSAGES]
+
+
+def _spread_on_spark(lakehouse: Lakehouse, request, params, subscriptions, push, topics, connections):
+    """The spread's deliveries and publications as DataFrames (a Spark task a group of
+    publications, `spread_publications`) and its counts in one pass (a Row)."""
+    rows = lakehouse.lineage.cut(
+        spread_publications(subscriptions, push, topics, request.mass_share, request.model_seed, params, connections)
+    )
+    deliveries = rows.filter(F.col("row_kind") == DELIVERY).select(
+        S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS
+    )
+    summaries = rows.filter(F.col("row_kind") == SUMMARY)
+    counted = deliveries.groupBy(S.PUB_ID).agg(F.count(F.lit(1)).alias(S.DELIVERIES))
+    publications = summaries.join(counted, S.PUB_ID, "left").select(
+        S.PUB_ID,
+        S.TOPIC_ID,
+        S.PUBLISHER,
+        F.col("messages").alias(S.RECEIVED),
+        F.lit(0).cast("long").alias(S.PURE_FORWARDS),
+        F.coalesce(S.DELIVERIES, F.lit(0)).cast("long").alias(S.DELIVERIES),
+        *(F.col(name).alias(column) for name, column in _SUMMARY_COLUMNS),
+    )
+    summary, delivery = F.col("row_kind") == SUMMARY, F.col("row_kind") == DELIVERY
+    counted = rows.agg(  # one pass over both kinds of rows
+        F.count(F.when(summary, 1)).alias(S.PUBLICATIONS),
+        F.sum(F.when(summary, F.col("messages"))).alias(S.MESSAGES),
+        F.sum(F.when(summary, F.col("duplicates"))).alias(S.DUPLICATE_DELIVERIES),
+        F.sum(F.when(summary, F.col("bytes_sent"))).alias(S.BYTES_SENT),
+        F.sum(F.when(summary, F.col("expected"))).alias(S.EXPECTED_DELIVERIES),
+        F.count(F.when(delivery, 1)).alias(S.DELIVERIES),
+        F.avg(F.when(delivery, F.col(S.HOPS))).alias(S.AVG_PATH_LENGTH),
+        F.max(F.when(delivery, F.col(S.HOPS))).alias(S.MAX_PATH_LENGTH),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.5).alias(S.LATENCY_MEDIAN),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS)), 0.95).alias(S.LATENCY_P95),
+        F.percentile(F.when(delivery, F.col(S.LATENCY_MS) / F.col(S.DIRECT_MS)), 0.5).alias(S.STRETCH_MEDIAN),
+    ).first()
+    return deliveries, publications, counted.asDict()
+
+
+def _spread_in_memory(spark, request, params, subscriptions, push, topics, connections):
+    """`_spread_on_spark` in this process (the memory regime): the inputs read at once, every
+    publication spread in the driver (`spread_in_memory`), the same rows and counts with numpy."""
+    reads = {"subscriptions": subscriptions, "push": push, "topics": topics}
+    if connections is not None:
+        reads["connections"] = connections
+    with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
+        got = dict(zip(reads, pool.map(lambda frame: frame.toArrow(), reads.values())))
+    rows = spread_in_memory(
+        got["subscriptions"], got["push"], got["topics"], request.mass_share, request.model_seed, params,
+        got.get("connections"),
+    )  # fmt: skip
+    kind = rows.column("row_kind").to_numpy()
+    delivered, summary = rows.filter(pa.array(kind == DELIVERY)), rows.filter(pa.array(kind == SUMMARY))
+    deliveries = delivered.select([S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS])
+    pub = summary.column(S.PUB_ID).to_numpy()
+    d_pub = delivered.column(S.PUB_ID).to_numpy()
+    order = np.argsort(pub)
+    per_pub = np.bincount(np.searchsorted(pub[order], d_pub), minlength=len(pub))[np.argsort(order)] if len(pub) else pub  # fmt: skip
+    publications = pa.table(
+        {
+            S.PUB_ID: pub,
+            S.TOPIC_ID: summary.column(S.TOPIC_ID),
+            S.PUBLISHER: summary.column(S.PUBLISHER),
+            S.RECEIVED: summary.column("messages"),
+            S.PURE_FORWARDS: np.zeros(len(pub), np.int64),
+            S.DELIVERIES: per_pub.astype(np.int64),
+            **{column: summary.column(name) for name, column in _SUMMARY_COLUMNS},
+        }
+    )
+    hops = delivered.column(S.HOPS).to_numpy().astype(np.int64)
+    latency = delivered.column(S.LATENCY_MS).to_numpy()
+    direct = delivered.column(S.DIRECT_MS).to_numpy()
+    total = {c: int(summary.column(name).to_numpy().sum()) for name, c in _SUMMED}
+    counted = {
+        S.PUBLICATIONS: len(pub),
+        **{c: (total[c] if len(pub) else None) for c in total},
+        S.DELIVERIES: len(hops),
+        S.AVG_PATH_LENGTH: float(hops.sum() / len(hops)) if len(hops) else None,
+        S.MAX_PATH_LENGTH: int(hops.max()) if len(hops) else None,
+        S.LATENCY_MEDIAN: spark_percentile(latency, 0.5),
+        S.LATENCY_P95: spark_percentile(latency, 0.95),
+        S.STRETCH_MEDIAN: spark_percentile(latency / direct, 0.5),
+    }
+    return spark.createDataFrame(deliveries), spark.createDataFrame(publications), counted
+
+
+# summary columns of `spread_publications` and the routing_publications / metrics columns they fill
+_SUMMARY_COLUMNS = (
+    ("expected", S.EXPECTED_DELIVERIES),
+    ("duplicates", S.DUPLICATE_DELIVERIES),
+    ("ihave", S.IHAVE),
+    ("iwant", S.IWANT),
+    ("idontwant", S.IDONTWANT),
+    ("bytes_sent", S.BYTES_SENT),
+)
+_SUMMED = (
+    ("messages", S.MESSAGES),
+    ("duplicates", S.DUPLICATE_DELIVERIES),
+    ("bytes_sent", S.BYTES_SENT),
+    ("expected", S.EXPECTED_DELIVERIES),
+)
 
 
 def _live(

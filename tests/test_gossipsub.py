@@ -349,18 +349,21 @@ def test_a_publications_spread_is_the_oracles(seed):
 
 def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, simulated):
     """`disseminate --protocol gossipsub-spread` on the gossipsub run (its meshes, lazy gossip) and
-    `--protocol flood` (the run's topic subgraphs, no gossip) with a fifth of the nodes down: every
-    delivery, its hops and latency, and each publication's counts are the oracle's."""
+    `--protocol flood` (the run's topic subgraphs, no gossip) with a fifth of the nodes down, in
+    the driver's memory and as Spark tasks: every delivery, its hops and latency, and each
+    publication's counts are the oracle's, and both regimes store the same metrics."""
     import math
 
     from pyspark.sql import functions as F
 
     from overlay import schema as S
+    from overlay.gossip.cycles import CycleRegime
     from overlay.rappel.coordinates import LatencyModel
     from pipelines.disseminate import DisseminateRequest, run_dissemination
+    from pipelines.lakehouse import Lakehouse
     from tests.gossipsub_oracle import Spread, rnd, spread_oracle
 
-    lakehouse, run, subs, oracle, _ = simulated
+    stored, run, subs, oracle, _ = simulated
     members = {}
     for p, t in subs:
         members.setdefault(t, set()).add(p)
@@ -371,14 +374,16 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
     def latency(a, b):
         return round(1000.0 * math.hypot(position[a, 0] - position[b, 0], position[a, 1] - position[b, 1]))
 
-    for kind, gossip in (("gossipsub-spread", True), ("flood", False)):
+    compared = {}
+    for regime, kind, gossip in [(r, *k) for r in ("memory", "spark") for k in (("gossipsub-spread", True), ("flood", False))]:  # fmt: skip
+        lakehouse = Lakehouse(spark, stored.root, stored.lineage, CycleRegime(regime))
         flood = False if gossip else None  # the profile's flood publishing off: the mesh alone
         request = DisseminateRequest(
             run[S.RUN_ID], 3, seed=9, mass_share=0.2, kind=kind, model_seed=4, flood_publish=flood
         )
-        done = run_dissemination(spark, lakehouse, request, progress=False)
+        done = run_dissemination(spark, lakehouse, request, f"{kind}-{regime}", progress=False)
         rid = done[S.ROUTING_RUN_ID]
-        mine = lambda table, rid=rid: lakehouse.read(table).filter(F.col(S.ROUTING_RUN_ID) == rid)  # noqa: E731
+        mine = lambda table, rid=rid, lh=lakehouse: lh.read(table).filter(F.col(S.ROUTING_RUN_ID) == rid)  # noqa: E731
         publications = mine(S.ROUTING_PUBLICATIONS).collect()
         assert len(publications) == 3
         expected_total = delivered_total = 0
@@ -410,6 +415,10 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
         metrics = mine(S.ROUTING_METRICS).first()
         assert metrics[S.DELIVERY_RATIO] == delivered_total / expected_total and metrics[S.ROUTING_OVERHEAD] == 0
         assert done[S.STATUS] == S.COMPLETE
+        compared.setdefault(kind, []).append(
+            {k: v for k, v in metrics.asDict().items() if k not in (S.ROUTING_RUN_ID, S.COMPUTED_AT)}
+        )
+    assert all(memory == on_spark for memory, on_spark in compared.values())
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -496,7 +505,7 @@ def test_compare_meshes_stores_one_row_per_system_from_its_runs(spark, simulated
 GOSSIPSUB_COMMITS = 7
 GOSSIPSUB_JOBS = 22
 SPREAD_COMMITS = 4
-SPREAD_JOBS = 23
+SPREAD_JOBS = 20
 
 
 def test_a_gossipsub_run_and_its_spread_count_their_spark_jobs_and_delta_commits(spark, tmp_path):

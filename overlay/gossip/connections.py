@@ -66,7 +66,7 @@ def links_of(row: dict, members: np.ndarray) -> TopicLinks | None:
     every pair is connected)."""
     if DIALERS not in row:
         return None
-    ends = (np.asarray(row[k] or [], dtype=np.int64) for k in (DIALERS, LISTENERS))
+    ends = (np.asarray([] if row[k] is None else row[k], dtype=np.int64) for k in (DIALERS, LISTENERS))
     return TopicLinks.among(members, *ends)
 
 

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from overlay import schema as S
 from overlay.gossip import spread_kernel
-from overlay.gossip.connections import TopicLinks, links_of, within_groups
+from overlay.gossip.connections import DIALERS, LISTENERS, TopicLinks, links_of, within_groups
 from overlay.gossip.dissemination import Failures, publisher_of
 from overlay.gossip.event_rows import latencies_us
 from overlay.rappel.coordinates import LatencyModel
@@ -189,11 +189,52 @@ def spread_publications(
     return grouped.mapInArrow(run, SPREAD_SCHEMA)
 
 
+def spread_in_memory(
+    subscriptions: pa.Table,
+    push: pa.Table,
+    topics: pa.Table,
+    mass_share: float,
+    model_seed: int,
+    params: SpreadParams,
+    connections: pa.Table | None = None,
+) -> pa.Table:
+    """`spread_publications` over tables in this process (the memory regime): the same rows, the
+    groups built with numpy instead of Spark's joins. subscriptions (node_id, topic_id), push
+    (topic_id, u, v), topics (pub_id, topic_id), connections (dialer, listener)."""
+    failures = Failures(mass_share=mass_share)
+    failures.check()
+    node, topic = (np.asarray(subscriptions.column(c).to_numpy(), np.int64) for c in (S.NODE_ID, S.TOPIC_ID))
+    by_topic = np.lexsort((node, topic))
+    node, topic = node[by_topic], topic[by_topic]
+    p_topic, p_u, p_v = (np.asarray(push.column(c).to_numpy(), np.int64) for c in (S.TOPIC_ID, S.U, S.V))
+    by_push = np.argsort(p_topic, kind="stable")
+    p_topic, p_u, p_v = p_topic[by_push], p_u[by_push], p_v[by_push]
+    dialer = listener = None
+    if connections is not None:
+        dialer, listener = (np.asarray(connections.column(c).to_numpy(), np.int64) for c in ("dialer", "listener"))
+        by_dialer = np.argsort(dialer, kind="stable")
+        dialer, listener = dialer[by_dialer], listener[by_dialer]
+    batches = []
+    for pub, t in zip(topics.column(S.PUB_ID).to_pylist(), topics.column(S.TOPIC_ID).to_pylist()):
+        members = node[np.searchsorted(topic, t) : np.searchsorted(topic, t, side="right")]
+        if len(members) == 0:
+            continue  # the Spark regime's join with the subscriptions drops it
+        pushed = slice(np.searchsorted(p_topic, t), np.searchsorted(p_topic, t, side="right"))
+        row = {S.PUB_ID: pub, S.TOPIC_ID: t, "_members": members, "_us": p_u[pushed], "_vs": p_v[pushed]}
+        if dialer is not None:
+            lo, hi = np.searchsorted(dialer, members), np.searchsorted(dialer, members, side="right")
+            ends = np.repeat(lo - np.concatenate([[0], np.cumsum(hi - lo)[:-1]]), hi - lo) + np.arange((hi - lo).sum())
+            ends = ends[np.isin(listener[ends], members)]
+            row[DIALERS], row[LISTENERS] = dialer[ends], listener[ends]
+        batches.append(_one(row, failures, model_seed, params))
+    return pa.Table.from_batches(batches, schema=_ARROW)
+
+
 def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -> pa.RecordBatch:
     nodes = np.asarray(row["_members"], dtype=np.int64)
     topic, pub = int(row[S.TOPIC_ID]), int(row[S.PUB_ID])
-    us = np.searchsorted(nodes, np.asarray(row["_us"] or [], dtype=np.int64))
-    vs = np.searchsorted(nodes, np.asarray(row["_vs"] or [], dtype=np.int64))
+    us = np.searchsorted(nodes, np.asarray(_listed(row["_us"]), dtype=np.int64))
+    vs = np.searchsorted(nodes, np.asarray(_listed(row["_vs"]), dtype=np.int64))
     order = np.lexsort((vs, us))
     indptr = np.searchsorted(us[order], np.arange(len(nodes) + 1))
     publisher = publisher_of(params.seed, topic, nodes)
@@ -227,3 +268,8 @@ def _one(row: dict, failures: Failures, model_seed: int, params: SpreadParams) -
         *(summaries(c) for c in counts),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_ARROW)
+
+
+def _listed(values) -> list | np.ndarray:
+    """A collected list column's value (None: no rows) or the memory regime's array."""
+    return [] if values is None else values
