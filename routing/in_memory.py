@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 
@@ -57,7 +58,7 @@ class Tables:
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy().astype(np.int64)
+    return np.asarray(table.column(name).to_numpy(), dtype=np.int64)
 
 
 def routing_tables(
@@ -233,9 +234,9 @@ def spark_percentile(values: np.ndarray, fraction: float) -> float | None:
     ((higher - position) * lower value + (position - lower) * higher value), None when empty."""
     if len(values) == 0:
         return None
-    ordered = np.sort(values)
-    position = (len(ordered) - 1) * fraction
+    position = (len(values) - 1) * fraction
     lower, higher = int(np.floor(position)), int(np.ceil(position))
+    ordered = np.partition(values, [lower, higher])  # the two ranks in place, not a whole sort
     low, high = float(ordered[lower]), float(ordered[higher])
     if lower == higher or low == high:
         return low
@@ -251,10 +252,12 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
     hops = arrivals.column(HOPS).to_numpy().astype(np.int32)
     target = arrivals.column(TARGET).to_numpy(zero_copy_only=False).astype(bool)
     latency = arrivals.column(LATENCY).to_numpy(zero_copy_only=False).astype(np.float64)
-    subscribed_keys = np.repeat(np.arange(len(tables.topic_ids), dtype=np.int64), np.diff(tables.t_offsets)) * n
-    subscribed_keys += tables.t_subs
-    index = np.minimum(np.searchsorted(tables.topic_ids, topic), max(len(tables.topic_ids) - 1, 0))
-    subscribed = _member(index * n + at, subscribed_keys) & (tables.topic_ids[index] == topic)
+    p_pub, p_topic, p_publisher = (_column(publications, c) for c in (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER))
+    row_of = _rows_of(p_pub, pub)
+    t_index = np.searchsorted(tables.topic_ids, p_topic)
+    t_clamped = np.minimum(t_index, max(len(tables.topic_ids) - 1, 0))
+    has_topic = (t_index < len(tables.topic_ids)) & (tables.topic_ids[t_clamped] == p_topic) if len(p_pub) else np.zeros(0, bool)  # fmt: skip
+    subscribed = _subscribed(tables.t_offsets, tables.t_subs, np.where(has_topic, t_clamped, -1)[row_of], at)
     delivered = target & subscribed & (at != publisher)
     pure = ~subscribed
 
@@ -290,9 +293,6 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
         }
     )
 
-    p_pub, p_topic, p_publisher = (_column(publications, c) for c in (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER))
-    order = np.argsort(p_pub, kind="stable")
-    row_of = order[np.searchsorted(p_pub[order], pub)] if len(pub) else np.zeros(0, np.int64)
     count = len(p_pub)
     per_publication = pa.table(
         {
@@ -306,9 +306,6 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
     )
 
     # The exactly-once check: every (publication, subscriber other than its publisher) once.
-    t_index = np.searchsorted(tables.topic_ids, p_topic)
-    t_clamped = np.minimum(t_index, max(len(tables.topic_ids) - 1, 0))
-    has_topic = (t_index < len(tables.topic_ids)) & (tables.topic_ids[t_clamped] == p_topic) if count else np.zeros(0, bool)  # fmt: skip
     sizes = np.where(has_topic, tables.t_offsets[t_clamped + 1] - tables.t_offsets[t_clamped], 0)
     e_row = np.repeat(np.arange(count, dtype=np.int64), sizes)
     starts = np.repeat(tables.t_offsets[t_clamped] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
@@ -346,6 +343,37 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
     if wrong:
         example = _counter_example(tables, expected_keys, delivered_expected, got_keys, times, is_expected, p_pub, p_topic, p_publisher)  # fmt: skip
     return Outcome(deliveries, load, per_publication, metrics, example)
+
+
+def _rows_of(p_pub: np.ndarray, pub: np.ndarray) -> np.ndarray:
+    """Each arrival's publication row (its pub_id among the publications'): a gather when the ids
+    are small (0..P-1, as the workloads number them), else a search."""
+    if len(p_pub) and 0 <= p_pub.min() and p_pub.max() < 4 * len(p_pub) + 1024:
+        lookup = np.full(int(p_pub.max()) + 1, -1, np.int64)
+        lookup[p_pub] = np.arange(len(p_pub), dtype=np.int64)
+        return lookup[pub]
+    order = np.argsort(p_pub, kind="stable")
+    return order[np.searchsorted(p_pub[order], pub)] if len(pub) else np.zeros(0, np.int64)
+
+
+@nb.njit(cache=True, nogil=True)
+def _subscribed(t_offsets, t_subs, topic_index, at):
+    """Whether each arrival's node subscribes to its topic (dense index, -1: none): a binary search
+    among the topic's sorted subscribers."""
+    out = np.zeros(len(at), np.bool_)
+    for i in range(len(at)):
+        t = topic_index[i]
+        if t < 0:
+            continue
+        lo, hi = t_offsets[t], t_offsets[t + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if t_subs[mid] < at[i]:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo < t_offsets[t + 1] and t_subs[lo] == at[i]
+    return out
 
 
 def _nulls(values: np.ndarray | None, length: int) -> np.ndarray | None:
