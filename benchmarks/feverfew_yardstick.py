@@ -39,6 +39,9 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
+from benchmarks.yardstick_draws import mix, rnd2, rnd3, rnd4
+
 BOOT, SEND, ANSWER, PEER, UNIFORM = 5, 6, 7, 8, 9  # the draws' purposes
 DEFAULTS = {  # the paper's settings and the lab's readings (FeverfewParams)
     "random_view": 20,
@@ -53,29 +56,6 @@ DEFAULTS = {  # the paper's settings and the lab's readings (FeverfewParams)
 }
 # prm, the settings as one int64 row:
 R_VIEW, SHUFFLE, S_VIEW, A_VIEW, B_START, DELTA, CLEAR, UNIFORM_PSS, BUBBLE, SEED = range(10)
-
-
-@nb.njit(cache=True)
-def mix(z):
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@nb.njit(cache=True)
-def rnd2(seed, purpose, a, b):
-    return mix(mix(mix(mix(np.uint64(seed)) ^ np.uint64(purpose)) ^ np.uint64(a)) ^ np.uint64(b))
-
-
-@nb.njit(cache=True)
-def rnd3(seed, purpose, a, b, c):
-    return mix(rnd2(seed, purpose, a, b) ^ np.uint64(c))
-
-
-@nb.njit(cache=True)
-def rnd4(seed, purpose, a, b, c, d):
-    return mix(rnd3(seed, purpose, a, b, c) ^ np.uint64(d))
 
 
 @nb.njit(cache=True)

@@ -26,6 +26,9 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
+from benchmarks.yardstick_draws import rnd2, rnd4
+
 DIRECTION, GRAFT_PICK, KEEP, OUTBOUND_PICK, PHASE = 25, 26, 27, 28, 29
 PRUNE, GRAFT, BEAT = 0, 1, 2
 COLUMNS = ("grafts", "prunes", "refused", "meshes", "mesh_links", "mesh_min", "mesh_max", "below_low", "above_high", "backoffs")  # fmt: skip
@@ -33,28 +36,6 @@ PROFILES = {  # d, d_low, d_high, d_out, high, backoff us, sweep, slack us, hear
     "go-libp2p": (6, 5, 12, 2, 12, 60_000_000, 15, 2_000_000, 1_000_000),
     "spec": (6, 4, 12, 2, 13, 60_000_000, 1, 0, 1_000_000),
 }
-
-
-@nb.njit(cache=True)
-def mix(z):
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@nb.njit(cache=True)
-def rnd2(seed, purpose, a, b):
-    return mix(mix(mix(mix(np.uint64(seed)) ^ np.uint64(purpose)) ^ np.uint64(a)) ^ np.uint64(b))
-
-
-@nb.njit(cache=True)
-def rnd4(seed, purpose, a, b, c, d):
-    x = mix(mix(np.uint64(seed)) ^ np.uint64(purpose))
-    x = mix(x ^ np.uint64(a))
-    x = mix(x ^ np.uint64(b))
-    x = mix(x ^ np.uint64(c))
-    return mix(x ^ np.uint64(d))
 
 
 @nb.njit(cache=True)

@@ -44,6 +44,9 @@ import numpy as np
 from numba import types
 from numba.typed import List
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
+from benchmarks.yardstick_draws import rnd1, rnd2, rnd3
+
 small = nb.njit(cache=True, inline="always")  # a helper inlined into its callers (numba IR)
 
 BLOOM_HASH, FCFS, ORDER, PHASE, REJOIN, UPDATE = 15, 17, 19, 20, 21, 22
@@ -67,27 +70,6 @@ TALLY = ("deliveries", "latency_ms_sum", "tree_joins", "tree_pings", "data", "fr
 
 
 # -- draws and distances ----------------------------------------------------------------------------
-@small
-def mix(z):
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@small
-def rnd1(seed, purpose, a):
-    return mix(mix(mix(np.uint64(seed)) ^ np.uint64(purpose)) ^ np.uint64(a))
-
-
-@small
-def rnd2(seed, purpose, a, b):
-    return mix(rnd1(seed, purpose, a) ^ np.uint64(b))
-
-
-@small
-def rnd3(seed, purpose, a, b, c):
-    return mix(rnd2(seed, purpose, a, b) ^ np.uint64(c))
 
 
 @small

@@ -67,6 +67,9 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
+from benchmarks.yardstick_draws import fold, mix, rnd1
+
 PUBLISHER, CHURN, PHASE, IHAVE_PICK = 11, 12, 29, 30  # the draws' purposes (as the oracle keys them)
 IDONTWANT, COPY, BEAT, IHAVE, IWANT = -1, 0, 1, 2, 3  # event kinds, in their order at one instant
 COUNTS = ("messages", "duplicates", "ihave", "iwant", "idontwant", "bytes")
@@ -90,23 +93,6 @@ class Settings:
 
 
 # -- draws: splitmix64 folded over the key ---------------------------------------------------------
-@nb.njit(cache=True)
-def mix(z):
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@nb.njit(cache=True)
-def rnd1(seed, purpose, a):
-    return mix(mix(mix(np.uint64(seed)) ^ np.uint64(purpose)) ^ np.uint64(a))
-
-
-@nb.njit(cache=True)
-def fold(x, a):
-    """The draw state x with the key value a mixed in."""
-    return mix(x ^ np.uint64(a))
 
 
 def draws(seed: int, purpose: int, *keys) -> np.ndarray:
