@@ -144,8 +144,12 @@ def run_dissemination(
     request: DisseminateRequest,
     routing_run_id: str | None = None,
     progress: bool = True,
+    inputs: dict | None = None,
 ) -> Row:
-    """Disseminate the request's publications on its overlay run; the routing run row, complete."""
+    """Disseminate the request's publications on its overlay run; the routing run row, complete.
+    `inputs` (optional): a dict the caller keeps between spreads of one run and workload (other
+    failures, sizes or uplinks), in which the chosen publications and, in the memory regime, the
+    spread's inputs are kept (`compare-meshes` spreads each run three times)."""
     request.check()
     routing_run_id = routing_run_id or request.default_routing_run_id()
     check_run_id(routing_run_id)
@@ -157,19 +161,27 @@ def run_dissemination(
     clock = time.monotonic()
     jobs, commits = jobs_started(spark), lakehouse.commits  # this attempt's, from its claim on
     with ledger.failing(lakehouse, claimed, "dissemination"):
-        instance, subscriptions, links = run_inputs(lakehouse, run)
+        key = (request.run_id, request.kind, request.seed, request.publications, request.topic_sizes)
+        kept = inputs.get(key) if inputs is not None and request.spreads else None
         with Progress(routing_run_id, total=2, enabled=progress, logger=log) as bar:
-            topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
-            topics = lakehouse.lineage.cut(topics)
-            chosen = topics.count()
-            if chosen == 0:
-                raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
+            if kept is None:
+                instance, subscriptions, links = run_inputs(lakehouse, run)
+                topics = choose_topics(subscriptions, request.seed, request.publications, request.topic_sizes)
+                topics = lakehouse.lineage.cut(topics)
+                chosen = topics.count()
+                if chosen == 0:
+                    raise InputError(f"run '{request.run_id}': no topic has two subscribers: nothing to disseminate")
+                held: dict = {}
+            else:  # a spread of this run and workload before: its inputs, its Arrow tables if held
+                (instance, subscriptions, links, topics, chosen), held = kept
             bar.step(f"{chosen} publications chosen", publications=chosen)
             steps, messages = request.cycles, None
             if request.spreads:
                 steps, messages = _spread(
-                    spark, lakehouse, run, instance, request, routing_run_id, subscriptions, links, topics
+                    spark, lakehouse, run, instance, request, routing_run_id, subscriptions, links, topics, held
                 )
+                if inputs is not None:
+                    inputs[key] = ((instance, subscriptions, links, topics, chosen), held)
                 bar.step("stored the deliveries and their metrics", stored=S.ROUTING_METRICS.name)
             else:
                 if request.live:
@@ -196,19 +208,19 @@ def run_dissemination(
     return ledger.run_row(lakehouse, ledger.ROUTING, routing_run_id)
 
 
-def _spread(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: DisseminateRequest, routing_run_id: str, subscriptions, links, topics) -> tuple[int, int]:  # fmt: skip
+def _spread(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: DisseminateRequest, routing_run_id: str, subscriptions, links, topics, held: dict) -> tuple[int, int]:  # fmt: skip
     """A spread's deliveries, publications and metrics stored (`overlay.gossip.spread`): flood on
     the run's topic subgraphs, or gossipsub's push along the meshes of a gossipsub run with its
     lazy gossip; in the driver's memory when the instance's regime is memory (`lakehouse.cycles`),
-    else on the executors. Returns the deepest delivery's hops and the copies sent."""
+    else on the executors. `held`: the memory regime's inputs as Arrow tables, filled by the first
+    spread of a run and workload and read by the next ones (empty: read them). Returns the deepest
+    delivery's hops and the copies sent."""
     if request.kind == GOSSIPSUB_SPREAD:
         if run[S.ALGORITHM] != "gossipsub":
             raise InputError(
                 f"--protocol gossipsub-spread pushes along a gossipsub run's meshes; run '{run[S.RUN_ID]}' was made "
                 f"by {run[S.ALGORITHM]}: use --protocol flood on it, or simulate gossipsub first"
             )
-        mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
-        push = mesh.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.U), F.col(S.PEER_ID).alias(S.V))
         mesh_params = GossipsubParams.stored(json.loads(run[S.PARAMS])["protocol"])
         params = SpreadParams(
             heartbeat_us=1000 * mesh_params.heartbeat_ms,
@@ -222,26 +234,40 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: Disse
             upload_mbps=request.upload_mbps,
         )
     else:
-        both = links.select(S.U, S.V).union(links.select(F.col(S.V).alias(S.U), F.col(S.U).alias(S.V)))
-        at = subscriptions.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
-        push = both.join(at, S.U).join(at.withColumnRenamed(S.U, S.V), [S.V, S.TOPIC_ID])
         params = SpreadParams(
             gossip=False, seed=request.seed, message_bytes=request.message_bytes, upload_mbps=request.upload_mbps
         )
-    connections = None
-    if request.kind == GOSSIPSUB_SPREAD and mesh_params.peers:
-        stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
-        connections = stored.select(F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener"))
-    spread_inputs = (
-        subscriptions.select(S.NODE_ID, S.TOPIC_ID),
-        push,
-        topics.select(S.PUB_ID, S.TOPIC_ID),
-        connections,
-    )
-    if lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS])) == MEMORY:
-        deliveries, publications, counted = _spread_in_memory(spark, request, params, *spread_inputs)
+    in_memory = lakehouse.cycles.pick(int(instance[S.SUBSCRIPTIONS])) == MEMORY
+    if not (in_memory and held):  # the inputs as DataFrames (read below, or run on the executors)
+        if request.kind == GOSSIPSUB_SPREAD:
+            mesh = lakehouse.read(S.GOSSIPSUB_MESH).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+            push = mesh.select(S.TOPIC_ID, F.col(S.NODE_ID).alias(S.U), F.col(S.PEER_ID).alias(S.V))
+        else:
+            both = links.select(S.U, S.V).union(links.select(F.col(S.V).alias(S.U), F.col(S.U).alias(S.V)))
+            at = subscriptions.select(F.col(S.NODE_ID).alias(S.U), S.TOPIC_ID)
+            push = both.join(at, S.U).join(at.withColumnRenamed(S.U, S.V), [S.V, S.TOPIC_ID])
+        spread_inputs = {
+            "subscriptions": subscriptions.select(S.NODE_ID, S.TOPIC_ID),
+            "push": push,
+            "topics": topics.select(S.PUB_ID, S.TOPIC_ID),
+        }
+        if request.kind == GOSSIPSUB_SPREAD and mesh_params.peers:
+            stored = lakehouse.read(S.GOSSIPSUB_CONNECTIONS).filter(F.col(S.RUN_ID) == run[S.RUN_ID])
+            spread_inputs["connections"] = stored.select(
+                F.col(S.NODE_ID).alias("dialer"), F.col(S.PEER_ID).alias("listener")
+            )
+    if in_memory:
+        if not held:
+            with ThreadPoolExecutor(max_workers=len(spread_inputs), thread_name_prefix="read") as pool:
+                held.update(zip(spread_inputs, pool.map(lambda frame: frame.toArrow(), spread_inputs.values())))
+        deliveries, publications, counted = _spread_in_memory(spark, request, params, held)
     else:
-        deliveries, publications, counted = _spread_on_spark(lakehouse, request, params, *spread_inputs)
+        deliveries, publications, counted = _spread_on_spark(
+            lakehouse,
+            request,
+            params,
+            *(spread_inputs.get(k) for k in ("subscriptions", "push", "topics", "connections")),
+        )
     expected, delivered = int(counted[S.EXPECTED_DELIVERIES] or 0), int(counted[S.DELIVERIES])
     deepest = int(counted[S.MAX_PATH_LENGTH] or 0)
     metrics = {
@@ -311,14 +337,10 @@ def _spread_on_spark(lakehouse: Lakehouse, request, params, subscriptions, push,
     return deliveries, publications, counted.asDict()
 
 
-def _spread_in_memory(spark, request, params, subscriptions, push, topics, connections):
-    """`_spread_on_spark` in this process (the memory regime): the inputs read at once, every
-    publication spread in the driver (`spread_in_memory`), the same rows and counts with numpy."""
-    reads = {"subscriptions": subscriptions, "push": push, "topics": topics}
-    if connections is not None:
-        reads["connections"] = connections
-    with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
-        got = dict(zip(reads, pool.map(lambda frame: frame.toArrow(), reads.values())))
+def _spread_in_memory(spark, request, params, got: dict):
+    """`_spread_on_spark` in this process (the memory regime) on the inputs read (Arrow tables:
+    subscriptions, push, topics, connections), every publication spread in the driver
+    (`spread_in_memory`), the same rows and counts with numpy."""
     rows = spread_in_memory(
         got["subscriptions"], got["push"], got["topics"], request.mass_share, request.model_seed, params,
         got.get("connections"),

@@ -100,6 +100,7 @@ def run_mesh_comparison(
             SYSTEMS[3]: feverfew[S.RUN_ID],
         }
         spread_ids: dict[str, list[str]] = {}  # per system: its routing runs, every node up first
+        inputs: dict = {}  # a run's chosen publications and spread inputs, read once for its three spreads
         for system in SYSTEMS:
             run_id = runs[system]
             if system == SYSTEMS[4]:
@@ -115,6 +116,7 @@ def run_mesh_comparison(
                         lakehouse,
                         DisseminateRequest(run_id, request.publications, seed=seed, mass_share=share, kind=kind),
                         progress=False,
+                        inputs=inputs,
                     )[S.ROUTING_RUN_ID]
                     for share in FAILURES
                 ]

@@ -18,6 +18,8 @@ import pytest
 from benchmarks.feverfew_yardstick import Yardstick
 from tests.feverfew_oracle import assert_same_states, oracle_for, ratio
 
+pytestmark = pytest.mark.ci  # a benchmark's check: in the CI pass (cold numba compiles are most of it)
+
 CYCLES = 12
 SETTINGS = range(16)
 REACHED: dict[int, set[str]] = {}  # setting -> the hard paths its oracle run went through

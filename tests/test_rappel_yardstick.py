@@ -17,6 +17,8 @@ from rappel_trees_oracle import TreesOracle
 
 from benchmarks import rappel_yardstick as yardstick
 
+pytestmark = pytest.mark.ci  # a benchmark's check: in the CI pass (cold numba compiles are most of it)
+
 SETTINGS = {  # name: instance, protocol and presence
     # 40% of the nodes (publishers spared) down in rounds 5-7: friends lost, orphans, pulls
     "failure": dict(seed=2, nodes=50, feeds=8, rounds=9, alpha=3, beta=2, share=0.4, down_from=5, down_to=8),

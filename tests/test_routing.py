@@ -342,7 +342,7 @@ def _outcome_rows(outcome):
     )
 
 
-@pytest.mark.parametrize("protocol", [pytest.param(p, marks=() if p in ("pie", "iscribe") else pytest.mark.slow) for p in PROTOCOLS])  # fmt: skip
+@pytest.mark.parametrize("protocol", [pytest.param(p, marks=() if p == "iscribe" else pytest.mark.slow) for p in PROTOCOLS])  # fmt: skip
 def test_the_memory_regimes_outcome_is_the_spark_regimes(spark, small_overlays, hard_cases, protocol):
     """`summarise_in_memory` against `summarise` on the same arrivals, row for row and metric for
     metric (doubles equal, not close), on runs that deliver exactly once and on the same runs with

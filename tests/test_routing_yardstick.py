@@ -18,6 +18,8 @@ import pytest
 from benchmarks import routing_yardstick as yardstick
 from tests import routing_oracle as oracle
 
+pytestmark = pytest.mark.ci  # a benchmark's check: in the CI pass (cold numba compiles are most of it)
+
 SEEDS = range(4)
 EVERYONE, LONELY, NOBODY = 0, 1, 99  # every node subscribes; one does; none does
 

@@ -16,6 +16,8 @@ import pytest
 from benchmarks import spread_yardstick as yardstick
 from tests.gossipsub_oracle import GossipsubOracle, Params, Spread, rnd, spread_oracle
 
+pytestmark = pytest.mark.ci  # a benchmark's check: in the CI pass (cold numba compiles are most of it)
+
 SEEDS = range(10)
 BIG = {"message_bytes": 4096}
 CONFIGS = {  # name: (the spread's settings, whether the connections are given)
