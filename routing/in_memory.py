@@ -80,17 +80,19 @@ def routing_tables(
             "in the Spark regime (route --engine compiled, or supersteps)"
         )
     nodes, positions = _column(ring, S.NODE_ID), _column(ring, S.POSITION)
-    size = int(max(nodes.max(initial=-1), _column(subscriptions, S.NODE_ID).max(initial=-1))) + 1
-    position_of = np.full(max(size, 1), -1, np.int64)
+    ids = [nodes, _column(subscriptions, S.NODE_ID), _column(fingers, S.NODE_ID), _column(fingers, S.FINGER)]
+    if coordinates is not None:
+        ids.append(_column(coordinates, S.NODE_ID))
+    position_of = np.full(max(int(max(a.max(initial=-1) for a in ids)) + 1, 1), -1, np.int64)
     position_of[nodes] = positions
     node_at = np.full(n, -1, np.int64)
     node_at[positions] = nodes
     xy = None
-    if coordinates is not None:
+    if coordinates is not None:  # by position; a node off the ring has none
         xy = np.full((n, 2), np.nan)
-        on_ring = position_of[_column(coordinates, S.NODE_ID)]
-        xy[on_ring, 0] = coordinates.column(S.X_MS).to_numpy()
-        xy[on_ring, 1] = coordinates.column(S.Y_MS).to_numpy()
+        at = position_of[_column(coordinates, S.NODE_ID)]
+        xy[at[at >= 0], 0] = coordinates.column(S.X_MS).to_numpy()[at >= 0]
+        xy[at[at >= 0], 1] = coordinates.column(S.Y_MS).to_numpy()[at >= 0]
     f_offsets, f_dist, f_lat = _fingers(position_of, _column(fingers, S.NODE_ID), _column(fingers, S.FINGER), n, xy)
     topic_ids, t_offsets, t_subs = _subscribers(
         position_of, _column(subscriptions, S.NODE_ID), _column(subscriptions, S.TOPIC_ID)
