@@ -138,14 +138,14 @@ class CompiledFeverfew:
             np.zeros((n, 4), np.int64),
         )
         uniform = p.pss == "uniform"
-        rows, pay_ids, pay_ages, buf = K.act(
+        rows, pay_ids, pay_ages, buf, copies = K.act(
             c, p.seed, uniform, p.shuffle, p.bubble, p.bubble_start,
             self.offsets, self.topics, self.need, self.ttl, self.state, work,
         )  # fmt: skip
         order, starts = K.by_destination(rows, n)
         answers, ans_ids, ans_ages = K.serve(
             c, p.seed, p.shuffle, p.random_view, p.agent_view, self.offsets, self.topics,
-            rows, order, pay_ids, pay_ages, buf, self.state, work,
+            rows, order, pay_ids, pay_ages, buf, copies, self.state, work,
         )  # fmt: skip
         ans_order, ans_starts = K.by_destination(answers, n)
         covered, needy = np.zeros(len(self.topics), np.bool_), np.zeros(n, np.int64)

@@ -171,7 +171,9 @@ def bootstrap(seed, network, random_view, rv_id, rv_age, rv_n):
 
 @nb.njit(cache=True, nogil=True)
 def act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need, ttl, state, work):
-    """Step 1 of cycle c for every node: the messages (rows, payload ids and ages)."""
+    """Step 1 of cycle c for every node: the messages (rows, payload ids and ages), the pooled
+    buffers, and the BubbleSample copies sent: one COPY row per holder, for its whole held list,
+    pointing at (origin, topic, ttl) rows of `copies` (a copy is 24 bytes, not a message row)."""
     rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
         state
     )
@@ -186,6 +188,8 @@ def act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need,
     mark = np.zeros(len(need), np.int64)
     buf = np.empty(1024, np.int64)
     buf_n = 0
+    copies = np.empty((1024, 3), np.int64)  # origin, topic, ttl of every copy sent, by holder
+    copy_n = 0
     for p in range(network):
         target[p] = NONE
         sent_n[p] = 0
@@ -282,17 +286,22 @@ def act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need,
                     _push(held, held_n, p, t)
                     _push(held, held_n, p, ttl[t])
         h = held[p]
+        count = held_n[p] // 3
+        if target[p] != NONE and count:
+            rows = taller(rows, m + 1)
+            rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = target[p], COPY, p, seq
+            rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = NONE, 0, NONE
+            rows[m, AT], rows[m, LEN] = copy_n, count
+            m += 1
+            seq += 1
+            sent[p, 2] += count
+            copies = taller(copies, copy_n + count)
+            for i in range(count):
+                copies[copy_n + i, 0], copies[copy_n + i, 1], copies[copy_n + i, 2] = h[3 * i], h[3 * i + 1], h[3 * i + 2] - 1  # fmt: skip
+            copy_n += count
         kept = 0
-        for i in range(held_n[p] // 3):
+        for i in range(count):
             origin, t, left = h[3 * i], h[3 * i + 1], h[3 * i + 2]
-            if target[p] != NONE:
-                rows = taller(rows, m + 1)
-                rows[m, DST], rows[m, KIND], rows[m, SRC], rows[m, SEQ] = target[p], COPY, p, seq
-                rows[m, TOPIC], rows[m, TTL], rows[m, OTHER] = t, left - 1, origin
-                rows[m, AT], rows[m, LEN] = pay, 0
-                m += 1
-                seq += 1
-                sent[p, 2] += 1
             if left - 1 > 0:
                 h[3 * kept], h[3 * kept + 1], h[3 * kept + 2] = origin, t, left - 1
                 kept += 1
@@ -319,7 +328,7 @@ def act(c, seed, uniform, shuffle, bubble, bubble_start, sub_off, sub_top, need,
                 m += 2
                 seq += 2
                 sent[p, 3] += 2
-    return rows[:m], pay_ids[:pay], pay_ages[:pay], buf[:buf_n]
+    return rows[:m], pay_ids[:pay], pay_ages[:pay], buf[:buf_n], copies[:copy_n]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -345,7 +354,7 @@ def _merge(rv_id, rv_age, rv_n, node, ids, ages, replaceable, size):
 
 
 @nb.njit(cache=True, nogil=True)
-def serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, order, pay_ids, pay_ages, buf, state, work):  # fmt: skip
+def serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, order, pay_ids, pay_ages, buf, copies, state, work):  # fmt: skip
     """Step 2: each destination walks its rows in (dst, kind, src, seq) order (`order`, of
     `by_destination`); the answers."""
     rv_id, rv_age, rv_n, sv_id, sv_n, av_o, av_t, av_n, lv, lv_n, mb, mb_n, held, held_n, reported, rep_n, own, keys = (
@@ -394,25 +403,26 @@ def serve(c, seed, shuffle, random_view, agent_view, sub_off, sub_top, rows, ord
                 pay += last - first
                 m += 1
                 sent[q, 1] += 1
-            elif kind == COPY:
-                origin, t, left = rows[i, OTHER], rows[i, TOPIC], rows[i, TTL]
-                if origin != q:
-                    found = False
-                    for k in range(av_n[q]):
-                        if av_o[q, k] == origin and av_t[q, k] == t:
-                            found = True
-                            break
-                    if not found:
-                        if av_n[q] == agent_view:  # first in, first out
-                            for k in range(1, agent_view):
-                                av_o[q, k - 1], av_t[q, k - 1] = av_o[q, k], av_t[q, k]
-                            av_n[q] -= 1
-                        av_o[q, av_n[q]], av_t[q, av_n[q]] = origin, t
-                        av_n[q] += 1
-                if left > 0:
-                    _push(held, held_n, q, origin)
-                    _push(held, held_n, q, t)
-                    _push(held, held_n, q, left)
+            elif kind == COPY:  # r's held copies, in its order
+                for j in range(rows[i, AT], rows[i, AT] + rows[i, LEN]):
+                    origin, t, left = copies[j, 0], copies[j, 1], copies[j, 2]
+                    if origin != q:
+                        found = False
+                        for k in range(av_n[q]):
+                            if av_o[q, k] == origin and av_t[q, k] == t:
+                                found = True
+                                break
+                        if not found:
+                            if av_n[q] == agent_view:  # first in, first out
+                                for k in range(1, agent_view):
+                                    av_o[q, k - 1], av_t[q, k - 1] = av_o[q, k], av_t[q, k]
+                                av_n[q] -= 1
+                            av_o[q, av_n[q]], av_t[q, av_n[q]] = origin, t
+                            av_n[q] += 1
+                    if left > 0:
+                        _push(held, held_n, q, origin)
+                        _push(held, held_n, q, t)
+                        _push(held, held_n, q, left)
             else:  # a match
                 other = rows[i, OTHER]
                 if find(mb[q], mb_n[q], other) < 0:
