@@ -347,11 +347,12 @@ def test_a_publications_spread_is_the_oracles(seed):
         )
 
 
-def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, simulated):
+@pytest.mark.parametrize("regime", ["memory", pytest.param("spark", marks=pytest.mark.ci)])
+def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, simulated, regime):
     """`disseminate --protocol gossipsub-spread` on the gossipsub run (its meshes, lazy gossip) and
     `--protocol flood` (the run's topic subgraphs, no gossip) with a fifth of the nodes down, in
-    the driver's memory and as Spark tasks: every delivery, its hops and latency, and each
-    publication's counts are the oracle's, and both regimes store the same metrics."""
+    the driver's memory and (the CI pass) as Spark tasks: every delivery, its hops and latency,
+    and each publication's counts are the oracle's."""
     import math
 
     from pyspark.sql import functions as F
@@ -374,9 +375,8 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
     def latency(a, b):
         return round(1000.0 * math.hypot(position[a, 0] - position[b, 0], position[a, 1] - position[b, 1]))
 
-    compared = {}
-    for regime, kind, gossip in [(r, *k) for r in ("memory", "spark") for k in (("gossipsub-spread", True), ("flood", False))]:  # fmt: skip
-        lakehouse = Lakehouse(spark, stored.root, stored.lineage, CycleRegime(regime))
+    lakehouse = Lakehouse(spark, stored.root, stored.lineage, CycleRegime(regime))
+    for kind, gossip in (("gossipsub-spread", True), ("flood", False)):
         flood = False if gossip else None  # the profile's flood publishing off: the mesh alone
         request = DisseminateRequest(
             run[S.RUN_ID], 3, seed=9, mass_share=0.2, kind=kind, model_seed=4, flood_publish=flood
@@ -415,10 +415,6 @@ def test_disseminate_spreads_as_the_oracle_on_meshes_and_topic_subgraphs(spark, 
         metrics = mine(S.ROUTING_METRICS).first()
         assert metrics[S.DELIVERY_RATIO] == delivered_total / expected_total and metrics[S.ROUTING_OVERHEAD] == 0
         assert done[S.STATUS] == S.COMPLETE
-        compared.setdefault(kind, []).append(
-            {k: v for k, v in metrics.asDict().items() if k not in (S.ROUTING_RUN_ID, S.COMPUTED_AT)}
-        )
-    assert all(memory == on_spark for memory, on_spark in compared.values())
 
 
 @pytest.mark.parametrize("seed", range(3))
