@@ -7,7 +7,10 @@ of that), which matters for the greedy rounds that hand a batch back to Spark ev
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -22,3 +25,12 @@ def local_frame(spark: SparkSession, rows: list[tuple], schema: StructType | str
         if field.dataType.typeName() in ("long", "integer") and not table[field.name].isna().any():
             table[field.name] = table[field.name].astype("int64" if field.dataType.typeName() == "long" else "int32")
     return spark.createDataFrame(table, schema)
+
+
+def arrow_at_once(frames: dict[str, DataFrame]) -> dict[str, pa.Table]:
+    """Each frame's rows as an Arrow table, the reads from threads of their own: a small read is
+    mostly a Spark job's latency, so a memory-regime job reads its inputs side by side."""
+    if not frames:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix="read") as pool:
+        return dict(zip(frames, pool.map(lambda frame: frame.toArrow(), frames.values())))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import Subscriptions
 from overlay.errors import InputError
-from overlay.frames import local_frame
+from overlay.frames import arrow_at_once, local_frame
 from overlay.gossip.cycles import MEMORY
 from overlay.gossip.dissemination import COMPLETION_COLUMNS, COMPLETION_SCHEMA, Failures, choose_topics, disseminate
 from overlay.gossip.feverfew import FeverfewParams
@@ -42,7 +41,7 @@ from pipelines.progress import Progress
 from pipelines.route import claim_run
 from pipelines.simulate import last_snapshot, stored_state
 from pipelines.spark import jobs_started, task_slots
-from routing.in_memory import spark_percentile
+from routing.in_memory import publication_rows, spark_percentile
 
 log = logging.getLogger(__name__)
 
@@ -258,8 +257,7 @@ def _spread(spark, lakehouse: Lakehouse, run: Row, instance: Row, request: Disse
             )
     if in_memory:
         if not held:
-            with ThreadPoolExecutor(max_workers=len(spread_inputs), thread_name_prefix="read") as pool:
-                held.update(zip(spread_inputs, pool.map(lambda frame: frame.toArrow(), spread_inputs.values())))
+            held.update(arrow_at_once(spread_inputs))
         deliveries, publications, counted = _spread_in_memory(spark, request, params, held)
     else:
         deliveries, publications, counted = _spread_on_spark(
@@ -350,8 +348,7 @@ def _spread_in_memory(spark, request, params, got: dict):
     deliveries = delivered.select([S.PUB_ID, S.NODE_ID, S.HOPS, S.LATENCY_MS, S.DIRECT_MS])
     pub = summary.column(S.PUB_ID).to_numpy()
     d_pub = delivered.column(S.PUB_ID).to_numpy()
-    order = np.argsort(pub)
-    per_pub = np.bincount(np.searchsorted(pub[order], d_pub), minlength=len(pub))[np.argsort(order)] if len(pub) else pub  # fmt: skip
+    per_pub = np.bincount(publication_rows(pub, d_pub), minlength=len(pub))
     publications = pa.table(
         {
             S.PUB_ID: pub,

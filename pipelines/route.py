@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -33,7 +32,7 @@ from pyspark.sql import functions as F
 from overlay import schema as S
 from overlay.design.classes import MAX_DRIVER_SUBSCRIPTIONS
 from overlay.errors import InputError
-from overlay.frames import local_frame
+from overlay.frames import arrow_at_once, local_frame
 from pipelines import ledger
 from pipelines.lakehouse import Lakehouse
 from pipelines.overlays import _now, check_run_id, complete_run
@@ -258,8 +257,7 @@ def _tables_and_workload(spark: SparkSession, lakehouse: Lakehouse, request: Rou
         "subscriptions": subscriptions.select(S.NODE_ID, S.TOPIC_ID).limit(MAX_DRIVER_SUBSCRIPTIONS + 1),
         **({} if roots is None else {"roots": roots}),
     }
-    with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
-        rows = dict(zip(reads, pool.map(lambda frame: frame.toArrow(), reads.values())))
+    rows = arrow_at_once(reads)
     tables = routing_tables(
         rows["ring"],
         rows["fingers"],

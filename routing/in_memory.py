@@ -108,16 +108,20 @@ def routing_tables(
     return Tables(n, node_at, position_of, f_offsets, f_dist, f_lat, topic_ids, t_offsets, t_subs, t_root, xy)
 
 
+def _distinct(major: np.ndarray, minor: np.ndarray, carried: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The (major, minor) pairs once each, sorted, with a value carried along (the first pair's)."""
+    order = np.lexsort((minor, major))
+    major, minor, carried = major[order], minor[order], carried[order]
+    first = np.ones(len(major), bool)
+    first[1:] = (major[1:] != major[:-1]) | (minor[1:] != minor[:-1])
+    return major[first], minor[first], carried[first]
+
+
 def _fingers(position_of, node, finger, n, xy):
     at, to = position_of[node], position_of[finger]
     kept = (at >= 0) & (to >= 0)
     at, to = at[kept], to[kept]
-    distance = (to - at) % n
-    order = np.lexsort((distance, at))
-    at, distance, to = at[order], distance[order], to[order]
-    first = np.ones(len(at), bool)
-    first[1:] = (at[1:] != at[:-1]) | (distance[1:] != distance[:-1])
-    at, distance, to = at[first], distance[first], to[first]
+    at, distance, to = _distinct(at, (to - at) % n, to)
     if xy is None:
         latency = np.full(len(at), np.nan)
     else:
@@ -129,12 +133,7 @@ def _fingers(position_of, node, finger, n, xy):
 
 def _subscribers(position_of, node, topic):
     at = position_of[node]
-    topic, at = topic[at >= 0], at[at >= 0]
-    order = np.lexsort((at, topic))
-    topic, at = topic[order], at[order]
-    first = np.ones(len(at), bool)
-    first[1:] = (topic[1:] != topic[:-1]) | (at[1:] != at[:-1])
-    topic, at = topic[first], at[first]
+    topic, at, _ = _distinct(topic[at >= 0], at[at >= 0], at[at >= 0])
     ids, starts = np.unique(topic, return_index=True)
     return ids, np.concatenate([starts, [len(topic)]]).astype(np.int64), np.ascontiguousarray(at)
 
@@ -255,7 +254,7 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
     target = arrivals.column(TARGET).to_numpy(zero_copy_only=False).astype(bool)
     latency = arrivals.column(LATENCY).to_numpy(zero_copy_only=False).astype(np.float64)
     p_pub, p_topic, p_publisher = (_column(publications, c) for c in (S.PUB_ID, S.TOPIC_ID, S.PUBLISHER))
-    row_of = _rows_of(p_pub, pub)
+    row_of = publication_rows(p_pub, pub)
     t_index = np.searchsorted(tables.topic_ids, p_topic)
     t_clamped = np.minimum(t_index, max(len(tables.topic_ids) - 1, 0))
     has_topic = (t_index < len(tables.topic_ids)) & (tables.topic_ids[t_clamped] == p_topic) if len(p_pub) else np.zeros(0, bool)  # fmt: skip
@@ -347,7 +346,7 @@ def summarise_in_memory(routed: Routed, tables: Tables, publications: pa.Table) 
     return Outcome(deliveries, load, per_publication, metrics, example)
 
 
-def _rows_of(p_pub: np.ndarray, pub: np.ndarray) -> np.ndarray:
+def publication_rows(p_pub: np.ndarray, pub: np.ndarray) -> np.ndarray:
     """Each arrival's publication row (its pub_id among the publications'): a gather when the ids
     are small (0..P-1, as the workloads number them), else a search."""
     if len(p_pub) and 0 <= p_pub.min() and p_pub.max() < 4 * len(p_pub) + 1024:
